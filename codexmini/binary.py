@@ -1,0 +1,154 @@
+"""Find the codex binary and check its version.
+
+Resolution order (SPEC §1): ``$CODEXMINI_CODEX_BIN``, then a project-local npm
+install (``.codex/`` in the working directory or one of its parents, or next
+to this package), then ``codex`` on ``PATH``.  Inside an npm install the
+*native* binary (``node_modules/@openai/codex-<platform>/vendor/<triple>/bin/
+codex``) is preferred over the ``node_modules/.bin/codex`` Node launcher: the
+launcher cannot forward SIGKILL, so killing it orphans the real app-server.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import warnings
+from dataclasses import dataclass
+from typing import Iterator, Mapping, Optional
+
+from . import CODEX_VERSION
+from .errors import BinaryNotFound
+
+ENV_VAR = "CODEXMINI_CODEX_BIN"
+LOCAL_DIR = ".codex"
+
+#: Where the npm package keeps the native binary, newest layout first.
+_NATIVE_GLOBS = (
+    "node_modules/@openai/codex-*/vendor/*/bin/codex",
+    "node_modules/@openai/codex-*/vendor/*/codex/codex",
+    "node_modules/@openai/codex/vendor/*/codex/codex",
+)
+
+INSTALL_HINT = (
+    f"install the pinned codex with `make setup` (it runs `npm install --prefix {LOCAL_DIR} "
+    f"@openai/codex@{CODEX_VERSION}`), or set {ENV_VAR} to a codex binary, or put codex on PATH"
+)
+
+
+class CodexVersionWarning(UserWarning):
+    """The codex binary found is not the version codexmini is pinned to."""
+
+
+@dataclass(frozen=True)
+class CodexBinary:
+    path: str
+    source: str  # "env", "local", "path" or "explicit"
+
+
+def native_in_npm_root(root: str) -> Optional[str]:
+    """The native codex inside an npm install root, else its Node launcher."""
+    for pattern in _NATIVE_GLOBS:
+        for hit in sorted(glob.glob(os.path.join(root, pattern))):
+            if os.access(hit, os.X_OK):
+                return hit
+    launcher = os.path.join(root, "node_modules", ".bin", "codex")
+    return launcher if os.access(launcher, os.X_OK) else None
+
+
+def _native_behind_launcher(path: str) -> str:
+    """``codex`` on PATH is often the npm launcher; find the native binary it runs."""
+    real = os.path.realpath(path)
+    if not real.endswith(".js"):
+        return path
+    package = os.path.dirname(os.path.dirname(real))  # …/@openai/codex
+    for root in (package, os.path.dirname(os.path.dirname(os.path.dirname(package)))):
+        found = native_in_npm_root(root)
+        if found and not found.endswith(os.path.join(".bin", "codex")):
+            return found
+    return path
+
+
+def _local_roots(cwd: str) -> Iterator[str]:
+    here = os.path.abspath(cwd)
+    while True:
+        yield os.path.join(here, LOCAL_DIR)
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    yield os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), LOCAL_DIR)
+
+
+def find_codex(
+    explicit: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+) -> CodexBinary:
+    """Locate codex, or raise :class:`BinaryNotFound` saying how to install it."""
+    env = os.environ if env is None else env
+    for given, source in ((explicit, "explicit"), (env.get(ENV_VAR), "env")):
+        if given:
+            if os.path.isfile(given) and os.access(given, os.X_OK):
+                return CodexBinary(given, source)
+            raise BinaryNotFound(f"codex binary {given!r} ({source}) is not an executable file; {INSTALL_HINT}")
+    for root in _local_roots(cwd or os.getcwd()):
+        found = native_in_npm_root(root) if os.path.isdir(root) else None
+        if found:
+            return CodexBinary(found, "local")
+    on_path = shutil.which("codex", path=env.get("PATH", ""))
+    if on_path:
+        return CodexBinary(_native_behind_launcher(on_path), "path")
+    raise BinaryNotFound(f"codex not found; {INSTALL_HINT}")
+
+
+_VERSION_RE = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?)")
+
+
+def parse_version(output: str) -> Optional[str]:
+    """``codex-cli 0.149.1`` → ``0.149.1``."""
+    match = _VERSION_RE.search(output)
+    return match.group(1) if match else None
+
+
+def codex_version(path: str, timeout: float = 30.0) -> Optional[str]:
+    """Ask the binary for its version (``codex --version``); ``None`` if it cannot say."""
+    try:
+        done = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            timeout=timeout,
+            env={**os.environ, "NO_COLOR": "1"},
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_version(done.stdout.decode("utf-8", "replace"))
+
+
+def check_version(found: Optional[str], expected: str = CODEX_VERSION) -> bool:
+    """Warn (:class:`CodexVersionWarning`) unless ``found`` is the pinned version."""
+    if found == expected:
+        return True
+    warnings.warn(
+        f"codex {found or 'of unknown version'} found, codexmini is pinned to {expected}; "
+        "frames may not match the recorded protocol",
+        CodexVersionWarning,
+        stacklevel=2,
+    )
+    return False
+
+
+__all__ = [
+    "ENV_VAR",
+    "INSTALL_HINT",
+    "CodexBinary",
+    "CodexVersionWarning",
+    "check_version",
+    "codex_version",
+    "find_codex",
+    "native_in_npm_root",
+    "parse_version",
+]

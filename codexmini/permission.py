@@ -1,0 +1,314 @@
+"""Permissions: the knob fold and the answer to every server request.  Pure.
+
+Two jobs, both fail-closed:
+
+1. **The fold.**  The session log holds knobs (``sandbox/mode``,
+   ``approval/policy``; the last valid one wins, an invalid value counts as
+   absent).  They fold into the (sandbox, approvalPolicy) pair a thread is
+   started with.  A configured pin overrides each field on its own.  The fold
+   runs again every step, so a knob change takes effect on the next step.
+
+2. **Answers.**  codex asks the client through JSON-RPC *requests*, and an
+   unanswered request blocks the turn forever (protocol reference §0.3).
+   :data:`REQUESTS` has one row for each of the ten ``ServerRequest`` methods
+   of the pinned schema: how to describe it to a caller, and how to turn a
+   caller's :class:`Reply` into a schema-valid result.  With no caller, or on
+   a caller error or deadline, :func:`fail_closed` answers ``decline`` (or the
+   method's equivalent).  A conformance test checks the table against the
+   schema's ``ServerRequest`` union and validates every answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+
+# ---------------------------------------------------------------------------
+# The fold
+
+SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
+APPROVAL_KNOBS = ("ask", "never")
+APPROVAL_POLICIES = ("untrusted", "on-failure", "on-request", "never")
+
+
+@dataclass(frozen=True)
+class ThreadPermissions:
+    """The pair passed to ``thread/start`` (``sandbox``, ``approvalPolicy``)."""
+
+    sandbox: str
+    approval_policy: str
+
+
+#: Nothing recorded, or nothing valid: read-only and never ask.
+DEFAULT_PERMISSIONS = ThreadPermissions("read-only", "never")
+
+_KNOBS = {"sandbox/mode": ("mode", SANDBOX_MODES), "approval/policy": ("policy", APPROVAL_KNOBS)}
+
+
+def last_knob(events: Iterable[Mapping[str, Any]], kind: str) -> Optional[str]:
+    """The last *valid* value of a knob event in the log, or ``None``."""
+    key, allowed = _KNOBS[kind]
+    value = None
+    for event in events:
+        if event.get("type") == kind:
+            candidate = (event.get("data") or {}).get(key)
+            if candidate in allowed:
+                value = candidate
+    return value
+
+
+def fold(sandbox_knob: Optional[str], approval_knob: Optional[str]) -> ThreadPermissions:
+    """SPEC §4.4: full access wins; ``ask`` means workspace-write + on-request;
+    anything else is the fail-closed default."""
+    if sandbox_knob == "danger-full-access":
+        return ThreadPermissions("danger-full-access", "never")
+    if approval_knob == "ask":
+        return ThreadPermissions("workspace-write", "on-request")
+    return DEFAULT_PERMISSIONS
+
+
+def resolve_permissions(
+    events: Iterable[Mapping[str, Any]],
+    pin_sandbox: Optional[str] = None,
+    pin_approval: Optional[str] = None,
+) -> ThreadPermissions:
+    """Fold the log's knobs, then let each configured pin override its own field."""
+    events = list(events)
+    folded = fold(last_knob(events, "sandbox/mode"), last_knob(events, "approval/policy"))
+    if pin_sandbox is not None and pin_sandbox not in SANDBOX_MODES:
+        raise ValueError(f"sandbox pin must be one of {SANDBOX_MODES}, not {pin_sandbox!r}")
+    if pin_approval is not None and pin_approval not in APPROVAL_POLICIES:
+        raise ValueError(f"approval pin must be one of {APPROVAL_POLICIES}, not {pin_approval!r}")
+    return ThreadPermissions(pin_sandbox or folded.sandbox, pin_approval or folded.approval_policy)
+
+
+# ---------------------------------------------------------------------------
+# Server requests
+
+ACCEPT = "accept"
+ACCEPT_FOR_SESSION = "acceptForSession"
+DECLINE = "decline"
+CANCEL = "cancel"
+DECISIONS = (ACCEPT, ACCEPT_FOR_SESSION, DECLINE, CANCEL)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A caller's answer, method-neutral.
+
+    ``decision`` is one of :data:`DECISIONS`.  ``answers`` (question id → list
+    of strings) is read for ``item/tool/requestUserInput``; ``content`` for an
+    accepted MCP elicitation.
+    """
+
+    decision: str
+    answers: Optional[Mapping[str, Any]] = None
+    content: Any = None
+
+    def __post_init__(self) -> None:
+        if self.decision not in DECISIONS:
+            raise ValueError(f"decision must be one of {DECISIONS}, not {self.decision!r}")
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """A server request as a caller sees it."""
+
+    method: str
+    params: Mapping[str, Any]
+    kind: str
+    summary: str
+    item_id: Optional[str] = None
+    thread_id: Optional[str] = None
+    turn_id: Optional[str] = None
+    questions: Tuple[Mapping[str, Any], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What goes back on the wire: a ``result``, or (for refusals no result
+    shape can express) a JSON-RPC ``error``."""
+
+    result: Any = None
+    error: Optional[Dict[str, Any]] = None
+    decision: str = DECLINE
+
+
+#: JSON-RPC error code codexmini uses when it refuses a request outright.
+REFUSED = -32000
+
+
+def _decision(reply: Reply) -> Answer:
+    return Answer({"decision": reply.decision}, decision=reply.decision)
+
+
+def _permissions(params: Mapping[str, Any], reply: Reply) -> Answer:
+    if reply.decision in (ACCEPT, ACCEPT_FOR_SESSION):
+        asked = params.get("permissions") or {}
+        granted = {k: asked[k] for k in ("fileSystem", "network") if asked.get(k) is not None}
+        scope = "session" if reply.decision == ACCEPT_FOR_SESSION else "turn"
+        return Answer({"permissions": granted, "scope": scope}, decision=reply.decision)
+    return Answer({"permissions": {}, "scope": "turn"}, decision=reply.decision)
+
+
+def _user_input(params: Mapping[str, Any], reply: Reply) -> Answer:
+    # Answers are keyed by the question ids codex asked: inventing an id would
+    # answer a question nobody saw (seed 003 §6.4).
+    asked = [q.get("id") for q in params.get("questions") or () if isinstance(q, Mapping)]
+    given = reply.answers or {}
+    answers = {}
+    if reply.decision in (ACCEPT, ACCEPT_FOR_SESSION):
+        for qid in asked:
+            value = given.get(qid)
+            if isinstance(value, str):
+                value = [value]
+            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+                answers[qid] = {"answers": list(value)}
+    decision = ACCEPT if answers else DECLINE
+    return Answer({"answers": answers}, decision=decision)
+
+
+def _elicitation(params: Mapping[str, Any], reply: Reply) -> Answer:
+    action = {ACCEPT: "accept", ACCEPT_FOR_SESSION: "accept", DECLINE: "decline", CANCEL: "cancel"}[reply.decision]
+    result: Dict[str, Any] = {"action": action}
+    if action == "accept" and reply.content is not None:
+        result["content"] = reply.content
+    return Answer(result, decision=reply.decision)
+
+
+def _dynamic_tool(params: Mapping[str, Any], reply: Reply) -> Answer:
+    text = f"codexmini has no implementation of dynamic tool {params.get('tool')!r}"
+    return Answer({"contentItems": [{"type": "inputText", "text": text}], "success": False}, decision=DECLINE)
+
+
+def _refuse(what: str) -> Callable[[Mapping[str, Any], Reply], Answer]:
+    def refuse(params: Mapping[str, Any], reply: Reply) -> Answer:
+        # No result shape can say "no" (both need a token), so refuse with an
+        # error; codex treats an error reply as a failure, never as consent.
+        return Answer(error={"code": REFUSED, "message": f"codexmini does not provide {what}"})
+
+    return refuse
+
+
+_LEGACY = {ACCEPT: "approved", ACCEPT_FOR_SESSION: "approved_for_session", CANCEL: "abort"}
+
+
+def _legacy(params: Mapping[str, Any], reply: Reply) -> Answer:
+    decision = _LEGACY.get(reply.decision) or {"denied": {"rejection": "declined by codexmini"}}
+    return Answer({"decision": decision}, decision=reply.decision)
+
+
+def _summary_command(p: Mapping[str, Any]) -> str:
+    return str(p.get("command") or "")
+
+
+def _summary_reason(p: Mapping[str, Any]) -> str:
+    return str(p.get("reason") or "")
+
+
+def _summary_questions(p: Mapping[str, Any]) -> str:
+    return "; ".join(str(q.get("question", "")) for q in p.get("questions") or () if isinstance(q, Mapping))
+
+
+def _summary_message(p: Mapping[str, Any]) -> str:
+    return str(p.get("message") or "")
+
+
+def _summary_tool(p: Mapping[str, Any]) -> str:
+    return str(p.get("tool") or "")
+
+
+def _summary_legacy(p: Mapping[str, Any]) -> str:
+    command = p.get("command")
+    if isinstance(command, list):
+        return " ".join(str(c) for c in command)
+    return ", ".join(sorted(p.get("fileChanges") or {}))
+
+
+def _summary_none(p: Mapping[str, Any]) -> str:
+    return ""
+
+
+@dataclass(frozen=True)
+class RequestKind:
+    kind: str
+    summary: Callable[[Mapping[str, Any]], str]
+    build: Callable[[Mapping[str, Any], Reply], Answer]
+
+
+#: Every ``ServerRequest`` method of codex 0.149.1, with its kind and answer.
+REQUESTS: Dict[str, RequestKind] = {
+    "item/commandExecution/requestApproval": RequestKind(
+        "command", _summary_command, lambda p, r: _decision(r)
+    ),
+    "item/fileChange/requestApproval": RequestKind("file_change", _summary_reason, lambda p, r: _decision(r)),
+    "item/permissions/requestApproval": RequestKind("permissions", _summary_reason, _permissions),
+    "item/tool/requestUserInput": RequestKind("user_input", _summary_questions, _user_input),
+    "mcpServer/elicitation/request": RequestKind("elicitation", _summary_message, _elicitation),
+    "item/tool/call": RequestKind("dynamic_tool", _summary_tool, _dynamic_tool),
+    "account/chatgptAuthTokens/refresh": RequestKind("auth_refresh", _summary_none, _refuse("ChatGPT auth tokens")),
+    "attestation/generate": RequestKind("attestation", _summary_none, _refuse("client attestation")),
+    "applyPatchApproval": RequestKind("legacy_patch", _summary_legacy, _legacy),
+    "execCommandApproval": RequestKind("legacy_command", _summary_legacy, _legacy),
+}
+
+
+def describe(method: str, params: Mapping[str, Any]) -> ApprovalRequest:
+    """The caller's view of a server request (``KeyError`` if the method is unknown)."""
+    row = REQUESTS[method]
+    kind = row.kind
+    if kind == "elicitation" and (params.get("_meta") or {}).get("codex_approval_kind") == "mcp_tool_call":
+        # MCP tool approvals arrive as elicitations (protocol reference §3.9).
+        kind = "mcp_tool_call"
+    questions = tuple(q for q in params.get("questions") or () if isinstance(q, Mapping))
+    return ApprovalRequest(
+        method=method,
+        params=params,
+        kind=kind,
+        summary=row.summary(params),
+        item_id=params.get("itemId") or params.get("callId"),
+        thread_id=params.get("threadId") or params.get("conversationId"),
+        turn_id=params.get("turnId"),
+        questions=questions,
+    )
+
+
+def build_answer(method: str, params: Mapping[str, Any], reply: Reply) -> Answer:
+    """Turn a caller's reply into the wire answer for ``method``."""
+    return REQUESTS[method].build(params, reply)
+
+
+def fail_closed(method: str, params: Mapping[str, Any]) -> Answer:
+    """The answer when nobody (or nothing in time) decided: decline."""
+    return build_answer(method, params, Reply(DECLINE))
+
+
+def reply_from_flag(auto_approve: bool) -> Reply:
+    """The policy answer used by non-interactive callers."""
+    return Reply(ACCEPT if auto_approve else DECLINE)
+
+
+__all__ = [
+    "ACCEPT",
+    "ACCEPT_FOR_SESSION",
+    "APPROVAL_KNOBS",
+    "APPROVAL_POLICIES",
+    "Answer",
+    "ApprovalRequest",
+    "CANCEL",
+    "DECISIONS",
+    "DECLINE",
+    "DEFAULT_PERMISSIONS",
+    "REFUSED",
+    "REQUESTS",
+    "Reply",
+    "SANDBOX_MODES",
+    "ThreadPermissions",
+    "build_answer",
+    "describe",
+    "fail_closed",
+    "fold",
+    "last_knob",
+    "reply_from_flag",
+    "resolve_permissions",
+]

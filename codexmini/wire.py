@@ -1,0 +1,203 @@
+"""The wire: newline-delimited JSON frames, with no I/O.
+
+Theory of operation
+-------------------
+``codex app-server`` speaks JSON-RPC without the ``"jsonrpc"`` member, one JSON
+object per ``\\n``-terminated UTF-8 line, in both directions.  Lines of several
+MiB are normal (a finished command with 1 MiB of output is one 1.2 MB line),
+so the decoder never uses a line-length limit as a framing device: it keeps a
+byte buffer, cuts it at newlines, and enforces an explicit, configurable
+maximum frame size.  A line over the cap is *discarded as it streams in* (the
+buffer never holds more than the cap) and reported once when its newline
+arrives; the frames after it decode normally.
+
+Anything that is not a frame -- invalid UTF-8, invalid JSON, JSON that is not
+an object, an object that is none of the four JSON-RPC shapes -- comes out of
+:meth:`LineDecoder.feed` as a :class:`Malformed` value instead of raising, so
+one bad line can never kill a reader.  This module reads no clock, spawns
+nothing and touches no file; the client feeds it bytes (h11's receive buffer
+is the model).
+
+Classification is by key presence (SPEC §3): ``id`` + ``method`` is a request,
+``method`` alone a notification, ``id`` + ``result`` a response, ``id`` +
+``error`` an error.  codex drops frames whose ``id`` is ``null`` or a float
+without a reply, so such ids are malformed here too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Union
+
+#: Default cap on one frame, in bytes.  The largest frame seen from codex
+#: 0.149.1 was 1.21 MB; users report 4 MiB.  64 MiB leaves room for both.
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+REQUEST = "request"
+NOTIFICATION = "notification"
+RESPONSE = "response"
+ERROR = "error"
+
+Frame = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A line that is not a frame.  ``preview`` holds its first bytes."""
+
+    reason: str
+    size: int
+    preview: str = ""
+
+
+Decoded = Union[Frame, Malformed]
+
+_PREVIEW = 120
+
+
+def _preview(raw: bytes) -> str:
+    return raw[:_PREVIEW].decode("utf-8", "replace")
+
+
+def is_valid_id(value: Any) -> bool:
+    """JSON-RPC ids codex accepts: integers (not bools) and strings."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def classify(obj: Any) -> Optional[str]:
+    """Return the kind of a decoded object, or ``None`` if it is not a frame."""
+    if not isinstance(obj, dict):
+        return None
+    has_id = "id" in obj
+    if has_id and not is_valid_id(obj["id"]):
+        return None
+    method = obj.get("method")
+    if "method" in obj:
+        if not isinstance(method, str):
+            return None
+        if "params" in obj and not isinstance(obj["params"], (dict, list)):
+            return None
+        return REQUEST if has_id else NOTIFICATION
+    if not has_id:
+        return None
+    if "result" in obj and "error" not in obj:
+        return RESPONSE
+    error = obj.get("error")
+    if "result" not in obj and isinstance(error, dict):
+        if isinstance(error.get("code"), int) and isinstance(error.get("message"), str):
+            return ERROR
+    return None
+
+
+def decode_line(line: bytes) -> Decoded:
+    """Decode one line (without its newline) into a frame or a :class:`Malformed`."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Malformed(f"invalid UTF-8 at byte {exc.start}", len(line), _preview(line))
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return Malformed(f"invalid JSON: {exc}", len(line), _preview(line))
+    if classify(obj) is None:
+        shape = type(obj).__name__ if not isinstance(obj, dict) else "object"
+        return Malformed(f"not a JSON-RPC frame ({shape})", len(line), _preview(line))
+    return obj
+
+
+def encode(frame: Frame) -> bytes:
+    """Serialize one frame as a single UTF-8 line."""
+    return json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+class LineDecoder:
+    """Cut a byte stream into frames, with an explicit maximum frame size.
+
+    ``feed(data)`` returns everything that became complete; ``close()``
+    returns what an unterminated last line held (codex always terminates its
+    lines, but a killed writer may not).
+    """
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        if max_frame_bytes < 1:
+            raise ValueError("max_frame_bytes must be positive")
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._scanned = 0  # bytes of _buf already known to hold no newline
+        self._skipping = 0  # >0: size so far of an oversized line being discarded
+        self._skip_preview = ""
+
+    def feed(self, data: bytes) -> List[Decoded]:
+        out: List[Decoded] = []
+        if self._skipping:
+            cut = data.find(b"\n")
+            if cut < 0:
+                self._skipping += len(data)
+                return out
+            self._skipping += cut
+            out.append(self._oversized())
+            data = data[cut + 1 :]
+        self._buf += data
+        while True:
+            cut = self._buf.find(b"\n", self._scanned)
+            if cut < 0:
+                break
+            line = bytes(self._buf[:cut])
+            del self._buf[: cut + 1]
+            self._scanned = 0
+            out.append(self._line(line))
+        self._scanned = len(self._buf)
+        if len(self._buf) > self.max_frame_bytes:
+            self._skipping = len(self._buf)
+            self._skip_preview = _preview(bytes(self._buf))
+            self._buf.clear()
+            self._scanned = 0
+        return out
+
+    def close(self) -> List[Decoded]:
+        out: List[Decoded] = []
+        if self._skipping:
+            out.append(self._oversized())
+        elif self._buf.strip():
+            out.append(self._line(bytes(self._buf)))
+        self._buf.clear()
+        self._scanned = 0
+        return out
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an incomplete line (never more than the cap)."""
+        return len(self._buf)
+
+    def _line(self, line: bytes) -> Decoded:
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if len(line) > self.max_frame_bytes:
+            return Malformed(self._too_big(len(line)), len(line), _preview(line))
+        return decode_line(line)
+
+    def _oversized(self) -> Malformed:
+        size, preview = self._skipping, self._skip_preview
+        self._skipping, self._skip_preview = 0, ""
+        return Malformed(self._too_big(size), size, preview)
+
+    def _too_big(self, size: int) -> str:
+        return f"frame of {size} bytes exceeds the cap of {self.max_frame_bytes} bytes"
+
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "REQUEST",
+    "NOTIFICATION",
+    "RESPONSE",
+    "ERROR",
+    "Frame",
+    "Malformed",
+    "Decoded",
+    "LineDecoder",
+    "classify",
+    "decode_line",
+    "encode",
+    "is_valid_id",
+]
