@@ -1,0 +1,350 @@
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from codexmini import SessionLogError
+from codexmini import session as session_mod
+from codexmini.session import (
+    EVENT_TYPES,
+    LOG_VERSION,
+    SessionLog,
+    encode_event,
+    has_header,
+    next_turn_number,
+    read_log,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Clock:
+    def __init__(self, start=1700000000.0):
+        self.now = start
+
+    def __call__(self):
+        self.now += 0.0012345
+        return self.now
+
+
+def lines_of(path):
+    return Path(path).read_bytes().decode("utf-8").splitlines(keepends=True)
+
+
+def good_line(seq, type_="turn/start", data=None):
+    return encode_event({"v": 1, "seq": seq, "ts": 1.0, "type": type_, "turn": None,
+                         "step": None, "data": data or {}})
+
+
+# -- writing ------------------------------------------------------------------
+
+
+def test_session_log_append_writes_one_compact_line(tmp_path):
+    path = tmp_path / "sub" / "dir" / "s.jsonl"
+    with SessionLog.open(path, clock=lambda: 12.34567) as log:
+        event = log.append("user/message", {"id": "u", "content": [{"type": "text", "text": "é"}],
+                                            "source": {"kind": "user"}}, turn=1, step=2)
+    assert event == {"v": 1, "seq": 0, "ts": 12.346, "type": "user/message", "turn": 1,
+                     "step": 2, "data": {"id": "u", "content": [{"type": "text", "text": "é"}],
+                                         "source": {"kind": "user"}}}
+    text = path.read_text(encoding="utf-8")
+    assert text == ('{"v":1,"seq":0,"ts":12.346,"type":"user/message","turn":1,"step":2,'
+                    '"data":{"id":"u","content":[{"type":"text","text":"é"}],'
+                    '"source":{"kind":"user"}}}\n')
+    assert log.closed
+
+
+def test_session_log_round_trip(tmp_path):
+    path = tmp_path / "s.jsonl"
+    clock = Clock()
+    with SessionLog.open(path, clock=clock) as log:
+        log.append("session/header", {"reason": "initial"})
+        log.append("turn/start", {}, turn=1)
+        log.append("turn/end", {"reason": "completed"}, turn=1)
+        written = list(log.events)
+    result = read_log(path)
+    assert result.events == written
+    assert result.warnings == []
+    assert [e["seq"] for e in written] == [0, 1, 2]
+    assert all(e["ts"] == round(e["ts"], 3) for e in written)
+    assert written[0]["ts"] < written[1]["ts"]
+
+
+def test_session_log_reopen_continues_seq(tmp_path):
+    path = tmp_path / "s.jsonl"
+    with SessionLog.open(path) as log:
+        log.append("turn/start", {}, turn=1)
+        log.append("turn/end", {"reason": "completed"}, turn=1)
+    with SessionLog.open(path) as log:
+        assert len(log.events) == 2
+        assert log.append("turn/start", {}, turn=2)["seq"] == 2
+        assert log.warnings == []
+    assert [e["seq"] for e in read_log(path).events] == [0, 1, 2]
+
+
+def test_session_log_rejects_unknown_type_and_non_dict_data(tmp_path):
+    with SessionLog.open(tmp_path / "s.jsonl") as log:
+        with pytest.raises(ValueError, match="unknown session log event type 'user/msg'"):
+            log.append("user/msg", {})
+        with pytest.raises(TypeError, match="must be a dict"):
+            log.append("turn/start", [])
+        assert log.events == []
+    assert (tmp_path / "s.jsonl").read_bytes() == b""
+
+
+def test_session_log_append_after_close_fails(tmp_path):
+    log = SessionLog.open(tmp_path / "s.jsonl")
+    log.close()
+    log.close()  # idempotent
+    with pytest.raises(ValueError, match="closed"):
+        log.append("turn/start", {})
+
+
+def test_session_log_listener_receives_exact_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    seen = []
+    with SessionLog.open(path) as log:
+        unsubscribe = log.subscribe(lambda event, line: seen.append((event, line)))
+        a = log.append("turn/start", {"note": "ü"}, turn=1)
+        b = log.append("step/start", {}, turn=1, step=1)
+        unsubscribe()
+        log.append("step/end", {"reason": "completed"}, turn=1, step=1)
+    assert [e for e, _ in seen] == [a, b]
+    assert "".join(line for _, line in seen) == "".join(lines_of(path)[:2])
+    assert seen[0][1].endswith("\n") and json.loads(seen[0][1]) == a
+
+
+def test_session_log_failing_listener_does_not_fail_append(tmp_path, caplog):
+    seen = []
+
+    def bad(event, line):
+        raise RuntimeError("observer broke")
+
+    with SessionLog.open(tmp_path / "s.jsonl") as log:
+        log.subscribe(bad)
+        log.subscribe(lambda e, line: seen.append(e["seq"]))
+        with caplog.at_level(logging.ERROR, logger="codexmini.session"):
+            log.append("turn/start", {})
+    assert seen == [0]
+    assert "listener" in caplog.text
+    assert len(read_log(tmp_path / "s.jsonl").events) == 1
+
+
+def test_session_log_fsync_per_event(tmp_path, monkeypatch):
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(session_mod.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
+    with SessionLog.open(tmp_path / "a.jsonl") as log:
+        log.append("turn/start", {})
+    assert calls == []
+    with SessionLog.open(tmp_path / "b.jsonl", fsync=True) as log:
+        log.append("turn/start", {})
+        log.append("turn/end", {"reason": "completed"})
+    assert len(calls) == 2
+
+
+class BrokenFile:
+    def __init__(self):
+        self.closed = False
+
+    def write(self, data):
+        raise OSError(28, "No space left on device")
+
+    def close(self):
+        self.closed = True
+
+
+def test_session_log_write_error_is_session_log_error_and_closes(tmp_path):
+    log = SessionLog.open(tmp_path / "s.jsonl")
+    log._file.close()
+    broken = log._file = BrokenFile()
+    with pytest.raises(SessionLogError, match="No space left") as info:
+        log.append("turn/start", {})
+    assert info.value.line == 1
+    assert broken.closed and log.closed and log.events == []
+
+
+def test_event_types_match_spec_table():
+    assert set(EVENT_TYPES) == {
+        "session/header", "sandbox/mode", "approval/policy", "turn/start", "step/start",
+        "step/end", "user/message", "assistant/message", "tool/call", "tool/result",
+        "approval/decision", "turn/end", "agent/error"}
+    assert LOG_VERSION == 1
+
+
+# -- reading back ---------------------------------------------------------------
+
+
+def test_read_log_empty_file(tmp_path):
+    (tmp_path / "s.jsonl").write_bytes(b"")
+    assert read_log(tmp_path / "s.jsonl") == ([], [])
+
+
+def test_read_log_drops_unterminated_last_line(tmp_path, caplog):
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + good_line(1) + '{"v":1,"seq":2,"ts":1.0,"ty', encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="codexmini.session"):
+        result = read_log(path)
+    assert [e["seq"] for e in result.events] == [0, 1]
+    assert len(result.warnings) == 1
+    assert f"{path}:3" in result.warnings[0] and "torn" in result.warnings[0]
+    assert result.warnings[0] in caplog.text
+
+
+def test_read_log_drops_complete_json_without_newline(tmp_path):
+    # The newline is part of the one write; without it the append never finished.
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + good_line(1).rstrip("\n"), encoding="utf-8")
+    result = read_log(path)
+    assert len(result.events) == 1 and "no trailing newline" in result.warnings[0]
+
+
+def test_read_log_drops_invalid_terminated_last_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(good_line(0).encode() + b'{"v":1,"seq":1,"t\xc3\n')
+    result = read_log(path)
+    assert len(result.events) == 1
+    assert f"{path}:2" in result.warnings[0] and "invalid JSON" in result.warnings[0]
+
+
+def test_session_log_open_truncates_torn_tail(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + good_line(1) + '{"v":1,"seq":2,"ts"', encoding="utf-8")
+    with SessionLog.open(path) as log:
+        assert len(log.events) == 2 and len(log.warnings) == 1
+        assert path.read_text(encoding="utf-8") == good_line(0) + good_line(1)
+        log.append("turn/start", {})
+    result = read_log(path)
+    assert [e["seq"] for e in result.events] == [0, 1, 2] and result.warnings == []
+
+
+def test_session_log_open_truncates_with_fsync(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(session_mod.os, "fsync", calls.append)
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + "garbage\n", encoding="utf-8")
+    with SessionLog.open(path, fsync=True) as log:
+        assert len(log.events) == 1
+    assert len(calls) == 1
+    assert path.read_text(encoding="utf-8") == good_line(0)
+
+
+def test_read_log_corrupt_middle_line_names_the_line(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + "{not json\n" + good_line(1), encoding="utf-8")
+    with pytest.raises(SessionLogError, match=r"s\.jsonl:2: corrupt") as info:
+        read_log(path)
+    assert (info.value.line, info.value.path) == (2, str(path))
+    with pytest.raises(SessionLogError):
+        SessionLog.open(path)  # and nothing is appended to it
+    assert path.read_text(encoding="utf-8").count("\n") == 3
+
+
+def test_read_log_invalid_line_before_torn_tail_is_an_error(tmp_path):
+    # Only the LAST line may be torn: an invalid line followed by a partial
+    # one is damage in the middle.
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + "{bad\n" + '{"v":1', encoding="utf-8")
+    with pytest.raises(SessionLogError, match=":2:"):
+        read_log(path)
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        (good_line(5), "seq 5 where 1 was expected"),
+        (good_line(0), "seq 0 where 1 was expected"),
+        (good_line(0).replace('"seq":0', '"seq":true'), "seq True where 1 was expected"),
+        ('{"v":1,"seq":1,"type":"turn/start"}\n', "missing ts, turn, step, data"),
+        (good_line(1).replace('"v":1', '"v":2'), "unsupported log version 2"),
+        (good_line(1).replace('"data":{}', '"data":[]'), "data is not an object"),
+        ("[1,2]\n", "not a JSON object (list)"),
+    ],
+)
+def test_read_log_bad_event_names_the_line(tmp_path, line, problem):
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + line + good_line(2), encoding="utf-8")
+    with pytest.raises(SessionLogError) as info:
+        read_log(path)
+    assert str(info.value) == f"{path}:2: bad session log event: {problem}"
+    assert info.value.line == 2
+
+
+def test_read_log_bad_seq_on_last_line_is_not_torn(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + good_line(7), encoding="utf-8")
+    with pytest.raises(SessionLogError, match=":2: bad session log event: seq 7"):
+        read_log(path)
+
+
+# -- crash --------------------------------------------------------------------
+
+WRITER = """
+import sys
+from codexmini.session import SessionLog
+log = SessionLog.open(sys.argv[1])
+i = 0
+while True:
+    log.append("tool/result", {"callId": "c%d" % i, "content": [{"type": "text",
+               "text": "x" * (i % 7000)}], "isError": False, "status": "completed"}, turn=1)
+    i += 1
+"""
+
+
+def test_session_log_survives_sigkill_mid_append(tmp_path):
+    path = tmp_path / "crash.jsonl"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if path.exists() and path.read_bytes().count(b"\n") > 50:
+                break
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "writer never reached 50 lines"
+            time.sleep(0.01)
+    finally:
+        proc.kill()  # SIGKILL on POSIX: no cleanup, no flush
+        proc.wait()
+        proc.stderr.close()
+    raw = path.read_bytes()
+    complete = raw[: raw.rfind(b"\n") + 1].decode("utf-8").splitlines()
+    result = read_log(path)
+    # Nothing lost but (possibly) the torn last line; every complete line intact.
+    assert len(result.events) == len(complete) > 50
+    assert len(result.warnings) == (0 if raw.endswith(b"\n") else 1)
+    for seq, (event, line) in enumerate(zip(result.events, complete)):
+        assert event["seq"] == seq and json.loads(line) == event
+        assert event["data"]["callId"] == f"c{seq}"
+        assert event["data"]["content"][0]["text"] == "x" * (seq % 7000)
+    with SessionLog.open(path) as log:
+        assert log.append("turn/end", {"reason": "aborted"})["seq"] == len(complete)
+    assert len(read_log(path).events) == len(complete) + 1
+
+
+# -- queries --------------------------------------------------------------------
+
+
+def e(type_, data=None, turn=None):
+    return {"type": type_, "turn": turn, "data": data or {}}
+
+
+def test_next_turn_number_starts_at_one_and_continues():
+    assert next_turn_number([]) == 1
+    assert next_turn_number([e("session/header"), e("sandbox/mode")]) == 1
+    assert next_turn_number([e("turn/start", turn=1), e("turn/end", turn=1),
+                             e("session/header"), e("turn/start", turn=2),
+                             {"type": "x", "turn": True}]) == 3
+
+
+def test_has_header():
+    assert not has_header([e("turn/start")])
+    assert has_header([e("turn/start"), e("session/header")])
