@@ -1,0 +1,742 @@
+"""A loopback fake of the OpenAI Responses API, driven by a JSON script.
+
+Theory of operation
+-------------------
+codex talks to its model with ``POST {base_url}/responses`` (``stream: true``)
+and reads Server-Sent Events back.  :class:`ScriptedModel` is a stdlib
+``ThreadingHTTPServer`` on ``127.0.0.1`` that answers each such request from a
+**script**: an ordered list of rules, each a ``when`` condition on the request
+body and the Response to send.  The first rule that matches wins; a rule with
+``times: N`` is skipped after it has answered N requests.  Each Response is
+turned into SSE events by one table (:data:`ITEMS`, item type → builder), so
+adding an output kind is one row.  Every request is logged in
+:attr:`ScriptedModel.requests`.  It powers the smoke run, the fixture recorder
+and the live tests; ``python -m codexmini.scripted_model SCRIPT.json [--port N]``
+serves a script by hand.
+
+Script format (validated up front; a bad script raises ConfigError naming the
+JSON path, e.g. ``rules[2].respond.output[0]: unknown item type 'foo'``)::
+
+    {
+      "rules": [
+        {
+          "name": "optional label, reported in the request log",
+          "when": {                              # every key optional; ANDed
+            "user_contains": "...",              # in the LAST role=user message
+            "input_contains": "...",             # in any user message or *_call_output
+            "last_item": "function_call_output", # type of the last input item
+            "last_call_id": "call_cmd_1",        # call_id of the last input item
+            "tool_output_contains": "..."        # in the last *_call_output's output
+          },
+          "times": 2,                            # optional: answer at most 2 requests
+          "respond": RESPONSE
+        }
+      ],
+      "default": RESPONSE                        # optional: when no rule matches
+    }
+
+    RESPONSE is an HTTP error (body and headers optional):
+      {"http_status": 500, "body": {...} or "raw text", "headers": {"retry-after": "1"}}
+    or a stream (every key optional):
+      {"output": [ITEM, ...],
+       "usage": {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5,
+                 "reasoning_tokens": 1},
+       "delay_ms": 0,              # sleep between consecutive SSE events
+       "cut_after_events": null,   # N: send N events, then close without the end
+       "failed": null,             # {"code", "message"}: end with response.failed
+       "incomplete": null}         # "max_output_tokens": end with response.incomplete
+
+    ITEM (``id`` defaults to PREFIX_<request number>_<output index>, e.g.
+    ``msg_3_0``, and ``call_id`` to ``call_<id>``):
+      {"type": "message", "id": "msg_1", "deltas": ["Hel", "lo"]}
+      {"type": "reasoning", "id": "rs_1", "summary": [["**Plan** ", "it"], ["more"]],
+       "content": ["raw ", "thought"]}                      # content optional
+      {"type": "function_call", "call_id": "call_1", "name": "exec_command",
+       "arguments": {...} or "raw JSON text", "namespace": "mcp__probe", "id": "fc_1",
+       "stream_chunks": 0}                                  # namespace optional
+      {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch",
+       "input": "*** Begin Patch\\n...", "id": "ctc_1", "stream_chunks": 0}
+      {"type": "web_search_call", "id": "ws_1", "query": "..."}
+
+``stream_chunks: N`` also streams a tool call's arguments/input as (at most) N
+``*.delta`` events before ``output_item.done``; codex acts on the done item
+either way.
+
+In the request log each entry is ``{"path", "body", "rule", "status"}``: ``rule``
+is the rule's name, else its index; ``"default"`` for the default Response;
+``None`` when nothing matched (HTTP 400) or the path is unknown (HTTP 404).
+
+A stream's body is delimited by closing the connection (no length, no chunked
+encoding), as in the recordings of the protocol reference: a cut stream is a
+close before ``response.completed``, which codex reports as "stream closed
+before response.completed" (reference §3.10 ``err_stream_cut``) and retries.
+Every socket has a timeout, delays wait on the stop event, and
+:meth:`ScriptedModel.stop` joins with a deadline, so nothing here can hang.
+
+The § numbers in comments are those of
+``shared/reference/codex-0.149.1-protocol.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import re
+import signal
+import socketserver
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from .errors import CodexminiError, ConfigError
+
+log = logging.getLogger(__name__)
+
+RESPONSES_PATH = "/v1/responses"
+SOCKET_TIMEOUT_S = 30.0
+USAGE_DEFAULTS = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
+
+Event = Dict[str, Any]
+
+# ---------------------------------------------------------------------------
+# Matching: what a rule's ``when`` looks at, extracted once per request.
+
+
+def _text(content: Any) -> str:
+    """The text of a message's content or a tool output: a string, or the
+    ``text`` of each part (input_text, output_text) joined with newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return "" if content is None else json.dumps(content)
+
+
+class RequestView:
+    """The parts of a request body that rules can test."""
+
+    def __init__(self, body: Any) -> None:
+        items = body.get("input") if isinstance(body, dict) else None
+        items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+        # codex sends its own developer message and a role=user
+        # <environment_context> message first; the prompt is the last user one.
+        self.users = [_text(i.get("content")) for i in items if i.get("role") == "user"]
+        self.outputs = [
+            _text(i.get("output")) for i in items if str(i.get("type", "")).endswith("_call_output")
+        ]
+        self.last = items[-1] if items else {}
+
+
+def _contains(candidate: Any, wanted: str) -> bool:
+    return isinstance(candidate, str) and wanted in candidate
+
+
+def _equals(candidate: Any, wanted: str) -> bool:
+    return isinstance(candidate, str) and candidate == wanted
+
+
+#: when key -> (the candidates it looks at, how one is compared)
+WHEN: Dict[str, Tuple[Callable[[RequestView], Iterable[Any]], Callable[[Any, str], bool]]] = {
+    "user_contains": (lambda v: v.users[-1:], _contains),
+    "input_contains": (lambda v: v.users + v.outputs, _contains),
+    "last_item": (lambda v: [v.last.get("type")], _equals),
+    "last_call_id": (lambda v: [v.last.get("call_id")], _equals),
+    "tool_output_contains": (lambda v: v.outputs[-1:], _contains),
+}
+
+
+def matches(when: Dict[str, str], view: RequestView) -> bool:
+    """True when every key of ``when`` holds for the request."""
+    for key, wanted in when.items():
+        pick, test = WHEN[key]
+        if not any(test(candidate, wanted) for candidate in pick(view)):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------
+# Validation: checkers take (value, JSON path) and raise ConfigError; objects
+# are described by tables of their keys.
+
+Check = Callable[[Any, str], None]
+
+
+def _fail(path: str, problem: str) -> None:
+    raise ConfigError(f"{path or 'script'}: {problem}")
+
+
+def _check(ok: Callable[[Any], bool], problem: str) -> Check:
+    def check(value: Any, path: str) -> None:
+        if not ok(value):
+            _fail(path, problem)
+
+    return check
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+_any = _check(lambda v: True, "")
+_str = _check(lambda v: isinstance(v, str), "must be a string")
+_count = _check(lambda v: _is_int(v) and v >= 0, "must be a non-negative integer")
+_positive = _check(lambda v: _is_int(v) and v >= 1, "must be a positive integer")
+_millis = _check(
+    lambda v: (_is_int(v) or isinstance(v, float)) and 0 <= v < 1e9, "must be a non-negative number"
+)
+_strings = _check(
+    lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v),
+    "must be a list of strings",
+)
+# A string is sent as is, so a script can also hand codex malformed arguments.
+_arguments = _check(lambda v: isinstance(v, (dict, str)), "must be an object or a JSON string")
+_http_status = _check(
+    lambda v: _is_int(v) and 200 <= v <= 599, "must be an integer from 200 to 599"
+)
+_headers = _check(
+    lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+    "must be an object of strings",
+)
+
+
+def _nullable(check: Check) -> Check:
+    def nullable(value: Any, path: str) -> None:
+        if value is not None:
+            check(value, path)
+
+    return nullable
+
+
+def _list_of(check: Check, problem: str) -> Check:
+    def list_of(value: Any, path: str) -> None:
+        if not isinstance(value, list):
+            _fail(path, problem)
+        for i, element in enumerate(value):
+            check(element, f"{path}[{i}]")
+
+    return list_of
+
+
+def _object(fields: Dict[str, Check], required: Tuple[str, ...] = ()) -> Check:
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, dict):
+            _fail(path, "must be an object")
+        for key in value:
+            if key not in fields:
+                _fail(path, f"unknown key {key!r}")
+        for key in required:
+            if key not in value:
+                _fail(path, f"missing key {key!r}")
+        for key, child in value.items():
+            fields[key](child, f"{path}.{key}" if path else key)
+
+    return check
+
+
+def _item(value: Any, path: str) -> None:
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        _fail(path, "must be an object with a string 'type'")
+    if value["type"] not in ITEMS:
+        _fail(path, f"unknown item type {value['type']!r}")
+    fields, required = ITEMS[value["type"]][:2]
+    _object(dict(fields, type=_str), required)(value, path)
+
+
+_HTTP_ERROR = _object({"http_status": _http_status, "body": _any, "headers": _headers})
+_STREAM = _object(
+    {
+        "output": _list_of(_item, "must be a list of items"),
+        "usage": _object({key: _count for key in USAGE_DEFAULTS}),
+        "delay_ms": _millis,
+        "cut_after_events": _nullable(_count),
+        "failed": _nullable(_object({"code": _str, "message": _str}, required=("code",))),
+        "incomplete": _nullable(_str),
+    }
+)
+
+
+def _response(value: Any, path: str) -> None:
+    if isinstance(value, dict) and "http_status" in value:
+        return _HTTP_ERROR(value, path)
+    _STREAM(value, path)
+    if value.get("failed") is not None and value.get("incomplete") is not None:
+        _fail(path, "'failed' and 'incomplete' cannot both be set")
+
+
+_RULE = _object(
+    {
+        "name": _str,
+        "when": _object({key: _str for key in WHEN}),
+        "times": _positive,
+        "respond": _response,
+    },
+    required=("respond",),
+)
+_SCRIPT = _object({"rules": _list_of(_RULE, "must be a list of rules"), "default": _response})
+
+
+def validate_script(script: Any) -> Dict[str, Any]:
+    """Check ``script`` against the format above; return a private deep copy."""
+    _SCRIPT(script, "")
+    return copy.deepcopy(script)
+
+
+# ---------------------------------------------------------------------------
+# SSE events: one builder per item type returns (its events, its final item).
+
+Item = Dict[str, Any]
+Builder = Callable[[Item, int], Tuple[List[Event], Item]]
+
+
+def _ev(kind: str, **fields: Any) -> Event:
+    return dict(type=f"response.{kind}", **fields)
+
+
+def _chunks(text: str, n: int) -> List[str]:
+    size = max(1, -(-len(text) // n))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _message(item: Item, at: int) -> Tuple[List[Event], Item]:
+    # §3.1 `plain`: codex turns each output_text.delta into one agentMessage delta.
+    text = "".join(item["deltas"])
+    ref = dict(item_id=item["id"], output_index=at, content_index=0)
+    started = {
+        "type": "message",
+        "id": item["id"],
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [],
+    }
+    part = {"type": "output_text", "text": text, "annotations": []}
+    done = dict(started, status="completed", content=[part])
+    events = [
+        _ev("output_item.added", output_index=at, item=started),
+        _ev("content_part.added", part=dict(part, text=""), **ref),
+        *[_ev("output_text.delta", delta=d, **ref) for d in item["deltas"]],
+        _ev("output_text.done", text=text, **ref),
+        _ev("content_part.done", part=part, **ref),
+        _ev("output_item.done", output_index=at, item=done),
+    ]
+    return events, done
+
+
+def _reasoning(item: Item, at: int) -> Tuple[List[Event], Item]:
+    # §3.2 `reasoning`: summary parts, then the raw reasoning_text; codex
+    # sends summaryPartAdded for every part, index 0 included.
+    ref = dict(item_id=item["id"], output_index=at)
+    started = {"type": "reasoning", "id": item["id"], "summary": []}
+    events = [_ev("output_item.added", output_index=at, item=started)]
+    done: Item = dict(started, summary=[])
+    for i, deltas in enumerate(item.get("summary", [])):
+        part = {"type": "summary_text", "text": "".join(deltas)}
+        events.append(
+            _ev("reasoning_summary_part.added", summary_index=i, part=dict(part, text=""), **ref)
+        )
+        events += [
+            _ev("reasoning_summary_text.delta", summary_index=i, delta=d, **ref) for d in deltas
+        ]
+        events.append(_ev("reasoning_summary_text.done", summary_index=i, text=part["text"], **ref))
+        events.append(_ev("reasoning_summary_part.done", summary_index=i, part=part, **ref))
+        done["summary"].append(part)
+    if "content" in item:
+        text = "".join(item["content"])
+        events += [
+            _ev("reasoning_text.delta", content_index=0, delta=d, **ref) for d in item["content"]
+        ]
+        events.append(_ev("reasoning_text.done", content_index=0, text=text, **ref))
+        done["content"] = [{"type": "reasoning_text", "text": text}]
+    # codex sends it back in the next request's input and never decodes it.
+    done["encrypted_content"] = f"scripted-{item['id']}"
+    events.append(_ev("output_item.done", output_index=at, item=done))
+    return events, done
+
+
+def _tool_call(field: str, delta: str) -> Builder:
+    """function_call (§3.4, §3.9) and custom_tool_call (§3.6) differ only in
+    the name of their payload and of its delta event."""
+
+    def build(item: Item, at: int) -> Tuple[List[Event], Item]:
+        payload = item[field] if isinstance(item[field], str) else json.dumps(item[field])
+        call_id = item.get("call_id", f"call_{item['id']}")
+        started = {"type": item["type"], "id": item["id"], "call_id": call_id, "name": item["name"]}
+        if "namespace" in item:  # MCP tools must be namespaced (§3.9 `mcp_flat_name`)
+            started["namespace"] = item["namespace"]
+        started.update({field: "", "status": "in_progress"})
+        done = dict(started, **{field: payload, "status": "completed"})
+        ref = dict(item_id=item["id"], output_index=at)
+        events = [_ev("output_item.added", output_index=at, item=started)]
+        if item.get("stream_chunks"):
+            events += [
+                _ev(f"{delta}.delta", delta=c, **ref)
+                for c in _chunks(payload, item["stream_chunks"])
+            ]
+            events.append(_ev(f"{delta}.done", **{field: payload}, **ref))
+        events.append(_ev("output_item.done", output_index=at, item=done))
+        return events, done
+
+    return build
+
+
+def _web_search(item: Item, at: int) -> Tuple[List[Event], Item]:
+    # §3.15 `misc_items`: codex starts a webSearch item with query "" and
+    # action "other", and completes it with the done item's search action.
+    started = {"type": "web_search_call", "id": item["id"], "status": "in_progress"}
+    done = dict(started, status="completed", action={"type": "search", "query": item["query"]})
+    events = [
+        _ev("output_item.added", output_index=at, item=started),
+        _ev("output_item.done", output_index=at, item=done),
+    ]
+    return events, done
+
+
+_CALL = {"id": _str, "call_id": _str, "name": _str, "stream_chunks": _count}
+
+#: item type -> (its keys in a script, the required ones, its builder, the prefix of generated ids)
+ITEMS: Dict[str, Tuple[Dict[str, Check], Tuple[str, ...], Builder, str]] = {
+    "message": ({"id": _str, "deltas": _strings}, ("deltas",), _message, "msg"),
+    "reasoning": (
+        {
+            "id": _str,
+            "summary": _list_of(_strings, "must be a list of lists of strings"),
+            "content": _strings,
+        },
+        (),
+        _reasoning,
+        "rs",
+    ),
+    "function_call": (
+        dict(_CALL, arguments=_arguments, namespace=_str),
+        ("name", "arguments"),
+        _tool_call("arguments", "function_call_arguments"),
+        "fc",
+    ),
+    "custom_tool_call": (
+        dict(_CALL, input=_str),
+        ("name", "input"),
+        _tool_call("input", "custom_tool_call_input"),
+        "ctc",
+    ),
+    "web_search_call": ({"id": _str, "query": _str}, ("query",), _web_search, "ws"),
+}
+
+
+def _usage(usage: Dict[str, int]) -> Dict[str, Any]:
+    u = dict(USAGE_DEFAULTS, **usage)
+    return {
+        "input_tokens": u["input_tokens"],
+        "input_tokens_details": {"cached_tokens": u["cached_tokens"]},
+        "output_tokens": u["output_tokens"],
+        "output_tokens_details": {"reasoning_tokens": u["reasoning_tokens"]},
+        "total_tokens": u["input_tokens"] + u["output_tokens"],
+    }
+
+
+def stream_events(response: Dict[str, Any], seq: int) -> List[Event]:
+    """Every SSE event of a stream Response; ``seq`` (the request's number)
+    makes the generated ids unique within a server's life."""
+    resp_id = f"resp_{seq}"
+    events = [_ev("created", response={"id": resp_id, "status": "in_progress", "output": []})]
+    final = []
+    for at, spec in enumerate(response.get("output", [])):
+        build, prefix = ITEMS[spec["type"]][2:]
+        built, done = build(dict(spec, id=spec.get("id", f"{prefix}_{seq}_{at}")), at)
+        events += built
+        final.append(done)
+    body: Dict[str, Any] = {"id": resp_id, "output": final}
+    if response.get("failed") is not None:
+        # §3.10: codex retries server_error like a disconnect but fails at
+        # once on context_length_exceeded.
+        events.append(_ev("failed", response=dict(body, status="failed", error=response["failed"])))
+    elif response.get("incomplete") is not None:
+        details = {"reason": response["incomplete"]}
+        events.append(
+            _ev("incomplete", response=dict(body, status="incomplete", incomplete_details=details))
+        )
+    else:
+        usage = _usage(response.get("usage", {}))
+        events.append(_ev("completed", response=dict(body, status="completed", usage=usage)))
+    return events
+
+
+def encode_event(event: Event) -> bytes:
+    return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+# ---------------------------------------------------------------------------
+# The server.
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT_S  # applied to the connection by StreamRequestHandler.setup
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+        log.debug("scripted model: " + format, *args)
+
+    def do_POST(self) -> None:
+        self.server.model._answer(self)
+
+    do_GET = do_POST
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: Tuple[str, int], model: ScriptedModel) -> None:
+        self.host = address[0]
+        super().__init__(address, _Handler)
+        self.model = model
+        self.stopping = threading.Event()
+        self.active: Set[threading.Thread] = set()
+        self.timeout = 0.05  # the poll interval of ScriptedModel._loop
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind() would call socket.getfqdn(), a DNS lookup.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.host, self.server_address[1]
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        me = threading.current_thread()
+        self.active.add(me)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.active.discard(me)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.warning("scripted model: error serving %s", client_address, exc_info=True)
+
+
+def _http_error(status: int, kind: str, message: str) -> Dict[str, Any]:
+    """A Response of our own, shaped like an OpenAI error."""
+    return {
+        "http_status": status,
+        "body": {"error": {"type": kind, "message": f"scripted model: {message}"}},
+    }
+
+
+class ScriptedModel:
+    """See the module docstring.  Use as ``with ScriptedModel(script) as m:``."""
+
+    def __init__(self, script: Dict[str, Any], host: str = "127.0.0.1", port: int = 0) -> None:
+        self.host = host
+        self.port = port
+        self.requests: List[Dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._running: Optional[Tuple[_Server, threading.Thread]] = None
+        self._seq = 0
+        self.set_script(script)
+
+    @classmethod
+    def from_file(cls, path: Any, host: str = "127.0.0.1", port: int = 0) -> ScriptedModel:
+        try:
+            with open(path, encoding="utf-8") as f:
+                script = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{path}: cannot read the script: {exc}") from exc
+        return cls(script, host, port)
+
+    def set_script(self, script: Dict[str, Any]) -> None:
+        """Replace the script (validated first) and reset every ``times`` counter."""
+        checked = validate_script(script)
+        with self._lock:
+            self._script = checked
+            self._used = [0] * len(checked.get("rules", []))
+
+    @property
+    def url(self) -> str:
+        """The ``base_url`` for codex."""
+        if not self.port:
+            raise CodexminiError("the scripted model has no port until it is started")
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> ScriptedModel:
+        if self._running is None:
+            server = _Server((self.host, self.port), self)
+            self.port = server.server_address[1]
+            thread = threading.Thread(
+                target=self._loop, args=(server,), name="scripted-model", daemon=True
+            )
+            thread.start()
+            self._running = (server, thread)
+            log.info("scripted model: listening on %s", self.url)
+        return self
+
+    @staticmethod
+    def _loop(server: _Server) -> None:
+        # handle_request() returns after server.timeout, so the stop event is
+        # seen promptly; socketserver's shutdown() could wait forever instead.
+        while not server.stopping.is_set():
+            server.handle_request()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop serving: abort running streams, join the threads (within
+        ``timeout`` seconds in all) and close the socket.  Idempotent."""
+        if self._running is None:
+            return
+        (server, thread), self._running = self._running, None
+        deadline = time.monotonic() + timeout
+        server.stopping.set()
+        for t in [thread, *list(server.active)]:
+            t.join(max(0.0, deadline - time.monotonic()))
+        server.server_close()
+
+    def __enter__(self) -> ScriptedModel:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- one request --------------------------------------------------------
+
+    def _choose(self, body: Any) -> Tuple[Any, Optional[Dict[str, Any]], int]:
+        """(rule label, its Response or None, the request's number)."""
+        view = RequestView(body)
+        with self._lock:  # requests arrive concurrently; `times` must hold exactly
+            self._seq += 1
+            for i, rule in enumerate(self._script.get("rules", [])):
+                used_up = self._used[i] >= rule.get("times", float("inf"))
+                if not used_up and matches(rule.get("when", {}), view):
+                    self._used[i] += 1
+                    return rule.get("name", i), rule["respond"], self._seq
+            if "default" in self._script:
+                return "default", self._script["default"], self._seq
+            return None, None, self._seq
+
+    def _answer(self, h: _Handler) -> None:
+        raw = h.rfile.read(int(h.headers.get("content-length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        path = h.path.split("?", 1)[0]
+        h.close_connection = True  # a stream's end is the connection's end
+        if h.command == "POST" and path == RESPONSES_PATH:
+            rule, response, seq = self._choose(body)
+        else:
+            missing = _http_error(404, "not_found", f"no endpoint {h.command} {path}")
+            rule, response, seq = None, missing, 0
+        if response is None:
+            last_user = (RequestView(body).users or [""])[-1][:200]
+            problem = f"no rule matched this request (last user message: {last_user!r})"
+            response = _http_error(400, "invalid_request_error", problem)
+        status = response.get("http_status", 200)
+        log.info("scripted model: %s %s -> %s (rule %r)", h.command, path, status, rule)
+        with self._lock:
+            self.requests.append({"path": path, "body": body, "rule": rule, "status": status})
+        if "http_status" in response:
+            self._send_body(h, response)
+        else:
+            self._stream(h, response, seq)
+
+    @staticmethod
+    def _send_body(h: _Handler, response: Dict[str, Any]) -> None:
+        status = response["http_status"]
+        body = response.get("body", _http_error(status, "scripted_error", f"HTTP {status}")["body"])
+        raw = isinstance(body, str)  # a string body is sent verbatim
+        data = body.encode() if raw else json.dumps(body).encode()
+        headers = {"content-type": "text/plain" if raw else "application/json"}
+        headers.update({k.lower(): v for k, v in response.get("headers", {}).items()})
+        headers.update({"content-length": str(len(data)), "connection": "close"})
+        h.send_response(status)
+        for name, value in headers.items():
+            h.send_header(name, value)
+        h.end_headers()
+        h.wfile.write(data)
+
+    @staticmethod
+    def _stream(h: _Handler, response: Dict[str, Any], seq: int) -> None:
+        events = stream_events(response, seq)
+        cut = response.get("cut_after_events")
+        if cut is not None:
+            log.info("scripted model: cutting the stream after %d of %d events", cut, len(events))
+            events = events[:cut]
+        delay = response.get("delay_ms", 0) / 1000.0
+        h.send_response(200)
+        h.send_header("content-type", "text/event-stream")
+        h.send_header("cache-control", "no-cache")
+        h.send_header("connection", "close")
+        h.end_headers()
+        try:
+            for n, event in enumerate(events):
+                if n and delay and h.server.stopping.wait(delay):
+                    return  # stop() during a slow stream: abandon it
+                h.wfile.write(encode_event(event))
+                h.wfile.flush()
+        except OSError as exc:  # codex hung up (turn/interrupt, a retry): nobody to tell
+            log.info("scripted model: the client went away mid-stream: %s", exc)
+
+
+# ---------------------------------------------------------------------------
+# codex command-line glue and the CLI.
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def provider_flags(
+    url: str, provider: str = "codexmini", env_key: str = "CODEXMINI_API_KEY"
+) -> List[str]:
+    """The ``-c`` arguments that point codex at ``url`` (SPEC §4.7, model endpoint handover)."""
+    if not _BARE_KEY.match(provider):
+        raise ConfigError(f"provider name {provider!r} must be letters, digits, '_' or '-'")
+    # JSON string escapes are valid TOML basic-string escapes.
+    table = ",".join(
+        f"{k}={json.dumps(v)}"
+        for k, v in (
+            ("name", provider),
+            ("base_url", url),
+            ("wire_api", "responses"),
+            ("env_key", env_key),
+        )
+    )
+    return [
+        "-c",
+        f"model_provider={json.dumps(provider)}",
+        "-c",
+        f"model_providers.{provider}={{{table}}}",
+    ]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m codexmini.scripted_model",
+        description="Serve a scripted Responses API on 127.0.0.1.",
+    )
+    parser.add_argument("script", help="the JSON script")
+    parser.add_argument(
+        "--port", type=int, default=0, help="port to listen on (default: any free port)"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        model = ScriptedModel.from_file(args.script, port=args.port)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    stopped: List[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, frame: stopped.append(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        with model:
+            print(model.url, flush=True)
+            while not stopped:
+                time.sleep(0.1)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(f"served {len(model.requests)} requests", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())  # pragma: no cover
