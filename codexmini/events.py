@@ -1,0 +1,203 @@
+"""codexmini's own turn events: small frozen values, one closed union.
+
+A turn (:mod:`.thread`) yields these instead of raw notifications.  The wire
+keeps its camelCase names; these are snake_case and hold only what a caller
+reads.  Anything a newer codex sends that :mod:`.mapping` has no row for
+arrives as :class:`Unmapped`, so nothing is silently lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts, as in the wire's ``TokenUsageBreakdown``."""
+
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reasoning_output_tokens + other.reasoning_output_tokens,
+            self.total_tokens + other.total_tokens,
+        )
+
+    def to_log(self) -> Dict[str, int]:
+        """The session-log form (SPEC §5)."""
+        return {
+            "inputTokens": self.input_tokens,
+            "cachedInputTokens": self.cached_input_tokens,
+            "outputTokens": self.output_tokens,
+            "reasoningOutputTokens": self.reasoning_output_tokens,
+            "totalTokens": self.total_tokens,
+        }
+
+    @classmethod
+    def from_wire(cls, breakdown: Optional[Mapping[str, Any]]) -> "Usage":
+        b = breakdown or {}
+        return cls(
+            int(b.get("inputTokens") or 0),
+            int(b.get("cachedInputTokens") or 0),
+            int(b.get("outputTokens") or 0),
+            int(b.get("reasoningOutputTokens") or 0),
+            int(b.get("totalTokens") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class AgentMessageDelta:
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class ReasoningSummaryDelta:
+    item_id: str
+    delta: str
+    summary_index: int = 0
+
+
+@dataclass(frozen=True)
+class ReasoningTextDelta:
+    item_id: str
+    delta: str
+    content_index: int = 0
+
+
+@dataclass(frozen=True)
+class PlanDelta:
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class PlanUpdated:
+    explanation: Optional[str]
+    plan: Tuple[Tuple[str, str], ...]  # (step, status)
+
+
+@dataclass(frozen=True)
+class CommandOutputDelta:
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class ItemStarted:
+    item: Mapping[str, Any]
+
+    @property
+    def item_id(self) -> str:
+        return str(self.item.get("id", ""))
+
+    @property
+    def item_type(self) -> str:
+        return str(self.item.get("type", ""))
+
+
+@dataclass(frozen=True)
+class ItemCompleted:
+    item: Mapping[str, Any]
+
+    @property
+    def item_id(self) -> str:
+        return str(self.item.get("id", ""))
+
+    @property
+    def item_type(self) -> str:
+        return str(self.item.get("type", ""))
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    """``last``: the latest model call; ``total``: the thread so far."""
+
+    last: Usage
+    total: Usage
+    context_window: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class DiffUpdated:
+    diff: str
+
+
+@dataclass(frozen=True)
+class RetryingError:
+    """An ``error`` with ``willRetry: true``: codex is retrying; not fatal."""
+
+    message: str
+    details: Optional[str] = None
+    info: Any = None
+
+
+@dataclass(frozen=True)
+class TurnCompleted:
+    """The end of a turn, whatever its status (``completed``, ``interrupted``,
+    ``failed``).  ``items`` is the turn's history built from ``item/*``
+    notifications -- not the wire's ``turn.items``, which holds only the last
+    agent message -- with the last completion of each item id winning;
+    ``abandoned`` lists the ids that started but never completed."""
+
+    turn_id: str
+    status: str
+    error: Optional[Mapping[str, Any]] = None
+    items: Tuple[Mapping[str, Any], ...] = ()
+    abandoned: Tuple[str, ...] = ()
+    usage: Usage = Usage()
+
+    @property
+    def error_message(self) -> str:
+        return str((self.error or {}).get("message") or "")
+
+
+@dataclass(frozen=True)
+class Unmapped:
+    """A notification :mod:`.mapping` has no row for (a newer codex)."""
+
+    method: str
+    params: Mapping[str, Any]
+
+
+Event = Union[
+    AgentMessageDelta,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+    PlanDelta,
+    PlanUpdated,
+    CommandOutputDelta,
+    ItemStarted,
+    ItemCompleted,
+    TokenUsage,
+    DiffUpdated,
+    RetryingError,
+    TurnCompleted,
+    Unmapped,
+]
+
+__all__ = [
+    "AgentMessageDelta",
+    "CommandOutputDelta",
+    "DiffUpdated",
+    "Event",
+    "ItemCompleted",
+    "ItemStarted",
+    "PlanDelta",
+    "PlanUpdated",
+    "ReasoningSummaryDelta",
+    "ReasoningTextDelta",
+    "RetryingError",
+    "TokenUsage",
+    "TurnCompleted",
+    "Unmapped",
+    "Usage",
+]

@@ -1,0 +1,297 @@
+"""Mapping: wire notifications → codexmini events, finished items → tool calls.  Pure.
+
+Two tables, both checked against the pinned schema by a conformance test, so a
+new codex release forces a decision instead of silently dropping something:
+
+* :data:`NOTIFICATIONS` maps every ``ServerNotification`` method the turn
+  stream understands to a handler; :data:`IGNORED` lists every other method
+  of the schema, grouped by why it is ignored.  A method in neither (a newer
+  codex) becomes :class:`~.events.Unmapped`.
+* :data:`TOOL_ITEMS` maps the item types that are tool calls to their
+  session-log form (SPEC §4.3).  Other item types are not tools; the caller
+  counts them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Mapping, Optional
+
+from .events import (
+    AgentMessageDelta,
+    CommandOutputDelta,
+    DiffUpdated,
+    Event,
+    ItemCompleted,
+    ItemStarted,
+    PlanDelta,
+    PlanUpdated,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+    RetryingError,
+    TokenUsage,
+    TurnCompleted,
+    Unmapped,
+    Usage,
+)
+
+Params = Mapping[str, Any]
+
+
+def _error(p: Params) -> Optional[Event]:
+    # willRetry:false is followed by turn/completed{failed} carrying the same
+    # error (reference §3.10); only the retrying kind is an event of its own.
+    if not p.get("willRetry"):
+        return None
+    err = p.get("error") or {}
+    return RetryingError(str(err.get("message") or ""), err.get("additionalDetails"), err.get("codexErrorInfo"))
+
+
+def _plan_updated(p: Params) -> Event:
+    steps = tuple((str(s.get("step", "")), str(s.get("status", ""))) for s in p.get("plan") or ())
+    return PlanUpdated(p.get("explanation"), steps)
+
+
+def _token_usage(p: Params) -> Event:
+    usage = p.get("tokenUsage") or {}
+    return TokenUsage(Usage.from_wire(usage.get("last")), Usage.from_wire(usage.get("total")), usage.get("modelContextWindow"))
+
+
+def _turn_completed(p: Params) -> Event:
+    # items/abandoned/usage are filled in by the turn, which saw the item/*
+    # notifications: turn.items is only a summary (reference §0.4).
+    turn = p.get("turn") or {}
+    return TurnCompleted(str(turn.get("id", "")), str(turn.get("status", "")), turn.get("error"))
+
+
+NOTIFICATIONS: Dict[str, Callable[[Params], Optional[Event]]] = {
+    "item/agentMessage/delta": lambda p: AgentMessageDelta(p["itemId"], p["delta"]),
+    "item/reasoning/summaryTextDelta": lambda p: ReasoningSummaryDelta(p["itemId"], p["delta"], p.get("summaryIndex", 0)),
+    "item/reasoning/textDelta": lambda p: ReasoningTextDelta(p["itemId"], p["delta"], p.get("contentIndex", 0)),
+    "item/plan/delta": lambda p: PlanDelta(p["itemId"], p["delta"]),
+    "turn/plan/updated": _plan_updated,
+    "item/commandExecution/outputDelta": lambda p: CommandOutputDelta(p["itemId"], p["delta"]),
+    "item/started": lambda p: ItemStarted(p["item"]),
+    "item/completed": lambda p: ItemCompleted(p["item"]),
+    "thread/tokenUsage/updated": _token_usage,
+    "turn/diff/updated": lambda p: DiffUpdated(p.get("diff") or ""),
+    "error": _error,
+    "turn/completed": _turn_completed,
+}
+
+#: Every other ServerNotification method of codex 0.149.1, and why it is ignored.
+IGNORED = frozenset(
+    {
+        # Turn and thread state that the turn stream already knows from its own
+        # frames (turn/start's response, turn/completed).
+        "turn/started",
+        "thread/started",
+        "thread/status/changed",
+        "thread/settings/updated",
+        "thread/compacted",
+        "serverRequest/resolved",  # handled by the client, which cancels the handler
+        # Detail that adds nothing a session log records: the finished item
+        # carries the summary parts, the patch and the MCP result.
+        "item/reasoning/summaryPartAdded",
+        "item/commandExecution/terminalInteraction",
+        "item/fileChange/outputDelta",
+        "item/fileChange/patchUpdated",
+        "item/mcpToolCall/progress",
+        # Diagnostics meant for a UI, not for the turn.
+        "warning",
+        "guardianWarning",
+        "deprecationNotice",
+        "configWarning",
+        "windows/worldWritableWarning",
+        "windowsSandbox/setupCompleted",
+        "mcpServer/startupStatus/updated",
+        "mcpServer/oauthLogin/completed",
+        "remoteControl/status/changed",
+        "model/rerouted",
+        "model/verification",
+        "model/safetyBuffering/updated",
+        "turn/moderationMetadata",
+        # Automatic approval review (codexmini answers approvals itself).
+        "item/autoApprovalReview/started",
+        "item/autoApprovalReview/completed",
+        "autoApprovalReview/strictReviewRequired",
+        # Hooks.
+        "hook/started",
+        "hook/completed",
+        # Thread management APIs codexmini does not call.
+        "thread/archived",
+        "thread/deleted",
+        "thread/unarchived",
+        "thread/closed",
+        "thread/reverted",
+        "thread/name/updated",
+        "thread/goal/updated",
+        "thread/goal/cleared",
+        "thread/queue/changed",
+        "thread/project/updated",
+        "thread/environment/connected",
+        "thread/environment/disconnected",
+        "project/changed",
+        "skills/changed",
+        # Standalone command/process/filesystem APIs codexmini does not call.
+        "command/exec/outputDelta",
+        "process/outputDelta",
+        "process/exited",
+        "fs/changed",
+        "fuzzyFileSearch/sessionUpdated",
+        "fuzzyFileSearch/sessionCompleted",
+        # Accounts, apps and imports.
+        "account/updated",
+        "account/rateLimits/updated",
+        "account/login/completed",
+        "app/list/updated",
+        "externalAgentConfig/import/progress",
+        "externalAgentConfig/import/completed",
+        # Realtime (voice) sessions.
+        "thread/realtime/started",
+        "thread/realtime/itemAdded",
+        "thread/realtime/transcript/delta",
+        "thread/realtime/transcript/done",
+        "thread/realtime/outputAudio/delta",
+        "thread/realtime/sdp",
+        "thread/realtime/error",
+        "thread/realtime/closed",
+    }
+)
+
+
+def to_event(method: str, params: Params) -> Optional[Event]:
+    """The event for one notification; ``None`` when it is ignored."""
+    handler = NOTIFICATIONS.get(method)
+    if handler is not None:
+        return handler(params)
+    if method in IGNORED:
+        return None
+    return Unmapped(method, params)
+
+
+# ---------------------------------------------------------------------------
+# Tool items
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    call_id: str
+    name: str
+    arguments: str  # JSON text, as logged
+    kind: str  # the codex item type
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    call_id: str
+    text: str
+    is_error: bool
+    status: str
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _failed(item: Params) -> bool:
+    return item.get("status") in ("failed", "declined")
+
+
+def _command(item: Params) -> ToolResult:
+    exit_code = item.get("exitCode")
+    error = _failed(item) or (exit_code is not None and exit_code != 0)
+    return ToolResult(item["id"], item.get("aggregatedOutput") or "", error, item.get("status") or "completed")
+
+
+def _patch(item: Params) -> ToolResult:
+    status = item.get("status") or "completed"
+    return ToolResult(item["id"], f"patch {status}", _failed(item), status)
+
+
+def _mcp_text(result: Any) -> str:
+    parts = []
+    for block in (result or {}).get("content") or ():
+        if isinstance(block, Mapping) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        else:
+            parts.append(_json(block))
+    return "\n".join(parts)
+
+
+def _mcp(item: Params) -> ToolResult:
+    error = item.get("error")
+    text = str(error.get("message", "")) if isinstance(error, Mapping) else _mcp_text(item.get("result"))
+    return ToolResult(item["id"], text, bool(error) or _failed(item), item.get("status") or "completed")
+
+
+def _mcp_name(item: Params) -> str:
+    server, tool = item.get("server"), item.get("tool")
+    return f"{server}/{tool}" if server and tool else "mcp_tool_call"
+
+
+def _changes(item: Params) -> Any:
+    return {
+        "changes": [
+            {"path": c.get("path"), "kind": c.get("kind"), "diff": c.get("diff")}
+            for c in item.get("changes") or ()
+        ]
+    }
+
+
+def _mcp_arguments(item: Params) -> Any:
+    args = item.get("arguments")
+    return {} if args is None else args
+
+
+def _web_search(item: Params) -> ToolResult:
+    results = item.get("results")
+    return ToolResult(item["id"], _json(results) if results else "", False, "completed")
+
+
+def _view_image(item: Params) -> ToolResult:
+    return ToolResult(item["id"], "", False, "completed")
+
+
+@dataclass(frozen=True)
+class ToolItem:
+    name: Callable[[Params], str]
+    arguments: Callable[[Params], Any]
+    result: Callable[[Params], ToolResult]
+
+
+TOOL_ITEMS: Dict[str, ToolItem] = {
+    "commandExecution": ToolItem(lambda i: "bash", lambda i: {"command": i.get("command")}, _command),
+    "fileChange": ToolItem(lambda i: "apply_patch", _changes, _patch),
+    "mcpToolCall": ToolItem(_mcp_name, _mcp_arguments, _mcp),
+    "webSearch": ToolItem(lambda i: "web_search", lambda i: {"query": i.get("query")}, _web_search),
+    "imageView": ToolItem(lambda i: "view_image", lambda i: {"path": i.get("path")}, _view_image),
+}
+
+
+def tool_call(item: Params) -> Optional[ToolCall]:
+    """The tool call an item stands for, or ``None`` if it is not a tool."""
+    row = TOOL_ITEMS.get(item.get("type", ""))
+    if row is None:
+        return None
+    return ToolCall(str(item["id"]), row.name(item), _json(row.arguments(item)), item["type"])
+
+
+def tool_result(item: Params) -> Optional[ToolResult]:
+    """The result of a *finished* tool item, or ``None`` if it is not a tool."""
+    row = TOOL_ITEMS.get(item.get("type", ""))
+    return None if row is None else row.result(item)
+
+
+__all__ = [
+    "IGNORED",
+    "NOTIFICATIONS",
+    "TOOL_ITEMS",
+    "ToolCall",
+    "ToolItem",
+    "ToolResult",
+    "to_event",
+    "tool_call",
+    "tool_result",
+]

@@ -1,0 +1,202 @@
+"""The step fold: one codex turn's events → session-log writes.  Pure.
+
+Theory of operation
+-------------------
+A codex turn runs the model's whole agentic loop: reasoning, text, a tool
+call, its result, more reasoning, another tool, a final answer.  The session
+log wants that cut into *steps*, one per assistant segment (SPEC §4.7, seed
+003 §3.3): a segment is the reasoning and text of one model answer followed by
+its tool calls.  :class:`StepFolder` consumes :mod:`.events` in order and
+returns the log writes they imply, as :class:`Write` values; the agent appends
+them.  It never reads a clock or touches a file.
+
+Rules, each from the seed and the recorded scenarios:
+
+* **Segments rotate steps.**  When a new segment begins (a reasoning or plan
+  delta, a finished agent message, a finished tool item) and the current
+  step already holds a settled tool result, the step ends (``segment``) and
+  the next one starts.  So consecutive tool calls each get a step, and a
+  final answer after a tool gets its own.
+* **One assistant message per segment.**  Consecutive agent messages of a
+  segment merge into one held message (reasoning blocks first, then text).
+* **Tool calls live in the message.**  A finished tool item folds a
+  ``tool-call`` block into the held message, flushes it as
+  ``assistant/message``, then writes ``tool/call`` and ``tool/result`` -- the
+  prompt of the next step shows the call because the message carries it.
+* **Reasoning text** is the first non-empty of the finished item's summary,
+  its raw content, and what was streamed for it (plan deltas excluded).
+* **Usage** is known for certain only at ``turn/completed`` (each model
+  call's ``thread/tokenUsage/updated`` races with the tool items that call
+  started), so the codex turn's usage is attached to the message flushed at
+  completion and returned to the agent for ``turn/end``; never lost when the
+  turn ends right after a tool.
+* **Abandoned tool items** (started, never completed: an interrupt) get an
+  explicit error result, so the next prompt shows the call was cut short.
+  Abandoned agent messages (a retried cut stream) are dropped, as in the seed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from .events import (
+    AgentMessageDelta,
+    Event,
+    ItemCompleted,
+    ItemStarted,
+    PlanDelta,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+    TokenUsage,
+    TurnCompleted,
+    Usage,
+)
+from .mapping import TOOL_ITEMS, ToolCall, tool_call, tool_result
+from .prompt import reasoning_block, text_block, tool_call_block
+
+
+@dataclass(frozen=True)
+class Write:
+    """One session-log append: ``type``/``data`` at ``step`` of the current turn."""
+
+    type: str
+    data: Dict[str, Any]
+    step: int
+
+
+#: Item types that are neither tools nor message content; counted, not logged.
+_CONTENT_ITEMS = frozenset({"agentMessage", "reasoning", "userMessage", "plan"})
+
+
+class StepFolder:
+    """Folds one codex turn into session-log writes, starting at ``step``."""
+
+    def __init__(self, *, step: int, model: str, new_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
+        self.step = step
+        self.model = model
+        self.new_id = new_id
+        self.held: Optional[Dict[str, Any]] = None
+        self.pending_reasoning: List[str] = []
+        self.streamed: Dict[str, List[str]] = {}
+        self.settled = 0
+        self.usage = Usage()
+        self.open_tools: Dict[str, Mapping[str, Any]] = {}
+        self.ignored = Counter()  # item types that are not tools, by type
+        self.messages = 0  # assistant messages written
+        self.tool_calls = 0
+
+    # -- events --------------------------------------------------------------
+
+    def feed(self, event: Event) -> List[Write]:
+        out: List[Write] = []
+        if isinstance(event, (ReasoningSummaryDelta, ReasoningTextDelta)):
+            self._begin_segment(out)
+            self.streamed.setdefault(event.item_id, []).append(event.delta)
+        elif isinstance(event, PlanDelta):
+            self._begin_segment(out)
+        elif isinstance(event, ItemStarted):
+            if event.item_type in TOOL_ITEMS:
+                self.open_tools[event.item_id] = event.item
+        elif isinstance(event, ItemCompleted):
+            self._completed(event.item, out)
+        elif isinstance(event, TokenUsage):
+            self.usage = self.usage + event.last
+        elif isinstance(event, AgentMessageDelta):
+            pass  # streamed for display; the finished item carries the text
+        return out
+
+    def finish(self, completed: Optional[TurnCompleted] = None) -> List[Write]:
+        """The turn is over (``completed`` is None when it ended without
+        ``turn/completed``): settle abandoned tools, flush what is held with
+        the turn's usage."""
+        out: List[Write] = []
+        for item in list(self.open_tools.values()):
+            self._abandoned_tool(item, out)
+        self._flush(out, usage=self.usage if completed is not None else None)
+        return out
+
+    # -- internals -----------------------------------------------------------
+
+    def _completed(self, item: Mapping[str, Any], out: List[Write]) -> None:
+        kind = item.get("type", "")
+        if kind == "reasoning":
+            text = self._reasoning_text(item)
+            if text:
+                self.pending_reasoning.append(text)
+        elif kind == "agentMessage":
+            self._begin_segment(out)
+            held = self._held()
+            self._fold_reasoning(held)
+            if item.get("text"):
+                held["content"].append(text_block(str(item["text"])))
+        elif kind in TOOL_ITEMS:
+            self.open_tools.pop(str(item.get("id")), None)
+            call = tool_call(item)
+            result = tool_result(item)
+            assert call is not None and result is not None
+            self._tool(call, result.text, result.is_error, result.status, out)
+        elif kind not in _CONTENT_ITEMS:
+            self.ignored[kind] += 1
+
+    def _abandoned_tool(self, item: Mapping[str, Any], out: List[Write]) -> None:
+        call = tool_call(item)
+        assert call is not None
+        self.open_tools.pop(call.call_id, None)
+        self._tool(call, "the tool call did not finish (the turn ended first)", True, "abandoned", out)
+
+    def _tool(self, call: ToolCall, text: str, is_error: bool, status: str, out: List[Write]) -> None:
+        self._begin_segment(out)
+        held = self._held()
+        self._fold_reasoning(held)
+        held["content"].append(tool_call_block(call.call_id, call.name, call.arguments))
+        self._flush(out)
+        out.append(
+            Write("tool/call", {"callId": call.call_id, "name": call.name, "arguments": call.arguments, "kind": call.kind}, self.step)
+        )
+        content = [text_block(text)] if text else []
+        out.append(
+            Write("tool/result", {"callId": call.call_id, "content": content, "isError": is_error, "status": status}, self.step)
+        )
+        self.settled += 1
+        self.tool_calls += 1
+
+    def _begin_segment(self, out: List[Write]) -> None:
+        if self.settled:
+            out.append(Write("step/end", {"reason": "segment"}, self.step))
+            self.step += 1
+            out.append(Write("step/start", {}, self.step))
+            self.settled = 0
+
+    def _held(self) -> Dict[str, Any]:
+        if self.held is None:
+            self.held = {"id": self.new_id(), "content": []}
+        return self.held
+
+    def _fold_reasoning(self, held: Dict[str, Any]) -> None:
+        held["content"].extend(reasoning_block(t) for t in self.pending_reasoning)
+        self.pending_reasoning = []
+
+    def _flush(self, out: List[Write], usage: Optional[Usage] = None) -> None:
+        if self.pending_reasoning:
+            self._fold_reasoning(self._held())
+        held, self.held = self.held, None
+        if held is None or not held["content"]:
+            return
+        data: Dict[str, Any] = {"id": held["id"], "content": held["content"], "source": {"provider": "codex", "model": self.model}}
+        if usage is not None:
+            data["usage"] = usage.to_log()
+        out.append(Write("assistant/message", data, self.step))
+        self.messages += 1
+
+    def _reasoning_text(self, item: Mapping[str, Any]) -> str:
+        for parts in (item.get("summary"), item.get("content")):
+            text = "\n\n".join(str(p) for p in parts or () if p)
+            if text.strip():
+                return text
+        return "".join(self.streamed.get(str(item.get("id")), ()))
+
+
+__all__ = ["StepFolder", "Write"]
