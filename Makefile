@@ -23,8 +23,12 @@ $(CODEX_STAMP):
 	@npm install --silent --no-audit --no-fund --prefix .codex @openai/codex@$(CODEX_VERSION)
 	@touch $@
 
+# coverage (not pytest-cov's --cov) so that the conformance plugin, loaded
+# before pytest-cov would start, does not hide codexmini's import-time lines.
 test: setup
-	$(PY) -m pytest -q --cov=codexmini --cov-report=term-missing --cov-fail-under=100
+	$(PY) -m coverage erase
+	$(PY) -m coverage run -m pytest -q
+	$(PY) -m coverage report --fail-under=100
 
 test-offline: setup
 	$(PY) -m pytest -q -m "not live"

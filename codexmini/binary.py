@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
 
 from . import CODEX_VERSION
+from .environment import child_environment
 from .errors import BinaryNotFound
 
 ENV_VAR = "CODEXMINI_CODEX_BIN"
@@ -92,7 +93,8 @@ def find_codex(
     for given, source in ((explicit, "explicit"), (env.get(ENV_VAR), "env")):
         if given:
             if os.path.isfile(given) and os.access(given, os.X_OK):
-                return CodexBinary(given, source)
+                # Absolute: the client may spawn it from another working directory.
+                return CodexBinary(os.path.abspath(given), source)
             raise BinaryNotFound(f"codex binary {given!r} ({source}) is not an executable file; {INSTALL_HINT}")
     for root in _local_roots(cwd or os.getcwd()):
         found = native_in_npm_root(root) if os.path.isdir(root) else None
@@ -120,7 +122,7 @@ def codex_version(path: str, timeout: float = 30.0) -> Optional[str]:
             [path, "--version"],
             capture_output=True,
             timeout=timeout,
-            env={**os.environ, "NO_COLOR": "1"},
+            env=child_environment(os.environ),
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired):

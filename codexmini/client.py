@@ -63,9 +63,9 @@ from typing import (
 )
 
 from . import __version__, wire
-from .binary import find_codex
+from .binary import INSTALL_HINT, find_codex
 from .environment import child_environment
-from .errors import ClientClosed, ProcessExited, RequestTimeout, RpcError, TransportError
+from .errors import BinaryNotFound, ClientClosed, ProcessExited, RequestTimeout, RpcError, TransportError
 from .permission import REQUESTS, fail_closed
 
 log = logging.getLogger("codexmini.client")
@@ -302,15 +302,18 @@ class AppServerClient:
         loop = asyncio.get_running_loop()
         self._write_lock = asyncio.Lock()
         self._ended = loop.create_future()
-        self._proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.env,
-            cwd=self.cwd,
-            start_new_session=True,  # its own process group: close() kills the whole tree
-        )
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,  # its own process group: close() kills the whole tree
+            )
+        except OSError as exc:  # missing, not executable, bad cwd, exec format error
+            raise BinaryNotFound(f"cannot start {self.argv[0]!r}: {exc}; {INSTALL_HINT}") from exc
         self._stderr_task = loop.create_task(self._drain_stderr())
         self._reader = loop.create_task(self._read_stdout())
         self._exit_watcher = loop.create_task(self._watch_exit())

@@ -85,7 +85,8 @@ def classify(obj: Any) -> Optional[str]:
         return RESPONSE
     error = obj.get("error")
     if "result" not in obj and isinstance(error, dict):
-        if isinstance(error.get("code"), int) and isinstance(error.get("message"), str):
+        code = error.get("code")
+        if isinstance(code, int) and not isinstance(code, bool) and isinstance(error.get("message"), str):
             return ERROR
     return None
 
@@ -148,7 +149,9 @@ class LineDecoder:
             self._scanned = 0
             out.append(self._line(line))
         self._scanned = len(self._buf)
-        if len(self._buf) > self.max_frame_bytes:
+        # A trailing "\r" may be half of a CRLF whose "\n" is still in flight;
+        # it does not count against the cap (so the buffer holds cap + 1 at most).
+        if len(self._buf) - self._buf.endswith(b"\r") > self.max_frame_bytes:
             self._skipping = len(self._buf)
             self._skip_preview = _preview(bytes(self._buf))
             self._buf.clear()
@@ -167,7 +170,8 @@ class LineDecoder:
 
     @property
     def buffered(self) -> int:
-        """Bytes held for an incomplete line (never more than the cap)."""
+        """Bytes held for an incomplete line (never more than the cap, plus a
+        trailing ``\r``)."""
         return len(self._buf)
 
     def _line(self, line: bytes) -> Decoded:

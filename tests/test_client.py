@@ -409,6 +409,7 @@ def test_client_thread_of_routing_keys():
     assert thread_of({"method": "configWarning"}) is None
 
 
+@pytest.mark.frame_problems("response to unknown request id 999")
 def test_client_rpc_error_carries_code_message_and_method():
     async def main():
         client = await started("echo")

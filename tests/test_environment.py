@@ -1,0 +1,181 @@
+"""The child's environment: pure allowlist tests, then one real child.
+
+The last test spawns a tiny fake ``codex`` through ``AppServerClient.start`` and
+reads back, from its ``initialize`` answer, the environment it actually got.
+That answer goes through the conformance plugin's validator like every other
+frame, so it has the exact shape of the real ``InitializeResponse``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from codexmini import environment
+from codexmini.client import AppServerClient
+from codexmini.environment import ALLOWED, ALLOWED_PREFIXES, child_environment
+
+PARENT = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/home/me",
+    "USER": "me",
+    "LANG": "en_US.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "LC_CTYPE": "C.UTF-8",
+    "TERM": "xterm",
+    "TMPDIR": "/var/tmp",
+    "TZ": "UTC",
+    "CODEX_HOME": "/home/me/.codex",
+    "HTTPS_PROXY": "http://proxy:3128",
+    "no_proxy": "localhost",
+    "SSL_CERT_FILE": "/etc/ssl/ca.pem",
+    "OPENAI_API_KEY": "sk-secret",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret",
+    "GITHUB_TOKEN": "ghp-secret",
+    "PYTHONPATH": "/somewhere",
+    "NO_COLOR": "0",
+    "LCX_NOT_A_LOCALE": "x",
+}
+SECRETS = {"OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "PYTHONPATH", "LCX_NOT_A_LOCALE"}
+
+
+def test_child_environment_keeps_allowlisted_names_and_locale_categories():
+    env = child_environment(PARENT)
+    expected = {name: value for name, value in PARENT.items() if name not in SECRETS and name != "NO_COLOR"}
+    expected["NO_COLOR"] = "1"
+    assert env == expected
+    assert env["LC_ALL"] == env["LC_CTYPE"] == "C.UTF-8"
+
+
+def test_child_environment_drops_secrets_by_default():
+    env = child_environment(PARENT)
+    assert not SECRETS & set(env)
+
+
+def test_child_environment_passes_named_secrets_only():
+    env = child_environment(PARENT, pass_names=["OPENAI_API_KEY"])
+    assert env["OPENAI_API_KEY"] == "sk-secret"
+    assert "GITHUB_TOKEN" not in env and "AWS_SECRET_ACCESS_KEY" not in env
+
+
+def test_child_environment_pass_names_accepts_any_iterable():
+    env = child_environment(PARENT, pass_names=(name for name in ["GITHUB_TOKEN", "PYTHONPATH"]))
+    assert env["GITHUB_TOKEN"] == "ghp-secret" and env["PYTHONPATH"] == "/somewhere"
+
+
+def test_child_environment_named_but_absent_name_ignored():
+    env = child_environment(PARENT, pass_names=["NOT_SET_ANYWHERE"])
+    assert "NOT_SET_ANYWHERE" not in env
+    assert env == child_environment(PARENT)
+
+
+def test_child_environment_extra_wins():
+    env = child_environment(
+        PARENT,
+        extra={"PATH": "/opt/bin", "OPENAI_API_KEY": "sk-explicit", "CODEXMINI_API_KEY": "k"},
+        pass_names=["OPENAI_API_KEY"],
+    )
+    assert env["PATH"] == "/opt/bin"
+    assert env["OPENAI_API_KEY"] == "sk-explicit"
+    assert env["CODEXMINI_API_KEY"] == "k"
+
+
+def test_child_environment_no_color_always_one():
+    assert child_environment({})["NO_COLOR"] == "1"
+    assert child_environment({"NO_COLOR": "0"})["NO_COLOR"] == "1"
+    assert child_environment({}, extra={"NO_COLOR": ""}, pass_names=["NO_COLOR"])["NO_COLOR"] == "1"
+
+
+def test_child_environment_does_not_mutate_inputs():
+    parent, extra = dict(PARENT), {"A": "b"}
+    child_environment(parent, extra=extra, pass_names=["OPENAI_API_KEY"])
+    assert parent == PARENT and extra == {"A": "b"}
+
+
+def test_child_environment_allowlist_covers_the_spec():
+    # SPEC §4.1: PATH, HOME, USER, LANG, LC_*, TERM, TMPDIR, TZ, CODEX_HOME, proxy and CA variables.
+    assert {"PATH", "HOME", "USER", "LANG", "TERM", "TMPDIR", "TZ", "CODEX_HOME"} <= ALLOWED
+    assert {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} <= ALLOWED
+    assert {"SSL_CERT_FILE", "SSL_CERT_DIR"} <= ALLOWED
+    assert ALLOWED_PREFIXES == ("LC_",)
+    assert "OPENAI_API_KEY" not in ALLOWED
+
+
+def test_environment_all_names_exist():
+    for name in environment.__all__:
+        assert hasattr(environment, name), name
+
+
+# -- a real child ---------------------------------------------------------------
+
+# Answers initialize like codex 0.149.1 (the four InitializeResponse fields,
+# codexHome absolute), with the environment it was given JSON-encoded in
+# userAgent; then reads until stdin closes, which is how close() ends codex.
+ENV_DUMPER = """#!{python}
+import json, os, sys
+
+for line in sys.stdin:
+    frame = json.loads(line)
+    if frame.get("method") == "initialize":
+        result = {{
+            "userAgent": json.dumps({{"argv": sys.argv[1:], "env": dict(os.environ)}}),
+            "codexHome": {home!r},
+            "platformFamily": "unix",
+            "platformOs": "linux",
+        }}
+        sys.stdout.write(json.dumps({{"id": frame["id"], "result": result}}) + "\\n")
+        sys.stdout.flush()
+"""
+
+
+def env_dumper(tmp_path: Path) -> Path:
+    script = tmp_path / "codex"
+    script.write_text(ENV_DUMPER.format(python=sys.executable, home=str(tmp_path / "codex-home")))
+    script.chmod(0o755)
+    return script
+
+
+async def child_sees(codex: Path, **start) -> dict:
+    client = await AppServerClient.start(codex_bin=str(codex), cwd=str(codex.parent), **start)
+    try:
+        seen = json.loads(client.server_info["userAgent"])
+    finally:
+        await client.close()
+    assert seen["argv"] == ["app-server"]
+    assert client.returncode == 0
+    return seen["env"]
+
+
+@pytest.mark.parametrize("pass_env", [[], ["OPENAI_API_KEY"]], ids=["default", "named"])
+def test_client_env_allowlist_reaches_child(tmp_path, pass_env):
+    parent = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "OPENAI_API_KEY": "sk-secret",
+        "GITHUB_TOKEN": "ghp-secret",
+        "NO_COLOR": "0",
+    }
+    seen = asyncio.run(
+        asyncio.wait_for(
+            child_sees(env_dumper(tmp_path), parent_env=parent, pass_env=pass_env, env={"CODEXMINI_API_KEY": "k"}),
+            60,
+        )
+    )
+    # The child is Python: PEP 538 may add LC_CTYPE to its own environ when the
+    # locale is "C"; that is the interpreter's doing, not ours.
+    seen.pop("LC_CTYPE", None)
+    expected = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "CODEXMINI_API_KEY": "k",
+        "NO_COLOR": "1",
+    }
+    if pass_env:
+        expected["OPENAI_API_KEY"] = "sk-secret"
+    assert seen == expected

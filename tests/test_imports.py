@@ -1,0 +1,291 @@
+"""What the package may import, read from its source with ``ast``.
+
+Three rules (SPEC §1, §2):
+
+* every module of ``codexmini/`` imports the standard library and the package
+  itself only, and the package itself only relatively (so it stays
+  vendorable under another name);
+* the pure modules import no I/O or clock module (directly, or through a
+  module of the package that does) and never read ``os.environ``;
+* ``__all__`` says exactly what the package exports, and every module's
+  ``__all__`` names exist.
+
+The checks are run against small snippets first, so a checker that silently
+found nothing would fail here rather than pass vacuously.
+"""
+
+from __future__ import annotations
+import __future__
+
+import ast
+import importlib
+import importlib.util
+import os
+import sys
+import sysconfig
+import types
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Set, Tuple
+
+import pytest
+
+import codexmini
+
+PACKAGE_DIR = Path(codexmini.__file__).resolve().parent
+MODULES: Dict[str, Path] = {path.stem: path for path in sorted(PACKAGE_DIR.glob("*.py"))}
+
+PURE = ("wire", "mapping", "permission", "prompt", "environment", "errors", "events", "steps")
+PURE_REQUIRED = ("wire", "permission", "prompt", "environment")
+FORBIDDEN_IN_PURE = frozenset({"asyncio", "subprocess", "threading", "socket", "selectors", "signal", "time"})
+ENVIRON_READERS = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
+
+
+# -- what counts as the standard library ----------------------------------------
+
+
+def _real(path: Optional[str]) -> str:
+    return os.path.realpath(path) if path else ""
+
+
+def _inside(path: str, directory: str) -> bool:
+    return bool(directory) and (path == directory or path.startswith(directory.rstrip(os.sep) + os.sep))
+
+
+def is_stdlib_by_location(name: str) -> bool:
+    """Python 3.9 has no ``sys.stdlib_module_names``: ask where the module lives.
+
+    A top-level module is standard library when it is built in or frozen, or
+    when its file is under the interpreter's ``stdlib``/``platstdlib``
+    directory but not under a site-packages directory (those sit inside the
+    stdlib directory on a default install).
+    """
+    if name in sys.builtin_module_names:
+        return True
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    if spec.origin in ("built-in", "frozen"):
+        return True
+    location = spec.origin if spec.has_location else None
+    if location is None and spec.submodule_search_locations:
+        location = list(spec.submodule_search_locations)[0]
+    location = _real(location)
+    if not location:
+        return False
+    stdlib_dirs = {_real(sysconfig.get_path(key)) for key in ("stdlib", "platstdlib")}
+    site_dirs = {_real(sysconfig.get_path(key)) for key in ("purelib", "platlib")}
+    site_dirs |= {
+        _real(p) for p in sys.path if os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages")
+    }
+    return any(_inside(location, d) for d in stdlib_dirs) and not any(_inside(location, d) for d in site_dirs)
+
+
+def is_stdlib(name: str) -> bool:
+    names = getattr(sys, "stdlib_module_names", None)  # 3.10+
+    if names is not None:
+        return name in names
+    return is_stdlib_by_location(name)
+
+
+# -- reading imports -----------------------------------------------------------
+
+
+def parse(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def imports(tree: ast.AST) -> Iterator[Tuple[int, int, str]]:
+    """``(line, level, dotted name)`` of every import, function-level ones included.
+
+    ``from . import x`` gives ``(line, 1, "x")``; ``from .a import b`` gives
+    ``(line, 1, "a")``; ``import a.b`` gives ``(line, 0, "a.b")``.  Literal
+    ``importlib.import_module("x")`` and ``__import__("x")`` calls count too.
+    """
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, 0, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level and not node.module:
+                for alias in node.names:
+                    yield node.lineno, node.level, alias.name
+            else:
+                yield node.lineno, node.level, node.module or ""
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in ("import_module", "__import__") and isinstance(node.args[0].value, str):
+                level = len(node.args[0].value) - len(node.args[0].value.lstrip("."))
+                yield node.lineno, level, node.args[0].value.lstrip(".")
+
+
+def import_problems(tree: ast.AST) -> List[str]:
+    """Imports that break the stdlib-only, relative-only rule."""
+    problems = []
+    for line, level, name in imports(tree):
+        top = name.split(".")[0]
+        if level > 1:
+            problems.append(f"line {line}: relative import beyond the package ({'.' * level}{name})")
+        elif level == 1:
+            continue
+        elif top == "codexmini":
+            problems.append(f"line {line}: absolute import of {name!r}; use a relative import (vendoring)")
+        elif not is_stdlib(top):
+            problems.append(f"line {line}: {name!r} is not in the standard library")
+    return problems
+
+
+def internal_targets(tree: ast.AST) -> Set[str]:
+    """Package modules a module imports relatively (``__init__`` for names from the package)."""
+    targets = set()
+    for _, level, name in imports(tree):
+        if level == 1:
+            first = name.split(".")[0]
+            targets.add(first if first in MODULES else "__init__")
+    return targets
+
+
+def boundary_problems(tree: ast.AST) -> List[str]:
+    """I/O or clock imports and environment reads in a module that must be pure."""
+    problems = []
+    for line, level, name in imports(tree):
+        if level == 0 and name.split(".")[0] in FORBIDDEN_IN_PURE:
+            problems.append(f"line {line}: imports {name}")
+    os_names = {"os"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            os_names |= {alias.asname for alias in node.names if alias.name == "os" and alias.asname}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "os":
+            for alias in node.names:
+                if alias.name in ENVIRON_READERS or alias.name == "*":
+                    problems.append(f"line {node.lineno}: from os import {alias.name}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in ENVIRON_READERS
+            and isinstance(node.value, ast.Name)
+            and node.value.id in os_names
+        ):
+            problems.append(f"line {node.lineno}: reads {node.value.id}.{node.attr}")
+    return problems
+
+
+# -- the checkers themselves ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source, expected",
+    [
+        ("import json\nfrom typing import Any\nfrom . import wire\nfrom .errors import X", []),
+        ("import __future__\nfrom __future__ import annotations\nimport os.path", []),
+        ("def f():\n    import pytest", ["'pytest' is not in the standard library"]),
+        ("from jsonschema import validators", ["'jsonschema' is not in the standard library"]),
+        ("import codexmini.wire", ["absolute import of 'codexmini.wire'"]),
+        ("from codexmini import wire", ["absolute import of 'codexmini'"]),
+        ("from .. import x", ["relative import beyond the package"]),
+        ("import importlib\nimportlib.import_module('yaml')", ["'yaml' is not in the standard library"]),
+        ("__import__('codexmini')", ["absolute import of 'codexmini'"]),
+    ],
+)
+def test_imports_checker_flags_what_it_should(source, expected):
+    problems = import_problems(ast.parse(source))
+    assert len(problems) == len(expected), problems
+    for problem, fragment in zip(problems, expected):
+        assert fragment in problem
+
+
+@pytest.mark.parametrize(
+    "source, flagged",
+    [
+        ("import json\nimport os\nos.path.join('a', 'b')", 0),
+        ("import asyncio.subprocess", 1),
+        ("from time import monotonic", 1),
+        ("def f():\n    import threading", 1),
+        ("import os\nos.environ.get('X')", 1),
+        ("import os as _os\n_os.getenv('X')", 1),
+        ("from os import environ", 1),
+        ("from os import getenv as g", 1),
+        ("import signal, socket, selectors", 3),
+    ],
+)
+def test_imports_boundary_checker_flags_what_it_should(source, flagged):
+    assert len(boundary_problems(ast.parse(source))) == flagged
+
+
+def test_imports_stdlib_detection_by_location_agrees_with_the_interpreter():
+    names = {name.split(".")[0] for path in MODULES.values() for _, level, name in imports(parse(path)) if not level}
+    names |= {"json", "asyncio", "os", "sys", "__future__", "collections", "dataclasses", "typing", "_thread"}
+    assert all(is_stdlib_by_location(name) for name in names), [n for n in names if not is_stdlib_by_location(n)]
+    for third_party in ("pytest", "_pytest", "jsonschema", "no_such_module_anywhere"):
+        assert not is_stdlib_by_location(third_party), third_party
+    if hasattr(sys, "stdlib_module_names"):
+        assert {n for n in names if is_stdlib_by_location(n)} <= set(sys.stdlib_module_names)
+
+
+# -- the package ---------------------------------------------------------------
+
+
+def test_imports_package_modules_found():
+    assert {"__init__", "wire", "client", "binary", "environment", "errors"} <= set(MODULES)
+    assert not [p for p in PACKAGE_DIR.rglob("*.py") if p.parent != PACKAGE_DIR], "subpackages: extend MODULES"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_stdlib_and_relative_only(name):
+    problems = import_problems(parse(MODULES[name]))
+    assert not problems, f"codexmini/{name}.py: " + "; ".join(problems)
+
+
+def test_imports_pure_modules_exist():
+    missing = [name for name in PURE_REQUIRED if name not in MODULES]
+    assert not missing
+
+
+@pytest.mark.parametrize("name", ["__init__", *PURE])
+def test_imports_pure_modules_do_no_io(name):
+    if name not in MODULES:
+        pytest.skip(f"codexmini/{name}.py does not exist (yet)")
+    tree = parse(MODULES[name])
+    problems = boundary_problems(tree)
+    # Importing a module of the package runs it, so a pure module may only
+    # import other pure modules (and the package, whose __init__ is checked here too).
+    allowed = set(PURE) | {"__init__"}
+    problems += [
+        f"imports codexmini.{target}, which is not pure" for target in sorted(internal_targets(tree) - allowed)
+    ]
+    assert not problems, f"codexmini/{name}.py: " + "; ".join(problems)
+
+
+# -- __all__ -------------------------------------------------------------------
+
+
+def test_imports_package_all_is_what_it_exports():
+    exported = {
+        name
+        for name, value in vars(codexmini).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)  # submodules bound by imports
+        and not isinstance(value, __future__._Feature)  # `from __future__ import annotations`
+    }
+    assert len(codexmini.__all__) == len(set(codexmini.__all__)), "duplicates in __all__"
+    assert set(codexmini.__all__) == exported | {"__version__"}
+
+
+def importable_modules() -> List[str]:
+    # __main__ runs the CLI when imported; it defines nothing to export.
+    return [name for name in sorted(MODULES) if name not in ("__init__", "__main__")]
+
+
+@pytest.mark.parametrize("name", importable_modules())
+def test_imports_module_all_names_exist(name):
+    module = importlib.import_module(f"codexmini.{name}")
+    names = getattr(module, "__all__", None)
+    if names is None:
+        pytest.skip(f"codexmini.{name} defines no __all__")
+    assert len(names) == len(set(names)), f"duplicates in codexmini.{name}.__all__"
+    assert all(isinstance(n, str) for n in names)
+    missing = [n for n in names if not hasattr(module, n)]
+    assert not missing, f"codexmini.{name}.__all__ names missing attributes: {missing}"

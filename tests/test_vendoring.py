@@ -1,0 +1,150 @@
+"""Vendoring: the package copied as ``somewhere/_vendor/cm/`` imports and works.
+
+The copy runs in a fresh interpreter started with ``-S`` (no site-packages at
+all, so nothing but the standard library is available) and with only
+``somewhere`` on ``PYTHONPATH``, from a working directory where the original
+package is not importable either.  It imports every module, does one pure
+operation, and drives a tiny fake app-server through the vendored client.
+
+The conformance plugin cannot tap a client in another process, so the child
+prints the frames it exchanged and this test replays them through every tap
+registered with ``observe_clients`` (the plugin's validator among them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import codexmini
+from codexmini import client as client_mod
+
+PACKAGE_DIR = Path(codexmini.__file__).resolve().parent
+
+FAKE_APP_SERVER = """#!{python}
+import json, sys
+
+for line in sys.stdin:
+    frame = json.loads(line)
+    method = frame.get("method")
+    if method == "initialize":
+        result = {{"userAgent": "fake/0.149.1", "codexHome": {home!r}, "platformFamily": "unix", "platformOs": "linux"}}
+    elif method == "thread/loaded/list":
+        result = {{"data": [], "nextCursor": None}}
+    else:
+        continue
+    sys.stdout.write(json.dumps({{"id": frame["id"], "result": result}}) + "\\n")
+    sys.stdout.flush()
+"""
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, importlib, json, os, pkgutil, sys
+
+    report = {}
+    try:
+        import codexmini  # noqa: F401
+    except ImportError:
+        report["original_importable"] = False
+    else:
+        report["original_importable"] = codexmini.__file__
+
+    import _vendor.cm as cm
+
+    names = sorted(m.name for m in pkgutil.iter_modules(cm.__path__) if m.name != "__main__")
+    for name in names:
+        importlib.import_module("_vendor.cm." + name)
+    report["modules"] = names
+    report["file"] = cm.__file__
+    report["version"] = cm.__version__
+    report["codex_version"] = cm.CODEX_VERSION
+    report["foreign"] = sorted(m for m in sys.modules if m == "codexmini" or m.startswith("codexmini."))
+    report["site_packages"] = [p for p in sys.path if "site-packages" in p]
+
+    from _vendor.cm.wire import LineDecoder
+
+    decoder = LineDecoder(1024)
+    report["decoded"] = decoder.feed(b'{"method":"x",') + decoder.feed(b'"params":{}}\\n')
+
+    from _vendor.cm.client import AppServerClient
+
+    async def drive():
+        frames = []
+        client = await AppServerClient.start(
+            codex_bin=sys.argv[1],
+            parent_env={"PATH": os.defpath},
+            cwd=os.getcwd(),
+            tap=lambda direction, frame: frames.append([direction, frame]),
+            request_timeout=60,
+        )
+        try:
+            report["server_info"] = client.server_info
+            report["listed"] = await client.request("thread/loaded/list", {})
+        finally:
+            await client.close()
+        report["frames"] = frames
+
+    asyncio.run(drive())
+    print(json.dumps(report))
+    """
+)
+
+
+def test_vendoring_copy_imports_and_works(tmp_path):
+    somewhere = tmp_path / "somewhere"
+    vendored = somewhere / "_vendor" / "cm"
+    shutil.copytree(PACKAGE_DIR, vendored, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (somewhere / "_vendor" / "__init__.py").write_text("")
+    fake = tmp_path / "fake-codex"
+    fake.write_text(FAKE_APP_SERVER.format(python=sys.executable, home=str(tmp_path / "codex-home")))
+    fake.chmod(0o755)
+
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "PYTHONPATH": str(somewhere),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONWARNINGS": "error",
+    }
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", CHILD, str(fake)],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    report = json.loads(done.stdout)
+
+    assert report["original_importable"] is False
+    assert report["foreign"] == []
+    assert report["site_packages"] == []
+    assert report["file"] == str(vendored / "__init__.py")
+    expected_modules = sorted(p.stem for p in PACKAGE_DIR.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    assert report["modules"] == expected_modules
+    assert report["version"] == codexmini.__version__
+    assert report["codex_version"] == codexmini.CODEX_VERSION
+    assert report["decoded"] == [{"method": "x", "params": {}}]
+    assert report["server_info"]["userAgent"] == "fake/0.149.1"
+    assert report["listed"] == {"data": [], "nextCursor": None}
+
+    frames = report["frames"]
+    assert [(d, f.get("method")) for d, f in frames] == [
+        ("out", "initialize"),
+        ("in", None),
+        ("out", "initialized"),
+        ("out", "thread/loaded/list"),
+        ("in", None),
+    ]
+    assert frames[0][1]["params"]["clientInfo"] == {"name": "codexmini", "version": codexmini.__version__}
+    # Hold the vendored client's traffic to the same schema as everyone else's.
+    for factory in list(client_mod._observers):
+        tap = factory()
+        if tap is not None:
+            for direction, frame in frames:
+                tap(direction, frame)
