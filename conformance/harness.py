@@ -1,0 +1,359 @@
+"""Run a scenario live (real codex + scripted model) or replayed (recorded transcript).
+
+The same scenario code drives both: :func:`execute` builds a scratch workspace,
+an agent (or, for thread-level scenarios, a bare client) and a frame tap, and
+runs the scenario's prompts.  Only where frames come from differs:
+
+* ``live``: the pinned binary, talking to a :class:`~codexmini.scripted_model.ScriptedModel`
+  serving the scenario's script;
+* ``replay``: :mod:`conformance.replay_server` in place of the binary, playing
+  ``fixtures/<version>/<scenario>.frames.jsonl`` and checking that the client
+  sends what the binary received.
+
+Everything that would vary between runs is pinned or normalised: message ids
+come from a counter, the session log's clock is fixed at 0, ``HOME`` points
+into the scratch root (so ``bash -lc`` reads no login profile of this
+machine), and paths/UUIDs/times in frames go through :class:`Normaliser`.
+Scratch roots live under ``/var/tmp`` (codex refuses to create helper binaries
+under ``/tmp``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from codexmini import CODEX_VERSION, __version__
+from codexmini.agent import Agent, AgentConfig, ModelEndpoint
+from codexmini.client import AppServerClient
+from codexmini.events import Event
+from codexmini.permission import ApprovalRequest, Reply
+from codexmini.scripted_model import ScriptedModel
+from codexmini.session import SessionLog
+
+from .normalize import Normaliser, normalise_argv
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(REPO, "fixtures", CODEX_VERSION)
+REPLAY_SERVER = os.path.join(REPO, "conformance", "replay_server.py")
+SCRATCH_ENV = "CODEXMINI_SCRATCH"
+
+#: A step of a scenario: a user message for a new turn, or a coroutine.
+Prompt = Union[str, Sequence[Mapping[str, Any]], Callable[["Run"], Awaitable[None]]]
+#: How a scenario answers a server request of one kind.
+Answer = Union[Reply, str, Callable[[ApprovalRequest], Awaitable[Reply]]]
+DEADLINE = "deadline"  # never answer: the client's handler deadline answers fail-closed
+
+
+def scratch_base() -> str:
+    base = os.environ.get(SCRATCH_ENV) or ("/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir())
+    return base
+
+
+@dataclass
+class Paths:
+    root: str
+    ws: str
+    home: str
+    outside: str
+
+    @classmethod
+    def create(cls, name: str) -> "Paths":
+        root = tempfile.mkdtemp(prefix=f"codexmini-{name}-", dir=scratch_base())
+        paths = cls(root, os.path.join(root, "ws"), os.path.join(root, "codex-home"), os.path.join(root, "outside"))
+        for d in (paths.ws, paths.home, paths.outside):
+            os.makedirs(d)
+        return paths
+
+    def placeholders(self) -> Dict[str, str]:
+        return {
+            self.root: "/ROOT",
+            self.ws: "/WORKSPACE",
+            self.home: "/CODEX_HOME",
+            self.outside: "/OUTSIDE",
+            REPO: "/REPO",
+        }
+
+    def substitute(self, value: Any) -> Any:
+        """Fill ``{WS}``, ``{OUTSIDE}``, ``{ROOT}``, ``{REPO}``, ``{PYTHON}`` in strings."""
+        if isinstance(value, dict):
+            return {k: self.substitute(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.substitute(v) for v in value]
+        if isinstance(value, str):
+            for key, real in (("{WS}", self.ws), ("{OUTSIDE}", self.outside), ("{ROOT}", self.root), ("{REPO}", REPO), ("{PYTHON}", sys.executable)):
+                value = value.replace(key, real)
+        return value
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One recorded behaviour of codex, and what codexmini must make of it."""
+
+    name: str
+    script: Mapping[str, Any]
+    prompts: Sequence[Prompt] = ("say hi",)
+    model: str = "gpt-fake"
+    config: Sequence[str] = ()
+    knobs: Sequence[Tuple[str, str]] = ()
+    sandbox: Optional[str] = None
+    approval_policy: Optional[str] = None
+    approvals: Mapping[str, Answer] = field(default_factory=dict)
+    handler_timeout: float = 30.0
+    files: Mapping[str, Union[str, bytes]] = field(default_factory=dict)
+    on_event: Optional[Callable[["Run", Event], None]] = None
+    driver: Optional[Callable[["Run"], Awaitable[None]]] = None
+    check: Optional[Callable[["RunResult"], None]] = None
+    description: str = ""
+
+    @property
+    def uses_agent(self) -> bool:
+        return self.driver is None
+
+
+@dataclass
+class Run:
+    """The live state of one scenario run, handed to prompts, hooks and drivers."""
+
+    scenario: Scenario
+    mode: str
+    paths: Paths
+    config: AgentConfig
+    frames: List[Tuple[str, Dict[str, Any]]] = field(default_factory=list)
+    events: List[Event] = field(default_factory=list)
+    approvals: List[ApprovalRequest] = field(default_factory=list)
+    agent: Optional[Agent] = None
+    log: Optional[SessionLog] = None
+    clients: List[AppServerClient] = field(default_factory=list)
+    tasks: List["asyncio.Task[Any]"] = field(default_factory=list)
+
+    def tap(self, direction: str, frame: Dict[str, Any]) -> None:
+        self.frames.append((direction, json.loads(json.dumps(frame))))
+
+    async def start_client(self) -> AppServerClient:
+        """A bare client configured like the agent's (for thread-level drivers)."""
+        cfg = self.config
+        config = list(cfg.config) + (cfg.endpoint.config() if cfg.endpoint else [])
+        env = dict(cfg.env)
+        env.update(cfg.endpoint.env() if cfg.endpoint else {})
+        env["CODEX_HOME"] = cfg.codex_home or ""
+        client = await AppServerClient.start(
+            codex_bin=cfg.codex_bin, config=config, env=env, cwd=cfg.cwd, tap=cfg.tap, handler_timeout=cfg.handler_timeout
+        )
+        self.clients.append(client)
+        return client
+
+    def later(self, coro: Awaitable[Any]) -> None:
+        """Run ``coro`` beside the scenario (from a sync event hook)."""
+        self.tasks.append(asyncio.ensure_future(coro))
+
+
+@dataclass
+class RunResult:
+    scenario: Scenario
+    mode: str
+    paths: Paths
+    frames: List[Tuple[str, Dict[str, Any]]]
+    events: List[Event]
+    session: List[Dict[str, Any]]
+    approvals: List[ApprovalRequest]
+    argv: List[str]
+    model_requests: List[Dict[str, Any]] = field(default_factory=list)
+    report: Optional[Dict[str, Any]] = None
+
+    @property
+    def normaliser(self) -> Normaliser:
+        return Normaliser(self.paths.placeholders(), version=__version__)
+
+    def normalised_frames(self) -> List[Dict[str, Any]]:
+        norm = self.normaliser
+        return [{"dir": d, "frame": norm.normalise(f)} for d, f in self.frames]
+
+    def normalised_session(self) -> List[Dict[str, Any]]:
+        norm = self.normaliser
+        return [norm.normalise(e) for e in self.session]
+
+    def of_type(self, type_: str) -> List[Dict[str, Any]]:
+        return [e for e in self.session if e["type"] == type_]
+
+    def events_of(self, cls: type) -> List[Any]:
+        return [e for e in self.events if isinstance(e, cls)]
+
+
+def fixture_path(name: str, suffix: str, root: str = FIXTURES) -> str:
+    return os.path.join(root, f"{name}.{suffix}")
+
+
+def _replay_wrapper(paths: Paths) -> str:
+    wrapper = os.path.join(paths.root, "codex-replay")
+    with open(wrapper, "w") as fh:
+        fh.write(f'#!/bin/sh\nexec "{sys.executable}" "{REPLAY_SERVER}" "$@"\n')
+    os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return wrapper
+
+
+def _write_files(paths: Paths, files: Mapping[str, Union[str, bytes]]) -> None:
+    for rel, content in files.items():
+        target = os.path.join(paths.ws, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+async def _answer(run: Run, request: ApprovalRequest) -> Reply:
+    run.approvals.append(request)
+    how = run.scenario.approvals.get(request.kind, Reply("decline"))
+    if how == DEADLINE:
+        await asyncio.sleep(3600)
+    if callable(how):
+        return await how(request)
+    assert isinstance(how, Reply)
+    return how
+
+
+async def execute(
+    scenario: Scenario,
+    mode: str,
+    *,
+    codex_bin: Optional[str] = None,
+    fixtures: str = FIXTURES,
+    keep: bool = False,
+    transcript: Optional[str] = None,
+) -> RunResult:
+    """Run ``scenario`` in ``mode`` ("live" or "replay") and collect everything."""
+    if mode not in ("live", "replay"):
+        raise ValueError(f"mode must be live or replay, not {mode!r}")
+    paths = Paths.create(scenario.name)
+    model: Optional[ScriptedModel] = None
+    report_path = os.path.join(paths.root, "replay-report.json")
+    try:
+        _write_files(paths, scenario.files)
+        env = {"HOME": paths.root}
+        if mode == "live":
+            model = ScriptedModel(paths.substitute(dict(scenario.script))).start()
+            endpoint = ModelEndpoint(model.url, "sk-fake")
+        else:
+            endpoint = ModelEndpoint("http://127.0.0.1:9/v1", "sk-fake")  # never called
+            codex_bin = _replay_wrapper(paths)
+            env.update(
+                {
+                    "CODEXMINI_REPLAY_TRANSCRIPT": transcript or fixture_path(scenario.name, "frames.jsonl", fixtures),
+                    "CODEXMINI_REPLAY_PATHS": json.dumps(paths.placeholders()),
+                    "CODEXMINI_REPLAY_REPORT": report_path,
+                    "CODEXMINI_REPLAY_VERSION": __version__,
+                }
+            )
+        run = Run(
+            scenario,
+            mode,
+            paths,
+            AgentConfig(
+                cwd=paths.ws,
+                model=scenario.model,
+                codex_bin=codex_bin,
+                config=paths.substitute(list(scenario.config)),
+                env=env,
+                sandbox=scenario.sandbox,
+                approval_policy=scenario.approval_policy,
+                endpoint=endpoint,
+                codex_home=paths.home,
+                handler_timeout=scenario.handler_timeout,
+            ),
+        )
+        run.config.tap = run.tap
+        argv = await _drive(run)
+        session = list(run.log.events) if run.log is not None else []
+        report = None
+        if mode == "replay" and os.path.exists(report_path):
+            with open(report_path, encoding="utf-8") as fh:
+                report = json.load(fh)
+        return RunResult(
+            scenario,
+            mode,
+            paths,
+            run.frames,
+            run.events,
+            session,
+            run.approvals,
+            argv,
+            model_requests=list(model.requests) if model else [],
+            report=report,
+        )
+    finally:
+        if model is not None:
+            model.stop()
+        if not keep:
+            shutil.rmtree(paths.root, ignore_errors=True)
+
+
+async def _drive(run: Run) -> List[str]:
+    scenario = run.scenario
+    argv: List[str] = []
+    ids = itertools.count(1)
+
+    def on_event(event: Event) -> None:
+        run.events.append(event)
+        if scenario.on_event is not None:
+            scenario.on_event(run, event)
+
+    try:
+        if scenario.driver is not None:
+            await scenario.driver(run)
+        else:
+            run.log = SessionLog.open(os.path.join(run.paths.root, "session.jsonl"), clock=lambda: 0.0)
+            run.agent = Agent(
+                run.log,
+                run.config,
+                approvals=lambda request: _answer(run, request),
+                on_event=on_event,
+                new_id=lambda: f"id-{next(ids)}",
+            )
+            await run.agent.start()
+            for kind, value in scenario.knobs:
+                run.agent.set_knob(kind, value)
+            for prompt in scenario.prompts:
+                if callable(prompt):
+                    await prompt(run)
+                else:
+                    await run.agent.run(run.paths.substitute(prompt))
+        for task in run.tasks:
+            await task
+    finally:
+        if run.agent is not None:
+            client = run.agent._client
+            if client is not None:
+                argv = list(client.argv)
+            await run.agent.close()
+            assert run.log is not None
+            run.log.close()
+        for client in run.clients:
+            argv = argv or list(client.argv)
+            await client.close()
+    norm = Normaliser(run.paths.placeholders(), version=__version__)
+    return normalise_argv(argv, norm, sys.executable)
+
+
+def run_sync(coro: Awaitable[Any], timeout: float = 120.0) -> Any:
+    """Run a harness coroutine with an overall deadline (nothing may hang)."""
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+__all__ = [
+    "DEADLINE",
+    "FIXTURES",
+    "Paths",
+    "Run",
+    "RunResult",
+    "Scenario",
+    "execute",
+    "fixture_path",
+    "run_sync",
+]

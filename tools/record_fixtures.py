@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Record the golden fixtures from the real codex binary (``make record``).
+
+For each scenario of :mod:`conformance.scenarios` (or those named on the
+command line):
+
+1. run it **live**: the pinned codex binary, the scripted model on 127.0.0.1,
+   every frame tapped;
+2. write ``fixtures/<version>/<scenario>.model.json`` (the model script, with
+   its ``{WS}``-style placeholders) and ``<scenario>.frames.jsonl`` (both
+   directions, normalised: ids, times, paths);
+3. **replay** the new transcript through the agent without the binary and
+   write ``<scenario>.session.jsonl``, the golden session log (only for
+   agent scenarios);
+4. update ``MANIFEST.json``: codex version, schema hash, date, and per
+   scenario the normalised codex command line.
+
+Every frame is validated against the pinned schema while recording; a
+scenario whose check fails, or whose replay does not match, is not written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import hashlib
+import json
+import os
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from codexmini import CODEX_VERSION  # noqa: E402
+from codexmini.binary import codex_version, find_codex  # noqa: E402
+from conformance.harness import FIXTURES, RunResult, Scenario, execute, fixture_path  # noqa: E402
+from conformance.scenarios import SCENARIOS  # noqa: E402
+from conformance.schema import FrameValidator  # noqa: E402
+
+SCHEMA = os.path.join(REPO, "fixtures", "schema", CODEX_VERSION, "experimental", "codex_app_server_protocol.schemas.json")
+
+
+def dump_jsonl(path: str, rows: list) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def validate(result: RunResult) -> list:
+    validator = FrameValidator(strict=True)
+    problems = []
+    for direction, frame in result.frames:
+        problems += validator.check(direction, frame)
+    return problems
+
+
+async def record(scenario: Scenario, out: str, codex: str) -> dict:
+    live = await execute(scenario, "live", codex_bin=codex)
+    problems = validate(live)
+    if problems:
+        raise SystemExit(f"{scenario.name}: {len(problems)} invalid frame(s):\n" + "\n".join(map(str, problems[:5])))
+    if scenario.check is not None:
+        scenario.check(live)
+    transcript = fixture_path(scenario.name, "frames.jsonl", out)
+    tmp = transcript + ".new"
+    dump_jsonl(tmp, live.normalised_frames())
+    replay = await execute(scenario, "replay", fixtures=out, transcript=tmp)
+    if not (replay.report and replay.report["ok"]):
+        raise SystemExit(f"{scenario.name}: the replay does not match the recording: {replay.report}")
+    os.replace(tmp, transcript)
+    with open(fixture_path(scenario.name, "model.json", out), "w", encoding="utf-8") as fh:
+        json.dump(scenario.script, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    if scenario.uses_agent:
+        dump_jsonl(fixture_path(scenario.name, "session.jsonl", out), replay.normalised_session())
+    return {"argv": live.argv, "model": scenario.model, "description": scenario.description, "frames": len(live.frames)}
+
+
+def main(argv: list = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="scenarios to record (default: all)")
+    parser.add_argument("--out", default=FIXTURES)
+    parser.add_argument("--codex", default=None, help="codex binary (default: the pinned one)")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
+    codex = find_codex(args.codex).path
+    found = codex_version(codex)
+    if found != CODEX_VERSION:
+        parser.error(f"codex {found} at {codex}; recordings must come from the pinned {CODEX_VERSION}")
+    os.makedirs(args.out, exist_ok=True)
+    manifest_path = os.path.join(args.out, "MANIFEST.json")
+    manifest = {"scenarios": {}}
+    if os.path.exists(manifest_path):
+        with open(manifest_path, encoding="utf-8") as fh:
+            manifest = json.load(fh)
+    for name in args.names or list(SCENARIOS):
+        print(f"recording {name} …", flush=True)
+        entry = asyncio.run(asyncio.wait_for(record(SCENARIOS[name], args.out, codex), 180))
+        manifest["scenarios"][name] = entry
+    with open(SCHEMA, "rb") as fh:
+        schema_hash = hashlib.sha256(fh.read()).hexdigest()
+    manifest.update(
+        {
+            "codexVersion": CODEX_VERSION,
+            "schemaSha256": schema_hash,
+            "recordedAt": datetime.date.today().isoformat(),
+            "recorder": "tools/record_fixtures.py",
+        }
+    )
+    manifest["scenarios"] = {k: manifest["scenarios"][k] for k in sorted(manifest["scenarios"])}
+    with open(manifest_path, "w", encoding="utf-8") as fh:
+        json.dump(manifest, fh, indent=1, sort_keys=True)
+        fh.write("\n")
+    print(f"recorded {len(args.names or SCENARIOS)} scenario(s) into {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
