@@ -10,8 +10,9 @@ Two jobs, both fail-closed:
 
 2. **Answers.**  codex asks the client through JSON-RPC *requests*, and an
    unanswered request blocks the turn forever (protocol reference §0.3).
-   :data:`REQUESTS` has one row for each of the ten ``ServerRequest`` methods
-   of the pinned schema: how to describe it to a caller, and how to turn a
+   :data:`REQUESTS` has one row for each ``ServerRequest`` method of the
+   pinned schema (ten stable ones, plus ``currentTime/read`` in the
+   experimental bundle codexmini opts into): how to describe it to a caller, and how to turn a
    caller's :class:`Reply` into a schema-valid result.  With no caller, or on
    a caller error or deadline, :func:`fail_closed` answers ``decline`` (or the
    method's equivalent).  A conformance test checks the table against the
@@ -236,7 +237,7 @@ class RequestKind:
     build: Callable[[Mapping[str, Any], Reply], Answer]
 
 
-#: Every ``ServerRequest`` method of codex 0.149.1, with its kind and answer.
+#: Every ``ServerRequest`` method of codex 0.149.1 (experimental bundle), with its kind and answer.
 REQUESTS: Dict[str, RequestKind] = {
     "item/commandExecution/requestApproval": RequestKind(
         "command", _summary_command, lambda p, r: _decision(r)
@@ -248,6 +249,9 @@ REQUESTS: Dict[str, RequestKind] = {
     "item/tool/call": RequestKind("dynamic_tool", _summary_tool, _dynamic_tool),
     "account/chatgptAuthTokens/refresh": RequestKind("auth_refresh", _summary_none, _refuse("ChatGPT auth tokens")),
     "attestation/generate": RequestKind("attestation", _summary_none, _refuse("client attestation")),
+    # Experimental: "read the current time from an external clock owned by the
+    # client".  codexmini owns no such clock; refusing makes codex use its own.
+    "currentTime/read": RequestKind("current_time", _summary_none, _refuse("an external clock")),
     "applyPatchApproval": RequestKind("legacy_patch", _summary_legacy, _legacy),
     "execCommandApproval": RequestKind("legacy_command", _summary_legacy, _legacy),
 }

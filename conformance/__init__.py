@@ -1,0 +1,1 @@
+"""The conformance suite: schema fixtures, the frame validator and its pytest plugin."""

@@ -1,0 +1,100 @@
+"""The real binary's frames pass the strict validator (KNOWN_UNDECLARED is right).
+
+No model is needed: ``initialize`` and ``thread/start`` never call it, so the
+provider points at an unused loopback port.  ``CODEX_HOME`` lives under
+``/var/tmp``, never ``/tmp`` (codex refuses to create its helper binaries
+under a temporary dir there; protocol reference §1).
+
+The plugin's own validator (the ``conformance_frames`` fixture) must have seen
+the handshake and the thread start with zero problems in strict mode against
+the experimental bundle.  The same frames are then replayed against the
+stable bundle, whose catalog of sent-but-undeclared fields must match what
+the binary really sends -- no more, no less -- for the methods seen here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import tempfile
+
+import pytest
+
+from codexmini.binary import find_codex
+from codexmini.client import ALL, AppServerClient
+from codexmini.errors import BinaryNotFound
+from conformance.schema import KNOWN_UNDECLARED, SchemaBundle, validate_transcript
+
+pytestmark = pytest.mark.live
+
+
+def _unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _scratch_parent() -> str:
+    return "/var/tmp" if os.path.isdir("/var/tmp") else os.path.expanduser("~")
+
+
+async def _thread_start(home: str, workspace: str, tap) -> None:
+    base_url = f"http://127.0.0.1:{_unused_port()}/v1"
+    client = await AppServerClient.start(
+        config=[
+            'model_provider="codexmini"',
+            'model_providers.codexmini={name="codexmini",base_url="%s",wire_api="responses",env_key="CODEXMINI_API_KEY"}'
+            % base_url,
+            'model="gpt-fake"',
+        ],
+        env={"CODEX_HOME": home, "CODEXMINI_API_KEY": "sk-unused"},
+        cwd=workspace,
+        tap=tap,
+    )
+    try:
+        events = client.subscribe(ALL)
+        result = await client.request(
+            "thread/start", {"cwd": workspace, "approvalPolicy": "never", "sandbox": "read-only"}, timeout=60
+        )
+        assert result["thread"]["id"]
+        # thread/started comes after the response (protocol reference §2).
+        while (await events.get(timeout=30))["method"] != "thread/started":
+            pass
+    finally:
+        await client.close()
+
+
+def test_live_thread_start_frames_pass_strict_validation(conformance_frames):
+    try:
+        find_codex()
+    except BinaryNotFound as exc:
+        pytest.skip(f"the pinned codex binary is not installed ({exc})")
+    home = tempfile.mkdtemp(prefix="codexmini-live-", dir=_scratch_parent())
+    workspace = os.path.join(home, "ws")
+    os.mkdir(workspace)
+    transcript = []
+    try:
+        asyncio.run(asyncio.wait_for(_thread_start(home, workspace, lambda d, f: transcript.append((d, f))), 120))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+    (validator,) = conformance_frames
+    assert [p.headline for p in validator.problems] == []
+    assert validator.frames == len(transcript)
+    assert {
+        ("out", "request", "initialize"),
+        ("in", "response", "initialize"),
+        ("out", "notification", "initialized"),
+        ("out", "request", "thread/start"),
+        ("in", "response", "thread/start"),
+        ("in", "notification", "thread/started"),
+    } <= set(validator.seen)
+
+    stable = SchemaBundle.load(flavor="stable")
+    assert [p.headline for p in validate_transcript(transcript, stable)] == []
+    sent = {(p.kind, p.method, p.path) for p in validate_transcript(transcript, stable, allow_undeclared=())}
+    methods = {m for _, _, m in validator.seen}
+    catalog = {(k.kind, k.method, k.path) for k in KNOWN_UNDECLARED["stable"] if k.method in methods}
+    assert sent == catalog

@@ -1,0 +1,146 @@
+"""permission.REQUESTS against the schema's ServerRequest union.
+
+Every server-request method gets a schema-valid answer, whatever the caller
+decides and when nobody decides at all (SPEC §4.4): an unanswered or invalid
+answer blocks the turn or counts as a failure (protocol reference §0.3, §6.3).
+Each answer goes through a :class:`FrameValidator` after its request, exactly
+as on the wire, so the response is routed to the method's ``…Response``
+definition (or, for a refusal, checked as a whole ``JSONRPCError`` frame).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from codexmini import permission
+from codexmini.permission import DECISIONS, Reply, build_answer, fail_closed
+from conformance import recorded
+from conformance.schema import FrameValidator, SchemaBundle
+
+#: A realistic params example per method: the recorded ones where the
+#: reference has one, otherwise minimal params that satisfy the schema.
+PARAMS = {
+    "item/commandExecution/requestApproval": recorded.COMMAND_APPROVAL["params"],
+    "item/fileChange/requestApproval": recorded.FILE_CHANGE_APPROVAL_PARAMS,
+    "item/permissions/requestApproval": recorded.PERMISSIONS_APPROVAL_PARAMS,
+    "item/tool/requestUserInput": recorded.USER_INPUT_PARAMS,
+    "mcpServer/elicitation/request": recorded.ELICITATION_PARAMS,
+    # Never seen from the binary (protocol reference §4): schema-valid minimal params.
+    "item/tool/call": {
+        "threadId": recorded.THREAD,
+        "turnId": recorded.TURN,
+        "callId": "call_dyn_1",
+        "tool": "lookup",
+        "namespace": None,
+        "arguments": {"query": "codex"},
+    },
+    "account/chatgptAuthTokens/refresh": {"reason": "unauthorized", "previousAccountId": None},
+    "attestation/generate": {},
+    "applyPatchApproval": {
+        "conversationId": recorded.THREAD,
+        "callId": "call_patch_1",
+        "fileChanges": {"/var/tmp/ws/a.txt": {"type": "add", "content": "hello\n"}},
+        "reason": None,
+        "grantRoot": None,
+    },
+    "execCommandApproval": {
+        "conversationId": recorded.THREAD,
+        "callId": "call_cmd_1",
+        "approvalId": None,
+        "command": ["/bin/bash", "-lc", "echo hi"],
+        "cwd": "/var/tmp/ws",
+        "reason": None,
+        "parsedCmd": [{"type": "unknown", "cmd": "echo hi"}],
+    },
+    # Experimental flavor only; no row in permission.REQUESTS yet.
+    "currentTime/read": {"threadId": recorded.THREAD},
+}
+
+#: What a caller passes beside the decision, so accept answers carry content.
+REPLY_EXTRAS = {
+    "item/tool/requestUserInput": {"answers": {"color": ["Red"], "size": "Small"}},
+    "mcpServer/elicitation/request": {"content": {}},
+}
+
+FLAVORS = ["experimental", "stable"]
+
+
+def test_server_requests_table_matches_the_schema():
+    # codexmini opts into the experimental API, so it answers every method of
+    # the experimental bundle (which adds currentTime/read to the stable ten).
+    experimental = SchemaBundle.load(flavor="experimental").methods("ServerRequest")
+    stable = SchemaBundle.load(flavor="stable").methods("ServerRequest")
+    assert sorted(permission.REQUESTS) == sorted(experimental)
+    assert set(stable) <= set(permission.REQUESTS)
+    assert len(stable) == 10
+
+
+def test_server_requests_every_method_has_a_params_example():
+    methods = set(SchemaBundle.load().methods("ServerRequest")) | set(permission.REQUESTS)
+    assert methods <= set(PARAMS), "add a params example for the new method"
+
+
+def _methods():
+    """(flavor, method) for every ServerRequest method the table answers."""
+    cases = []
+    for flavor in FLAVORS:
+        for method in SchemaBundle.load(flavor=flavor).methods("ServerRequest"):
+            if method in permission.REQUESTS:  # the rest: test_server_requests_table_matches_the_schema
+                cases.append(pytest.param(flavor, method, id=f"{flavor}-{method}"))
+    return cases
+
+
+def _decisions():
+    return [
+        pytest.param(*case.values, decision, id=f"{case.id}-{decision}")
+        for case in _methods()
+        for decision in DECISIONS
+    ]
+
+
+def _exchange(flavor, method, answer):
+    """The request then its answer, through one validator; the problems."""
+    validator = FrameValidator(SchemaBundle.load(flavor=flavor), strict=True)
+    request = {"id": 0, "method": method, "params": PARAMS[method]}
+    assert validator.check("in", request) == [], "the params example itself is invalid"
+    if answer.error is not None:
+        frame = {"id": 0, "error": answer.error}
+        assert set(answer.error) <= {"code", "message", "data"}
+    else:
+        frame = {"id": 0, "result": answer.result}
+    problems = validator.check("out", frame)
+    kind = "error" if answer.error is not None else "response"
+    assert validator.seen[-1] == ("out", kind, method)
+    return [p.headline for p in problems]
+
+
+@pytest.mark.parametrize("flavor,method", _methods())
+def test_server_requests_params_examples_validate(flavor, method):
+    bundle = SchemaBundle.load(flavor=flavor)
+    pointer = bundle.branch_pointer("ServerRequest", method)
+    frame = {"id": 0, "method": method, "params": PARAMS[method]}
+    assert bundle.validate(frame, pointer) == []
+    assert FrameValidator(bundle).check("in", frame) == []
+
+
+@pytest.mark.parametrize("flavor,method", _methods())
+def test_server_requests_fail_closed_answer_validates(flavor, method):
+    answer = fail_closed(method, PARAMS[method])
+    assert _exchange(flavor, method, answer) == []
+    # Fail-closed never means yes.
+    assert answer.decision == permission.DECLINE or answer.error is not None
+
+
+@pytest.mark.parametrize("flavor,method,decision", _decisions())
+def test_server_requests_every_decision_validates(flavor, method, decision):
+    answer = build_answer(method, PARAMS[method], Reply(decision, **REPLY_EXTRAS.get(method, {})))
+    assert _exchange(flavor, method, answer) == []
+
+
+def test_server_requests_user_input_answers_only_the_questions_asked():
+    params = recorded.USER_INPUT_PARAMS
+    answer = build_answer(
+        "item/tool/requestUserInput", params, Reply("accept", answers={"color": ["Red"], "invented": ["x"]})
+    )
+    assert answer.result == {"answers": {"color": {"answers": ["Red"]}}}
+    assert _exchange("experimental", "item/tool/requestUserInput", answer) == []
