@@ -85,14 +85,15 @@ class ModelEndpoint:
             raise ConfigError(f"model endpoint must be an http(s) URL, not {self.base_url!r}")
 
     def config(self) -> List[str]:
-        table = (
-            f'{{name="{PROVIDER_ID}",base_url={_toml(self.base_url)},'
-            f'wire_api="{self.wire_api}",env_key="{API_KEY_ENV}"}}'
-        )
+        # codex rejects a provider without a name at config load (seed 003 §4.5).
+        # env_key only when there is a key: codex fails a turn whose env_key
+        # variable is missing or empty, while a keyless local endpoint is fine.
+        key = f',env_key="{API_KEY_ENV}"' if self.api_key else ""
+        table = f'{{name="{PROVIDER_ID}",base_url={_toml(self.base_url)},wire_api="{self.wire_api}"{key}}}'
         return [f'model_provider="{PROVIDER_ID}"', f"model_providers.{PROVIDER_ID}={table}"]
 
     def env(self) -> Dict[str, str]:
-        return {API_KEY_ENV: self.api_key}
+        return {API_KEY_ENV: self.api_key} if self.api_key else {}
 
 
 def _toml(value: str) -> str:
@@ -380,6 +381,7 @@ class Agent:
             self._append(w.type, w.data, step=w.step)
         self._step = folder.step
         self.stats["tool_calls"] += sum(1 for w in writes if w.type == "tool/call")
+        self.stats["steps"] += sum(1 for w in writes if w.type == "step/start")
         self.stats["ignored_items"] = sum(folder.ignored.values())
 
     def _step_input(self, messages: List[Dict[str, Any]]) -> List[Dict[str, Any]]:

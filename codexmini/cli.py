@@ -1,0 +1,236 @@
+"""``python -m codexmini`` (also the ``codexmini`` console script).
+
+The contract is SPEC §4.9; other tools script against it:
+
+* ``smoke``   -- the offline end-to-end check (see :mod:`.smoke`);
+* ``run PROMPT`` -- one agent turn against the configured model, streamed;
+* ``version`` / ``--version``.
+
+Exit codes: 0 the turn completed; 1 it ended otherwise (``error``,
+``blocked``); 2 usage error; 3 the codex binary is missing or failed to start;
+130 interrupted (Ctrl-C, after a clean ``turn/interrupt``).
+
+With ``--json`` stdout carries only the session-log events, one per line,
+exactly as written to the log; everything for humans goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import os
+import signal
+import sys
+import time
+from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
+
+from . import CODEX_VERSION, __version__
+from .agent import Agent, AgentConfig, ModelEndpoint
+from .binary import codex_version, find_codex
+from .errors import BinaryNotFound, CodexminiError, ConfigError, SessionLogError
+from .permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
+from .render import Console, Transcript, use_color
+from .session import SessionLog
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_CODEX, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+#: turn/end reason → exit status
+REASON_EXIT = {"completed": EXIT_OK, "error": EXIT_ERROR, "blocked": EXIT_ERROR, "aborted": EXIT_INTERRUPTED}
+
+
+class UsageError(CodexminiError):
+    """A bad command line (exit 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codexmini",
+        description="Drive the OpenAI Codex CLI's app-server from Python.",
+        epilog="exit codes: 0 completed, 1 turn error, 2 usage, 3 codex missing, 130 interrupted",
+    )
+    parser.add_argument("--version", action="version", version=f"codexmini {__version__} (codex {CODEX_VERSION})")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    smoke = sub.add_parser("smoke", help="prove the whole chain works, offline")
+    smoke.add_argument("--codex-bin", metavar="PATH", help="codex binary (default: the pinned install)")
+    smoke.add_argument("--keep", action="store_true", help="keep the temporary workspace and log")
+
+    run = sub.add_parser("run", help="run one agent turn")
+    run.add_argument("prompt", metavar="PROMPT", help="the user message ('-' reads it from stdin)")
+    run.add_argument("--cwd", metavar="DIR", help="working directory for codex (default: .)")
+    run.add_argument("--session", metavar="FILE", help="append to (and resume from) this session log")
+    run.add_argument("--model", metavar="M", help="model slug passed to codex")
+    run.add_argument("--sandbox", choices=SANDBOX_MODES, help="pin the sandbox mode")
+    run.add_argument("--approval-policy", choices=("never", "ask"), help="logged as an approval/policy knob")
+    run.add_argument("--auto-approve", action="store_true", help="accept every approval request")
+    run.add_argument("--provider-url", metavar="URL", help="Responses API base URL for codex to use")
+    run.add_argument("--api-key-env", metavar="NAME", help="environment variable holding the API key")
+    run.add_argument("-c", dest="config", action="append", default=[], metavar="KEY=VALUE", help="codex -c override (repeatable)")
+    run.add_argument("--pass-env", action="append", default=[], metavar="NAME", help="pass this variable to codex (repeatable)")
+    run.add_argument("--codex-bin", metavar="PATH", help="codex binary to run")
+    run.add_argument("--json", action="store_true", help="stdout: the session-log events only")
+
+    sub.add_parser("version", help="versions and the codex binary found")
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None, *, stdin: IO[str] = None, stdout: IO[str] = None, stderr: IO[str] = None, env: Optional[Mapping[str, str]] = None) -> int:  # type: ignore[assignment]
+    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
+    env = os.environ if env is None else env
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: --help/--version exit 0, errors exit 2
+        return int(exc.code or 0)
+    try:
+        if args.command == "version":
+            return version(stdout, env)
+        if args.command == "smoke":
+            from .smoke import smoke
+
+            return smoke(args, stdout, env)
+        return asyncio.run(run(args, stdin, stdout, stderr, env))
+    except UsageError as exc:
+        stderr.write(f"codexmini: {exc}\n")
+        return EXIT_USAGE
+    except BinaryNotFound as exc:
+        stderr.write(f"codexmini: {exc}\n")
+        return EXIT_NO_CODEX
+
+
+def version(out: IO[str], env: Mapping[str, str]) -> int:
+    out.write(f"codexmini {__version__}\npinned codex {CODEX_VERSION}\n")
+    try:
+        found = find_codex(env=env)
+    except BinaryNotFound as exc:
+        out.write(f"codex binary: not found ({exc})\n")
+        return EXIT_NO_CODEX
+    out.write(f"codex binary: {found.path} ({found.source}), version {codex_version(found.path) or 'unknown'}\n")
+    return EXIT_OK
+
+
+def default_session_path(env: Mapping[str, str], now: datetime.datetime) -> str:
+    state = env.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "codexmini", "sessions", now.strftime("%Y%m%dT%H%M%S-%f") + ".jsonl")
+
+
+def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfig:
+    cwd = os.path.abspath(args.cwd or os.getcwd())
+    if not os.path.isdir(cwd):
+        raise UsageError(f"--cwd {args.cwd}: not a directory")
+    endpoint = None
+    if args.api_key_env and not args.provider_url:
+        raise UsageError("--api-key-env needs --provider-url")
+    if args.provider_url:
+        key = ""
+        if args.api_key_env:
+            if args.api_key_env not in env:
+                raise UsageError(f"--api-key-env {args.api_key_env}: the variable is not set")
+            key = env[args.api_key_env]
+        try:
+            endpoint = ModelEndpoint(args.provider_url, key)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+    for item in args.config:
+        if "=" not in item:
+            raise UsageError(f"-c {item!r}: expected KEY=VALUE")
+    return AgentConfig(
+        cwd=cwd,
+        model=args.model,
+        codex_bin=args.codex_bin,
+        config=list(args.config),
+        pass_env=list(args.pass_env),
+        sandbox=args.sandbox,
+        endpoint=endpoint,
+    )
+
+
+class Prompter:
+    """Approval prompts on a terminal: y(es), n(o), a(lways, this session), c(ancel)."""
+
+    KEYS = {"y": ACCEPT, "yes": ACCEPT, "n": DECLINE, "no": DECLINE, "a": ACCEPT_FOR_SESSION, "always": ACCEPT_FOR_SESSION, "c": CANCEL, "cancel": CANCEL}
+
+    def __init__(self, stdin: IO[str], console: Console) -> None:
+        self.stdin = stdin
+        self.console = console
+
+    async def _ask(self, question: str) -> str:
+        self.console.line(question, "bold")
+        self.console.write("> ")
+        line = await asyncio.get_running_loop().run_in_executor(None, self.stdin.readline)
+        self.console.at_line_start = True
+        return line.strip()
+
+    async def __call__(self, request: ApprovalRequest) -> Reply:
+        if request.kind == "user_input":
+            answers: Dict[str, List[str]] = {}
+            for q in request.questions:
+                options = ", ".join(str(o.get("label")) for o in q.get("options") or ())
+                text = await self._ask(f"? {q.get('question')}" + (f" [{options}]" if options else ""))
+                if text:
+                    answers[str(q.get("id"))] = [text]
+            return Reply(ACCEPT if answers else DECLINE, answers=answers)
+        what = {"command": "run", "file_change": "change files", "permissions": "get more permissions", "mcp_tool_call": "call an MCP tool"}.get(
+            request.kind, request.kind
+        )
+        detail = request.summary or str(request.params.get("reason") or "")
+        while True:
+            key = (await self._ask(f"? codex wants to {what}: {detail}\n  [y]es / [n]o / [a]lways this session / [c]ancel turn")).lower()
+            if key in self.KEYS:
+                return Reply(self.KEYS[key])
+            if not key:  # end of input: fail closed
+                return Reply(DECLINE)
+
+
+async def _accept_all(request: ApprovalRequest) -> Reply:
+    return Reply(ACCEPT)
+
+
+async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> int:
+    config = agent_config(args, env)
+    prompt = stdin.read() if args.prompt == "-" else args.prompt
+    human = stderr if args.json else stdout
+    console = Console(human, use_color(human, env))
+    path = args.session or default_session_path(env, datetime.datetime.now())
+    try:
+        log = SessionLog.open(path)
+    except (SessionLogError, OSError) as exc:
+        raise UsageError(f"--session {path}: {exc}") from None
+    if args.json:
+        log.subscribe(lambda event, line: (stdout.write(line), stdout.flush()))
+    interactive = bool(getattr(stdin, "isatty", None) and stdin.isatty()) and args.prompt != "-"
+    approvals = _accept_all if args.auto_approve else (Prompter(stdin, console) if interactive else None)
+    started = time.monotonic()
+    agent = Agent(log, config, approvals=approvals, on_event=Transcript(console))
+    loop = asyncio.get_running_loop()
+    interrupted = []
+
+    def on_sigint() -> None:
+        if interrupted:  # a second Ctrl-C: stop waiting for a clean end
+            raise KeyboardInterrupt
+        interrupted.append(True)
+        console.line("interrupting…", "yellow")
+        agent.cancel()
+
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        await agent.start()
+        console.line(f"session log: {path}", "dim")
+        if args.approval_policy:
+            agent.set_knob("approval/policy", args.approval_policy)
+        end = await agent.run(prompt)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        await agent.close()
+        log.close()
+    usage = end.get("usage") or {}
+    summary = f"turn {end['reason']} · {agent.stats['steps']} step(s) · {agent.stats['tool_calls']} tool call(s) · {usage.get('totalTokens', 0)} tokens · {time.monotonic() - started:.1f}s"
+    if end.get("error"):
+        summary += f" · {end['error'].get('code')}: {end['error'].get('message')}"
+    console.line(summary, "bold" if end["reason"] == "completed" else "red")
+    return REASON_EXIT.get(end["reason"], EXIT_ERROR)
+
+
+__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NO_CODEX", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]

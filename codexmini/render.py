@@ -1,0 +1,124 @@
+"""Human output for the CLI: a live transcript of a turn, coloured only on a TTY.
+
+:class:`Console` writes to one stream and decides once whether to colour
+(a terminal, and ``NO_COLOR`` unset, https://no-color.org).  :class:`Transcript`
+turns codexmini events into lines as they arrive: agent text streamed as is,
+reasoning dimmed, each tool call when it starts (``$ command``) and when it
+ends (exit status, patched files).
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any, Mapping, Optional
+
+from .events import (
+    AgentMessageDelta,
+    Event,
+    ItemCompleted,
+    ItemStarted,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+    RetryingError,
+    TurnCompleted,
+)
+
+_STYLES = {"dim": "2", "bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+def use_color(stream: IO[str], env: Mapping[str, str]) -> bool:
+    """Colours only on a terminal, and never with ``NO_COLOR`` set."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty()) and not env.get("NO_COLOR")
+
+
+class Console:
+    def __init__(self, stream: IO[str], color: bool) -> None:
+        self.stream = stream
+        self.color = color
+        self.at_line_start = True
+
+    def style(self, text: str, *styles: str) -> str:
+        if not self.color or not styles or not text:
+            return text
+        codes = ";".join(_STYLES[s] for s in styles)
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+    def write(self, text: str, *styles: str) -> None:
+        if not text:
+            return
+        self.stream.write(self.style(text, *styles))
+        self.stream.flush()
+        self.at_line_start = text.endswith("\n")
+
+    def line(self, text: str = "", *styles: str) -> None:
+        """Write ``text`` on a line of its own."""
+        if not self.at_line_start:
+            self.write("\n")
+        self.write(text + "\n", *styles)
+
+
+def command_of(item: Mapping[str, Any]) -> str:
+    """The command as the model wrote it (codex wraps it in ``bash -lc``)."""
+    actions = item.get("commandActions") or []
+    if len(actions) == 1 and isinstance(actions[0], Mapping) and actions[0].get("command"):
+        return str(actions[0]["command"])
+    return str(item.get("command") or "")
+
+
+class Transcript:
+    """Renders one turn's events on a :class:`Console`."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._mode: Optional[str] = None  # "text" or "reasoning": what the current line holds
+
+    def __call__(self, event: Event) -> None:
+        c = self.console
+        if isinstance(event, AgentMessageDelta):
+            self._switch("text")
+            c.write(event.delta)
+        elif isinstance(event, (ReasoningSummaryDelta, ReasoningTextDelta)):
+            self._switch("reasoning")
+            c.write(event.delta, "dim")
+        elif isinstance(event, ItemStarted) and event.item_type == "commandExecution":
+            self._switch(None)
+            c.line(f"$ {command_of(event.item)}", "cyan")
+        elif isinstance(event, ItemCompleted):
+            self._completed(event.item)
+        elif isinstance(event, RetryingError):
+            self._switch(None)
+            c.line(f"retrying: {event.message}", "dim", "yellow")
+        elif isinstance(event, TurnCompleted):
+            self._switch(None)
+            if event.status == "failed":
+                c.line(f"codex turn failed: {event.error_message}", "red")
+
+    def _switch(self, mode: Optional[str]) -> None:
+        if mode != self._mode and not self.console.at_line_start:
+            self.console.write("\n")
+        self._mode = mode
+
+    def _completed(self, item: Mapping[str, Any]) -> None:
+        c = self.console
+        kind = item.get("type")
+        if kind == "commandExecution":
+            self._switch(None)
+            status, code = item.get("status"), item.get("exitCode")
+            if status == "declined":
+                c.line("  ✗ declined", "yellow")
+            elif code is not None:
+                c.line(f"  → exit {code}", "green" if code == 0 else "red")
+            else:
+                c.line(f"  → {status}", "red" if status == "failed" else "dim")
+        elif kind == "fileChange":
+            self._switch(None)
+            status = item.get("status")
+            for change in item.get("changes") or ():
+                what = (change.get("kind") or {}).get("type", "change")
+                c.line(f"  patched {change.get('path')} ({what}, {status})", "green" if status == "completed" else "yellow")
+        elif kind == "mcpToolCall":
+            self._switch(None)
+            c.line(f"  [{item.get('server')}/{item.get('tool')}] {item.get('status')}", "cyan")
+
+
+__all__ = ["Console", "Transcript", "command_of", "use_color"]
