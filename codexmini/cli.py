@@ -98,6 +98,9 @@ def main(argv: Optional[Sequence[str]] = None, *, stdin: IO[str] = None, stdout:
     except BinaryNotFound as exc:
         stderr.write(f"codexmini: {exc}\n")
         return EXIT_NO_CODEX
+    except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C
+        stderr.write("codexmini: interrupted\n")
+        return EXIT_INTERRUPTED
 
 
 def version(out: IO[str], env: Mapping[str, str]) -> int:
@@ -205,11 +208,17 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
     started = time.monotonic()
     agent = Agent(log, config, approvals=approvals, on_event=Transcript(console))
     loop = asyncio.get_running_loop()
-    interrupted = []
+    main_task = asyncio.current_task()
+    interrupted: List[bool] = []
+    cleaning: List[bool] = []
 
     def on_sigint() -> None:
+        if cleaning:  # shutting the child down already (bounded by its timeouts)
+            return
         if interrupted:  # a second Ctrl-C: stop waiting for a clean end
-            raise KeyboardInterrupt
+            assert main_task is not None
+            main_task.cancel()
+            return
         interrupted.append(True)
         console.line("interrupting…", "yellow")
         agent.cancel()
@@ -222,9 +231,12 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
             agent.set_knob("approval/policy", args.approval_policy)
         end = await agent.run(prompt)
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        await agent.close()
-        log.close()
+        cleaning.append(True)
+        try:
+            await agent.close()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+            log.close()
     usage = end.get("usage") or {}
     summary = f"turn {end['reason']} · {agent.stats['steps']} step(s) · {agent.stats['tool_calls']} tool call(s) · {usage.get('totalTokens', 0)} tokens · {time.monotonic() - started:.1f}s"
     if end.get("error"):

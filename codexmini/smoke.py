@@ -208,7 +208,10 @@ class Smoke:
         texts = [b["text"] for e in events if e["type"] == "assistant/message" for b in e["data"]["content"] if b["type"] == "text"]
         decisions = [e["data"] for e in events if e["type"] == "approval/decision"]
         note = os.path.join(ws, "note.txt")
-        content = open(note, encoding="utf-8").read() if os.path.isfile(note) else None
+        content = None
+        if os.path.isfile(note):
+            with open(note, encoding="utf-8") as fh:
+                content = fh.read()
         checks: List[Tuple[Callable[[], bool], str]] = [
             (lambda: found == CODEX_VERSION, f"codex is the pinned {CODEX_VERSION}"),
             (lambda: end.get("reason") == "completed", "the turn completed"),

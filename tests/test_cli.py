@@ -1,0 +1,450 @@
+"""The CLI as a new user and as a script meet it (SPEC §4.9 is the contract).
+
+Subprocess tests run ``python -m codexmini`` against the real binary and the
+scripted model (live); in-process tests call :func:`codexmini.cli.main` with
+captured streams for the paths a subprocess cannot reach cheaply.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from codexmini import CODEX_VERSION, __version__, cli
+from codexmini.binary import find_codex
+from codexmini.errors import BinaryNotFound
+from codexmini.events import (
+    AgentMessageDelta,
+    ItemCompleted,
+    ItemStarted,
+    ReasoningSummaryDelta,
+    RetryingError,
+    TurnCompleted,
+)
+from codexmini.permission import ApprovalRequest
+from codexmini.render import Console, Transcript, command_of, use_color
+from codexmini.scripted_model import ScriptedModel
+from codexmini.session import read_log
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def have_codex() -> bool:
+    try:
+        find_codex()
+        return True
+    except BinaryNotFound:
+        return False
+
+
+live = pytest.mark.skipif(not have_codex(), reason="the pinned codex is not installed (make setup)")
+
+USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
+
+
+def message(*deltas):
+    return {"output": [{"type": "message", "id": "msg_1", "deltas": list(deltas)}], "usage": USAGE}
+
+
+def command_then(cmd, final="Done.", **args):
+    return {
+        "rules": [{"when": {"last_item": "function_call_output"}, "respond": message(final)}],
+        "default": {
+            "output": [
+                {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": {"cmd": cmd, "yield_time_ms": 30000, **args}}
+            ],
+            "usage": USAGE,
+        },
+    }
+
+
+@pytest.fixture
+def scratch(tmp_path_factory):
+    # Not under /tmp: codex refuses to create helper binaries there.
+    import tempfile
+    import shutil
+
+    root = tempfile.mkdtemp(prefix="codexmini-cli-", dir="/var/tmp")
+    os.makedirs(os.path.join(root, "ws"))
+    os.makedirs(os.path.join(root, "home"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def child_env(root, **extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR",)}
+    env.update({"PYTHONPATH": REPO, "CODEX_HOME": os.path.join(root, "home"), "HOME": root, "MODEL_KEY": "sk-test"})
+    env.update(extra)
+    return env
+
+
+def cli_args(root, model, *more):
+    return [
+        sys.executable, "-m", "codexmini", "run", *more,
+        "--cwd", os.path.join(root, "ws"),
+        "--session", os.path.join(root, "session.jsonl"),
+        "--model", "gpt-fake",
+        "--provider-url", model.url,
+        "--api-key-env", "MODEL_KEY",
+        "--json",
+    ]  # fmt: skip
+
+
+def run_json(root, script, prompt, *more, timeout=90):
+    with ScriptedModel(script) as model:
+        done = subprocess.run(
+            cli_args(root, model, prompt, *more), env=child_env(root), cwd=root, capture_output=True, text=True, timeout=timeout
+        )
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    with open(os.path.join(root, "session.jsonl"), encoding="utf-8") as fh:
+        on_disk = fh.read()
+    assert done.stdout == on_disk, "stdout must be exactly the log"
+    assert read_log(os.path.join(root, "session.jsonl")).events == lines
+    return done, lines
+
+
+def of_type(lines, type_):
+    return [e["data"] for e in lines if e["type"] == type_]
+
+
+# -- live, as a subprocess --------------------------------------------------------
+
+
+@pytest.mark.live
+@live
+def test_cli_smoke_passes_against_the_real_binary():
+    done = subprocess.run(
+        [sys.executable, "-m", "codexmini", "smoke"], env={**os.environ, "PYTHONPATH": REPO}, cwd=REPO, capture_output=True, text=True, timeout=180
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "smoke passed" in done.stdout
+    assert "FAIL" not in done.stdout
+    assert "frames validated" in done.stdout
+
+
+@pytest.mark.live
+@live
+def test_cli_run_json_plain_answer(scratch):
+    done, lines = run_json(scratch, {"rules": [], "default": message("Hel", "lo!")}, "say hi")
+    assert done.returncode == 0, done.stderr
+    assert [e["type"] for e in lines][:3] == ["session/header", "turn/start", "step/start"]
+    assert of_type(lines, "assistant/message")[0]["content"] == [{"type": "text", "text": "Hello!"}]
+    assert of_type(lines, "turn/end") == [{"reason": "completed", "usage": of_type(lines, "turn/end")[0]["usage"]}]
+    assert "Hello!" in done.stderr and "turn completed" in done.stderr  # the human view went to stderr
+
+
+@pytest.mark.live
+@live
+def test_cli_run_json_command(scratch):
+    done, lines = run_json(scratch, command_then("echo from-the-cli"), "run it")
+    assert done.returncode == 0, done.stderr
+    (call,) = of_type(lines, "tool/call")
+    assert call["name"] == "bash"
+    (result,) = of_type(lines, "tool/result")
+    assert result["content"] == [{"type": "text", "text": "from-the-cli\n"}] and not result["isError"]
+    assert "$ echo from-the-cli" in done.stderr and "exit 0" in done.stderr
+
+
+@pytest.mark.live
+@live
+def test_cli_run_json_declined_approval_when_not_interactive(scratch):
+    script = command_then("touch approved.txt", "Declined, fine.", sandbox_permissions="require_escalated", justification="needs it")
+    done, lines = run_json(scratch, script, "needs approval", "--approval-policy", "ask")
+    assert done.returncode == 0, done.stderr
+    assert of_type(lines, "approval/policy") == [{"policy": "ask"}]
+    (decision,) = of_type(lines, "approval/decision")
+    assert (decision["method"], decision["decision"], decision["by"]) == ("item/commandExecution/requestApproval", "decline", "default")
+    (result,) = of_type(lines, "tool/result")
+    assert result["isError"] and result["status"] == "declined"
+    assert not os.path.exists(os.path.join(scratch, "ws", "approved.txt"))
+
+
+@pytest.mark.live
+@live
+def test_cli_run_json_failing_model_exits_1(scratch):
+    script = {"rules": [], "default": {"http_status": 400, "body": {"error": {"message": "bad things", "type": "invalid_request_error"}}}}
+    done, lines = run_json(scratch, script, "fail please")
+    assert done.returncode == 1, done.stderr
+    (end,) = of_type(lines, "turn/end")
+    assert end["reason"] == "error" and end["error"]["code"] == "CODEX_ERROR"
+    assert "bad things" in end["error"]["message"]
+
+
+@pytest.mark.live
+@live
+def test_cli_run_sigint_during_a_long_command_exits_130(scratch):
+    with ScriptedModel(command_then("sleep 30")) as model:
+        proc = subprocess.Popen(
+            cli_args(scratch, model, "sleep"), env=child_env(scratch), cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        seen = []
+
+        def read_stderr():
+            for line in proc.stderr:
+                seen.append(line)
+
+        reader = threading.Thread(target=read_stderr, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 60
+        while not any("$ sleep 30" in line for line in seen):
+            assert time.monotonic() < deadline, "the command never started: " + "".join(seen)
+            assert proc.poll() is None, "".join(seen)
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        reader.join(10)
+    assert proc.returncode == 130, "".join(seen)
+    lines = [json.loads(line) for line in out.splitlines()]
+    (end,) = of_type(lines, "turn/end")
+    assert end["reason"] == "aborted"
+    (result,) = of_type(lines, "tool/result")
+    assert result["status"] == "abandoned" and result["isError"]
+    assert read_log(os.path.join(scratch, "session.jsonl")).events == lines
+
+
+def test_cli_usage_error_exits_2():
+    done = subprocess.run([sys.executable, "-m", "codexmini", "run"], env={**os.environ, "PYTHONPATH": REPO}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "PROMPT" in done.stderr
+
+
+def test_cli_missing_binary_exits_3_and_says_how_to_install(tmp_path):
+    env = {**os.environ, "PYTHONPATH": REPO, "CODEXMINI_CODEX_BIN": str(tmp_path / "no-codex")}
+    done = subprocess.run([sys.executable, "-m", "codexmini", "run", "hi", "--session", str(tmp_path / "s.jsonl")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    assert "make setup" in done.stderr and "npm install" in done.stderr
+    assert not os.path.exists(tmp_path / "s.jsonl") or read_log(str(tmp_path / "s.jsonl")).events == []
+
+
+# -- in process ---------------------------------------------------------------------
+
+
+def call(argv, stdin="", env=None):
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err, env=env if env is not None else dict(os.environ))
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_version_flag_and_command():
+    code, out, _ = call(["--version"])
+    assert code == 0  # argparse printed to the real stdout
+    code, out, _ = call(["version"])
+    assert code == (0 if have_codex() else 3)
+    assert f"codexmini {__version__}" in out and f"pinned codex {CODEX_VERSION}" in out
+
+
+def test_cli_version_without_a_binary(tmp_path):
+    code, out, _ = call(["version"], env={"PATH": str(tmp_path), "CODEXMINI_CODEX_BIN": str(tmp_path / "none")})
+    assert code == 3 and "not found" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "x", "--cwd", "/nonexistent/dir"], "not a directory"),
+        (["run", "x", "--api-key-env", "K"], "--api-key-env needs --provider-url"),
+        (["run", "x", "--provider-url", "http://127.0.0.1:1/v1", "--api-key-env", "UNSET_VAR_FOR_TEST"], "is not set"),
+        (["run", "x", "--provider-url", "ftp://nope"], "http(s) URL"),
+        (["run", "x", "-c", "novalue"], "expected KEY=VALUE"),
+    ],
+)
+def test_cli_usage_errors_in_process(argv, message):
+    code, _, err = call(argv, env={k: v for k, v in os.environ.items() if k != "UNSET_VAR_FOR_TEST"})
+    assert code == 2
+    assert message in err
+
+
+def test_cli_corrupt_session_log_is_a_usage_error(tmp_path):
+    bad = tmp_path / "s.jsonl"
+    bad.write_text('{"not": "an event"}\n{"also": "bad"}\n')
+    code, _, err = call(["run", "x", "--session", str(bad)])
+    assert code == 2 and "s.jsonl" in err
+
+
+def test_cli_default_session_path_uses_xdg_state(tmp_path):
+    import datetime
+
+    when = datetime.datetime(2026, 11, 30, 12, 0, 0, 123)
+    path = cli.default_session_path({"XDG_STATE_HOME": str(tmp_path)}, when)
+    assert path == os.path.join(str(tmp_path), "codexmini", "sessions", "20261130T120000-000123.jsonl")
+    assert cli.default_session_path({}, when).endswith(os.path.join(".local", "state", "codexmini", "sessions", "20261130T120000-000123.jsonl"))
+
+
+def run_prompter(answers, request):
+    console = Console(io.StringIO(), color=False)
+    prompter = cli.Prompter(io.StringIO(answers), console)
+    import asyncio
+
+    reply = asyncio.run(asyncio.wait_for(prompter(request), 10))
+    return reply, console.stream.getvalue()
+
+
+@pytest.mark.parametrize("key, decision", [("y", "accept"), ("n", "decline"), ("a", "acceptForSession"), ("c", "cancel"), ("what\nyes", "accept"), ("", "decline")])
+def test_cli_prompter_answers(key, decision):
+    request = ApprovalRequest("item/commandExecution/requestApproval", {}, "command", "ls -la")
+    reply, shown = run_prompter(key + "\n" if key else "", request)
+    assert reply.decision == decision
+    assert "codex wants to run: ls -la" in shown
+
+
+def test_cli_prompter_user_input():
+    questions = ({"id": "color", "question": "Which color?", "options": [{"label": "Red"}, {"label": "Blue"}]}, {"id": "size", "question": "How big?"})
+    request = ApprovalRequest("item/tool/requestUserInput", {}, "user_input", "", questions=questions)
+    reply, shown = run_prompter("Red\n\n", request)
+    assert reply.decision == "accept" and reply.answers == {"color": ["Red"]}
+    assert "Which color? [Red, Blue]" in shown
+    reply, _ = run_prompter("\n\n", request)
+    assert reply.decision == "decline"
+
+
+def test_render_transcript_lines():
+    out = io.StringIO()
+    t = Transcript(Console(out, color=False))
+    cmd = {"type": "commandExecution", "id": "c", "command": "/bin/bash -lc 'ls'", "commandActions": [{"type": "unknown", "command": "ls"}]}
+    t(ReasoningSummaryDelta("r", "thinking"))
+    t(AgentMessageDelta("m", "Hi"))
+    t(ItemStarted(cmd))
+    t(ItemCompleted({**cmd, "status": "completed", "exitCode": 0}))
+    t(ItemCompleted({**cmd, "status": "failed", "exitCode": 3}))
+    t(ItemCompleted({**cmd, "status": "declined", "exitCode": None}))
+    t(ItemCompleted({**cmd, "status": "failed", "exitCode": None}))
+    t(ItemCompleted({"type": "fileChange", "id": "p", "status": "completed", "changes": [{"path": "a.txt", "kind": {"type": "add"}}]}))
+    t(ItemCompleted({"type": "mcpToolCall", "id": "x", "server": "probe", "tool": "echo", "status": "completed"}))
+    t(ItemCompleted({"type": "agentMessage", "id": "m", "text": "Hi"}))
+    t(RetryingError("Reconnecting... 1/5"))
+    t(TurnCompleted("t", "failed", {"message": "boom"}))
+    assert out.getvalue() == (
+        "thinking\nHi\n$ ls\n  → exit 0\n  → exit 3\n  ✗ declined\n  → failed\n"
+        "  patched a.txt (add, completed)\n  [probe/echo] completed\nretrying: Reconnecting... 1/5\ncodex turn failed: boom\n"
+    )
+
+
+def test_render_colour_only_on_a_tty_and_never_with_no_color():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert use_color(Tty(), {}) is True
+    assert use_color(Tty(), {"NO_COLOR": "1"}) is False
+    assert use_color(io.StringIO(), {}) is False
+    console = Console(Tty(), color=True)
+    console.write("x", "red", "bold")
+    console.write("")
+    assert console.stream.getvalue() == "\x1b[31;1mx\x1b[0m"
+    assert command_of({"command": "/bin/bash -lc 'a; b'", "commandActions": [{"command": "a"}, {"command": "b"}]}) == "/bin/bash -lc 'a; b'"
+
+
+# -- in process, live (these are what cover cli.run and smoke) ------------------------
+
+
+class TtyIn(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.fixture
+def hermetic(scratch, monkeypatch):
+    monkeypatch.setenv("CODEX_HOME", os.path.join(scratch, "home"))
+    monkeypatch.setenv("HOME", scratch)
+    return scratch
+
+
+def run_args(root, model, *more):
+    return ["run", *more, "--cwd", os.path.join(root, "ws"), "--session", os.path.join(root, "s.jsonl"), "--model", "gpt-fake", "--provider-url", model.url]
+
+
+@pytest.mark.live
+@live
+def test_cli_run_in_process_human_output(hermetic):
+    with ScriptedModel({"rules": [], "default": message("Hi ", "there")}) as model:
+        code, out, err = call(run_args(hermetic, model, "hello"))
+    assert code == 0, err
+    assert "Hi there" in out and "turn completed · 1 step(s)" in out and "session log:" in out
+    assert err == ""
+
+
+@pytest.mark.live
+@live
+def test_cli_run_in_process_prompt_from_stdin_and_auto_approve(hermetic):
+    script = command_then("touch approved.txt", sandbox_permissions="require_escalated", justification="needs it")
+    with ScriptedModel(script) as model:
+        code, out, err = call(run_args(hermetic, model, "-", "--auto-approve", "--approval-policy", "ask", "--json"), stdin="from stdin")
+    assert code == 0, err
+    events = [json.loads(line) for line in out.splitlines()]
+    assert of_type(events, "user/message")[0]["content"] == [{"type": "text", "text": "from stdin"}]
+    (decision,) = of_type(events, "approval/decision")
+    assert (decision["decision"], decision["by"]) == ("accept", "handler")
+    assert os.path.exists(os.path.join(hermetic, "ws", "approved.txt"))
+
+
+@pytest.mark.live
+@live
+def test_cli_run_in_process_prompts_on_a_tty(hermetic):
+    script = command_then("touch asked.txt", sandbox_permissions="require_escalated", justification="needs it")
+    with ScriptedModel(script) as model:
+        out, err = io.StringIO(), io.StringIO()
+        code = cli.main(run_args(hermetic, model, "go", "--approval-policy", "ask"), stdin=TtyIn("n\n"), stdout=out, stderr=err, env={})
+    assert code == 0, err.getvalue()
+    assert "codex wants to run: /bin/bash -lc 'touch asked.txt'" in out.getvalue()
+    assert not os.path.exists(os.path.join(hermetic, "ws", "asked.txt"))
+    events = read_log(os.path.join(hermetic, "s.jsonl")).events
+    assert [(d["decision"], d["by"]) for d in of_type(events, "approval/decision")] == [("decline", "handler")]
+
+
+@pytest.mark.live
+@live
+def test_cli_run_in_process_ctrl_c_twice(hermetic):
+    with ScriptedModel(command_then("sleep 30")) as model:
+        out = io.StringIO()
+
+        def interrupt():
+            deadline = time.monotonic() + 60
+            while "$ sleep 30" not in out.getvalue() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        killer = threading.Thread(target=interrupt, daemon=True)
+        killer.start()
+        code = cli.main(run_args(hermetic, model, "sleep"), stdin=io.StringIO(), stdout=out, stderr=io.StringIO(), env={})
+        killer.join(10)
+    assert code == 130
+    assert "interrupting" in out.getvalue()
+
+
+@pytest.mark.live
+@live
+def test_cli_smoke_in_process(tmp_path):
+    code, out, _ = call(["smoke", "--keep"])
+    assert code == 0, out
+    kept = out.strip().splitlines()[-1]
+    assert kept.startswith("kept ")
+    import shutil
+
+    shutil.rmtree(kept[len("kept ") :], ignore_errors=True)
+
+
+@pytest.mark.live
+@live
+def test_cli_smoke_reports_what_failed(monkeypatch):
+    from codexmini import smoke
+
+    monkeypatch.setattr(smoke, "NOTE", "not what the model wrote\n")
+    code, out, _ = call(["smoke"])
+    assert code == 1
+    assert "FAIL  apply_patch wrote note.txt" in out
+    assert "smoke FAILED: 2 expectation(s) did not hold" in out
+
+
+def test_cli_smoke_without_a_binary(tmp_path):
+    code, _, err = call(["smoke", "--codex-bin", str(tmp_path / "none")])
+    assert code == 3 and "make setup" in err
