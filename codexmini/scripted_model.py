@@ -738,5 +738,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
+__all__ = ["ITEMS", "RequestView", "ScriptedModel", "WHEN", "main", "matches", "provider_flags", "stream_events", "validate_script"]
+
+
 if __name__ == "__main__":
     raise SystemExit(main())  # pragma: no cover
