@@ -22,7 +22,6 @@ from .errors import (  # noqa: E402
     RpcError,
     SessionLogError,
     TransportError,
-    TurnFailed,
 )
 
 __all__ = [
@@ -38,5 +37,4 @@ __all__ = [
     "RpcError",
     "SessionLogError",
     "TransportError",
-    "TurnFailed",
 ]

@@ -152,6 +152,7 @@ class Agent:
         self._client: Optional[AppServerClient] = None
         self._client_key: Optional[Tuple[Any, ...]] = None
         self._idle_timer: Optional[asyncio.TimerHandle] = None
+        self._maintenance: Optional[asyncio.Task] = None
         self._turn: Optional[Turn] = None
         self._cancelled = False
         self._transcript = Transcript()
@@ -202,6 +203,9 @@ class Agent:
         return self.last_turn_end
 
     async def wait_idle(self) -> None:
+        """Wait until no turn runs and no maintenance (idle shutdown) is under way."""
+        if self._maintenance is not None:
+            await asyncio.shield(self._maintenance)
         while self._driver is not None and not self._driver.done():
             try:
                 await asyncio.shield(self._driver)
@@ -255,6 +259,8 @@ class Agent:
 
     async def _drive(self) -> None:
         self._cancel_idle_timer()
+        if self._maintenance is not None:  # a followup waits for the idle shutdown to finish
+            await asyncio.shield(self._maintenance)
         try:
             while self._followups or (self._current and self.phase == IDLE):
                 batch = self._followups.pop(0) if self._followups else []
@@ -461,8 +467,15 @@ class Agent:
         if self.phase == IDLE and self._client is not None:
             log.info("closing the idle codex app-server")
             self.phase = MAINTENANCE
-            task = asyncio.get_running_loop().create_task(self._close_child())
-            task.add_done_callback(lambda _t: setattr(self, "phase", IDLE) if self.phase == MAINTENANCE else None)
+            self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
+
+    async def _maintain(self) -> None:
+        try:
+            await self._close_child()
+        finally:
+            self._maintenance = None
+            if self.phase == MAINTENANCE:
+                self.phase = IDLE
 
     # -- log helpers -----------------------------------------------------------
 

@@ -18,9 +18,11 @@ the client for the process and the wire, the session module for the log file.
     │   └── RequestTimeout       no answer in time (malformed requests get none)
     ├── BinaryNotFound           no codex binary where we looked
     ├── ConfigError              a setting codexmini refuses up front
-    ├── SessionLogError          a session log line is corrupt (names the line)
-    └── TurnFailed               a codex turn ended in error (code CODEX_ERROR or
-                                 CODEX_NO_RESULT, as written to turn/end)
+    └── SessionLogError          a session log line is corrupt (names the line)
+
+A turn that fails is not an exception: it is an outcome, written to the
+session log as ``turn/end`` with reason ``error`` and a code
+(``CODEX_ERROR``, ``CODEX_NO_RESULT``, ``UNKNOWN``).
 """
 
 from __future__ import annotations
@@ -98,15 +100,6 @@ class SessionLogError(CodexminiError):
         super().__init__(message)
 
 
-class TurnFailed(CodexminiError):
-    """A codex turn ended without success; ``code`` is written to the log."""
-
-    def __init__(self, message: str, code: str = "CODEX_ERROR") -> None:
-        self.code = code
-        self.message = message
-        super().__init__(message)
-
-
 __all__ = [
     "CodexminiError",
     "ProtocolError",
@@ -118,5 +111,4 @@ __all__ = [
     "BinaryNotFound",
     "ConfigError",
     "SessionLogError",
-    "TurnFailed",
 ]
