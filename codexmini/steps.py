@@ -24,12 +24,15 @@ Rules, each from the seed and the recorded scenarios:
   ``assistant/message``, then writes ``tool/call`` and ``tool/result`` -- the
   prompt of the next step shows the call because the message carries it.
 * **Reasoning text** is the first non-empty of the finished item's summary,
-  its raw content, and what was streamed for it (plan deltas excluded).
+  its raw content, and what was streamed for it (summary parts, then raw
+  text; plan deltas excluded).
+* **Last completion wins.**  An agent message completed again while its
+  message is held (a retried ``response.incomplete``) replaces its text.
 * **Usage** is known for certain only at ``turn/completed`` (each model
   call's ``thread/tokenUsage/updated`` races with the tool items that call
-  started), so the codex turn's usage is attached to the message flushed at
-  completion and returned to the agent for ``turn/end``; never lost when the
-  turn ends right after a tool.
+  started), so the codex turn's usage is attached to the last message written
+  at completion and returned to the agent for ``turn/end``; never lost when
+  the turn ends right after a tool.
 * **Abandoned tool items** (started, never completed: an interrupt) get an
   explicit error result, so the next prompt shows the call was cut short.
   Abandoned agent messages (a retried cut stream) are dropped, as in the seed.
@@ -40,7 +43,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from .events import (
     AgentMessageDelta,
@@ -80,10 +83,11 @@ class StepFolder:
         self.new_id = new_id
         self.held: Optional[Dict[str, Any]] = None
         self.pending_reasoning: List[str] = []
-        self.streamed: Dict[str, List[str]] = {}
+        self.streamed: Dict[Tuple[str, str], Dict[int, str]] = {}  # (item, summary|content) → parts
         self.settled = 0
         self.usage = Usage()
         self.open_tools: Dict[str, Mapping[str, Any]] = {}
+        self._text_at: Dict[str, int] = {}  # agent message id → its block in the held message
         self.ignored = Counter()  # item types that are not tools, by type
         self.messages = 0  # assistant messages written
         self.tool_calls = 0
@@ -92,9 +96,14 @@ class StepFolder:
 
     def feed(self, event: Event) -> List[Write]:
         out: List[Write] = []
-        if isinstance(event, (ReasoningSummaryDelta, ReasoningTextDelta)):
+        if isinstance(event, ReasoningSummaryDelta):
             self._begin_segment(out)
-            self.streamed.setdefault(event.item_id, []).append(event.delta)
+            parts = self.streamed.setdefault((event.item_id, "summary"), {})
+            parts[event.summary_index] = parts.get(event.summary_index, "") + event.delta
+        elif isinstance(event, ReasoningTextDelta):
+            self._begin_segment(out)
+            parts = self.streamed.setdefault((event.item_id, "content"), {})
+            parts[event.content_index] = parts.get(event.content_index, "") + event.delta
         elif isinstance(event, PlanDelta):
             self._begin_segment(out)
         elif isinstance(event, ItemStarted):
@@ -115,7 +124,12 @@ class StepFolder:
         out: List[Write] = []
         for item in list(self.open_tools.values()):
             self._abandoned_tool(item, out)
-        self._flush(out, usage=self.usage if completed is not None else None)
+        self._flush(out)
+        if completed is not None and self.usage != Usage():
+            for write in reversed(out):
+                if write.type == "assistant/message":
+                    write.data["usage"] = self.usage.to_log()
+                    break
         return out
 
     # -- internals -----------------------------------------------------------
@@ -127,10 +141,19 @@ class StepFolder:
             if text:
                 self.pending_reasoning.append(text)
         elif kind == "agentMessage":
+            item_id = str(item.get("id"))
+            if self.held is not None and item_id in self._text_at:
+                # Completed again (a retried response.incomplete, reference
+                # §0.5): the last completion wins, nothing is repeated.
+                self.held["content"][self._text_at[item_id]] = text_block(str(item.get("text") or ""))
+                return
+            if not item.get("text") and not self.pending_reasoning:
+                return  # nothing to say: no segment, no empty step
             self._begin_segment(out)
             held = self._held()
             self._fold_reasoning(held)
             if item.get("text"):
+                self._text_at[item_id] = len(held["content"])
                 held["content"].append(text_block(str(item["text"])))
         elif kind in TOOL_ITEMS:
             self.open_tools.pop(str(item.get("id")), None)
@@ -173,30 +196,35 @@ class StepFolder:
     def _held(self) -> Dict[str, Any]:
         if self.held is None:
             self.held = {"id": self.new_id(), "content": []}
+            self._text_at = {}
         return self.held
 
     def _fold_reasoning(self, held: Dict[str, Any]) -> None:
         held["content"].extend(reasoning_block(t) for t in self.pending_reasoning)
         self.pending_reasoning = []
 
-    def _flush(self, out: List[Write], usage: Optional[Usage] = None) -> None:
+    def _flush(self, out: List[Write]) -> None:
         if self.pending_reasoning:
             self._fold_reasoning(self._held())
         held, self.held = self.held, None
         if held is None or not held["content"]:
             return
         data: Dict[str, Any] = {"id": held["id"], "content": held["content"], "source": {"provider": "codex", "model": self.model}}
-        if usage is not None:
-            data["usage"] = usage.to_log()
         out.append(Write("assistant/message", data, self.step))
         self.messages += 1
 
     def _reasoning_text(self, item: Mapping[str, Any]) -> str:
-        for parts in (item.get("summary"), item.get("content")):
-            text = "\n\n".join(str(p) for p in parts or () if p)
+        item_id = str(item.get("id"))
+        for key in ("summary", "content"):
+            text = "\n\n".join(str(p) for p in item.get(key) or () if p)
             if text.strip():
                 return text
-        return "".join(self.streamed.get(str(item.get("id")), ()))
+        for key in ("summary", "content"):  # what was streamed, when the item has nothing
+            parts = self.streamed.get((item_id, key), {})
+            text = "\n\n".join(parts[i] for i in sorted(parts) if parts[i])
+            if text.strip():
+                return text
+        return ""
 
 
 __all__ = ["StepFolder", "Write"]

@@ -25,7 +25,10 @@ The stream ends after :class:`~.events.TurnCompleted`.  If the process dies
 first, iteration raises :class:`~.errors.ProcessExited`.  Cancelling the
 consuming task, leaving ``async with turn`` early or calling
 :meth:`Turn.aclose` sends ``turn/interrupt`` (best effort) and waits a short
-grace period for ``turn/completed``.
+grace period for ``turn/completed`` -- even when the cancel lands while
+``turn/start`` is still in flight.  One task consumes a turn; to stop it from
+another task, call :meth:`Turn.interrupt` (the consumer then sees
+``interrupted``).
 """
 
 from __future__ import annotations
@@ -169,7 +172,19 @@ class Turn:
     async def _begin(self) -> None:
         self._started = True
         request = {"threadId": self.thread.id, "input": self.input, **self.params}
-        result = await self.thread.client.request("turn/start", request)
+        starting = asyncio.ensure_future(self.thread.client.request("turn/start", request))
+        try:
+            result = await asyncio.shield(starting)
+        except asyncio.CancelledError:
+            # Cancelled while turn/start is in flight: the turn may already
+            # run in codex.  Learn its id (briefly) so the caller's handler
+            # can interrupt it instead of leaving it running.
+            done, _ = await asyncio.wait([starting], timeout=self.interrupt_grace)
+            if starting in done and not starting.cancelled() and starting.exception() is None:
+                self.id = str(starting.result()["turn"]["id"])
+            else:
+                starting.cancel()
+            raise
         self.id = str(result["turn"]["id"])
 
     def _take(self, frame: Mapping[str, Any]) -> Optional[Event]:

@@ -1,0 +1,594 @@
+"""The step fold (pure): codex turn events → session-log writes.
+
+Event sequences follow the recorded scenarios (protocol reference §3 and the
+golden ``fixtures/0.149.1/*.session.jsonl``): items carry the real item
+shapes, in the order the binary sends them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from codexmini.events import (
+    AgentMessageDelta,
+    CommandOutputDelta,
+    DiffUpdated,
+    ItemCompleted,
+    ItemStarted,
+    PlanDelta,
+    PlanUpdated,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+    RetryingError,
+    TokenUsage,
+    TurnCompleted,
+    Unmapped,
+    Usage,
+)
+from codexmini.steps import StepFolder, Write
+
+MODEL = "gpt-fake"
+SOURCE = {"provider": "codex", "model": MODEL}
+TURN = "01a22879-9c13-7550-ac03-cd56cb48bc99"
+U1 = Usage(input_tokens=10, cached_input_tokens=2, output_tokens=5, reasoning_output_tokens=1, total_tokens=15)
+U2 = Usage(input_tokens=10, cached_input_tokens=2, output_tokens=5, reasoning_output_tokens=1, total_tokens=15)
+CMD = "/bin/bash -lc 'echo hello-stdout; echo hello-stderr 1>&2'"
+CMD_ARGS = '{"command":"/bin/bash -lc \'echo hello-stdout; echo hello-stderr 1>&2\'"}'
+
+
+# -- real item shapes ------------------------------------------------------------
+
+
+def user_message(text: str = "say hi") -> Dict[str, Any]:
+    return {
+        "type": "userMessage",
+        "id": "01a22879-9c31-7b71-8c65-263c78c031fa",
+        "clientId": None,
+        "content": [{"type": "text", "text": text, "text_elements": []}],
+    }
+
+
+def agent_message(item_id: str = "msg_1", text: str = "") -> Dict[str, Any]:
+    return {"type": "agentMessage", "id": item_id, "text": text, "phase": None, "memoryCitation": None, "delivery": None}
+
+
+def reasoning(item_id: str = "rs_1", summary=(), content=()) -> Dict[str, Any]:
+    return {"type": "reasoning", "id": item_id, "summary": list(summary), "content": list(content)}
+
+
+def command(
+    item_id: str = "call_cmd_1",
+    status: str = "completed",
+    output: Optional[str] = "hello-stdout\nhello-stderr\n",
+    exit_code: Optional[int] = 0,
+    cmd: str = CMD,
+) -> Dict[str, Any]:
+    done = status != "inProgress"
+    return {
+        "type": "commandExecution",
+        "id": item_id,
+        "pluginId": None,
+        "scriptPath": None,
+        "command": cmd,
+        "cwd": "/scratch/cxp/ws/cmd_ok",
+        "processId": "30116" if done else None,
+        "source": "unifiedExecStartup" if done else "agent",
+        "status": status,
+        "commandActions": [{"type": "unknown", "command": cmd}],
+        "aggregatedOutput": output if done else None,
+        "exitCode": exit_code if done else None,
+        "durationMs": 10 if done else None,
+    }
+
+
+def patch(item_id: str = "call_patch_1", status: str = "completed") -> Dict[str, Any]:
+    return {
+        "type": "fileChange",
+        "id": item_id,
+        "changes": [{"path": "/scratch/cxp/ws/patch_auto/hello.txt", "kind": {"type": "add"}, "diff": "hello\nworld\n"}],
+        "status": status,
+    }
+
+
+def plan_item(text: str = "") -> Dict[str, Any]:
+    return {"type": "plan", "id": f"{TURN}-plan", "text": text}
+
+
+def usage_event(last: Usage = U1, total: Usage = U1) -> TokenUsage:
+    return TokenUsage(last, total, 258400)
+
+
+def completed(status: str = "completed", error=None) -> TurnCompleted:
+    return TurnCompleted(TURN, status, error)
+
+
+def folder(step: int = 1) -> StepFolder:
+    counter = itertools.count(1)
+    return StepFolder(step=step, model=MODEL, new_id=lambda: f"id-{next(counter)}")
+
+
+def fold(events, end: Optional[TurnCompleted] = None, *, step: int = 1, f: Optional[StepFolder] = None) -> List[Write]:
+    f = f or folder(step)
+    out: List[Write] = []
+    for event in events:
+        out += f.feed(event)
+    out += f.finish(end if end is not None else completed())
+    return out
+
+
+def message(id: str, content, step: int, usage: Optional[Usage] = None) -> Write:
+    data: Dict[str, Any] = {"id": id, "content": content, "source": SOURCE}
+    if usage is not None:
+        data["usage"] = usage.to_log()
+    return Write("assistant/message", data, step)
+
+
+def text(t: str) -> Dict[str, str]:
+    return {"type": "text", "text": t}
+
+
+def thought(t: str) -> Dict[str, str]:
+    return {"type": "reasoning", "text": t}
+
+
+def call_block(call_id: str, name: str, arguments: str) -> Dict[str, str]:
+    return {"type": "tool-call", "id": call_id, "name": name, "arguments": arguments}
+
+
+def tool_call(call_id: str, name: str, arguments: str, kind: str, step: int) -> Write:
+    return Write("tool/call", {"callId": call_id, "name": name, "arguments": arguments, "kind": kind}, step)
+
+
+def tool_result(call_id: str, out: str, step: int, *, is_error: bool = False, status: str = "completed") -> Write:
+    content = [text(out)] if out else []
+    return Write("tool/result", {"callId": call_id, "content": content, "isError": is_error, "status": status}, step)
+
+
+def rotate(step: int) -> List[Write]:
+    """The writes that close ``step`` at a segment boundary and open the next."""
+    return [Write("step/end", {"reason": "segment"}, step), Write("step/start", {}, step + 1)]
+
+
+def streamed_message(item_id: str, deltas: List[str]) -> list:
+    """item/started, the deltas, item/completed of one agent message."""
+    return [
+        ItemStarted(agent_message(item_id)),
+        *(AgentMessageDelta(item_id, d) for d in deltas),
+        ItemCompleted(agent_message(item_id, "".join(deltas))),
+    ]
+
+
+def tool_events(item: Dict[str, Any]) -> list:
+    started = dict(item, status="inProgress")
+    if item["type"] == "commandExecution":
+        started.update(aggregatedOutput=None, exitCode=None, processId=None)
+    return [ItemStarted(started), ItemCompleted(item)]
+
+
+PROLOGUE = [ItemStarted(user_message()), ItemCompleted(user_message())]
+
+
+# -- plain ------------------------------------------------------------------------
+
+
+def test_steps_plain_message_with_usage():
+    # Scenario plain: six deltas, one message, one model call.
+    events = [*PROLOGUE, *streamed_message("msg_1", ["Hel", "lo", ", ", "wor", "ld", "!"]), usage_event()]
+    f = folder()
+    assert fold(events, f=f) == [message("id-1", [text("Hello, world!")], 1, U1)]
+    assert (f.step, f.messages, f.tool_calls, dict(f.ignored)) == (1, 1, 0, {})
+    assert f.usage == U1
+
+
+def test_steps_writes_nothing_until_the_turn_ends():
+    f = folder()
+    for event in [*PROLOGUE, *streamed_message("msg_1", ["Hi"]), usage_event()]:
+        assert f.feed(event) == []
+
+
+def test_steps_starting_step_number_is_kept():
+    assert fold(streamed_message("msg_1", ["Hi"]), step=7) == [message("id-1", [text("Hi")], 7)]
+
+
+def test_steps_usage_sums_every_model_call():
+    events = [usage_event(U1, U1), *streamed_message("msg_1", ["Hi"]), usage_event(U2, U1 + U2)]
+    assert fold(events) == [message("id-1", [text("Hi")], 1, U1 + U2)]
+
+
+def test_steps_display_only_events_write_nothing():
+    events = [
+        PlanUpdated("Three steps.", (("Inspect repository", "inProgress"),)),
+        DiffUpdated("diff --git a/x b/x\n"),
+        RetryingError("Reconnecting... 1/5"),
+        CommandOutputDelta("call_cmd_1", "line-2\n"),
+        Unmapped("item/somethingNew", {"threadId": "t"}),
+        completed(),
+    ]
+    f = folder()
+    assert [w for e in events for w in f.feed(e)] == []
+    assert f.finish(completed()) == []
+    assert f.messages == 0
+
+
+# -- reasoning --------------------------------------------------------------------
+
+
+REASONING_SUMMARY = ["**Planning** the answer: look at inputs.", "**Checking** edge cases."]
+
+
+def reasoning_events(item, summary_deltas=(), text_deltas=()):
+    return [
+        ItemStarted(reasoning(item["id"])),
+        *(ReasoningSummaryDelta(item["id"], d, i) for i, d in summary_deltas),
+        *(ReasoningTextDelta(item["id"], d, 0) for d in text_deltas),
+        ItemCompleted(item),
+    ]
+
+
+def test_steps_reasoning_then_message_summary_first():
+    # Scenario reasoning: two summary parts and raw content; the summary wins.
+    item = reasoning(summary=REASONING_SUMMARY, content=["raw chain of thought text."])
+    events = [
+        *PROLOGUE,
+        *reasoning_events(item, [(0, "**Planning** "), (0, "the answer"), (1, "**Checking**")], ["raw chain ", "of"]),
+        *streamed_message("msg_1", ["Answer."]),
+        usage_event(),
+    ]
+    assert fold(events) == [message("id-1", [thought("\n\n".join(REASONING_SUMMARY)), text("Answer.")], 1, U1)]
+
+
+def test_steps_reasoning_from_content_when_summary_empty():
+    item = reasoning(summary=[], content=["raw chain of thought text."])
+    events = [*reasoning_events(item, (), ["raw chain ", "of thought text."]), *streamed_message("msg_1", ["A"])]
+    assert fold(events) == [message("id-1", [thought("raw chain of thought text."), text("A")], 1)]
+
+
+def test_steps_reasoning_blank_summary_falls_back_to_content():
+    item = reasoning(summary=["", "  "], content=["the content"])
+    assert fold([*reasoning_events(item), *streamed_message("msg_1", ["A"])])[0].data["content"][0] == thought(
+        "the content"
+    )
+
+
+def test_steps_reasoning_from_streamed_deltas_when_both_empty():
+    item = reasoning()
+    events = [
+        ItemStarted(reasoning()),
+        ReasoningSummaryDelta("rs_1", "**Plan** ", 0),
+        ReasoningSummaryDelta("rs_1", "it.", 0),
+        # A plan delta is not reasoning, even under the same item id.
+        PlanDelta("rs_1", "# plan\n"),
+        ReasoningTextDelta("rs_1", "raw", 0),
+        ItemCompleted(item),
+        *streamed_message("msg_1", ["A"]),
+    ]
+    assert fold(events) == [message("id-1", [thought("**Plan** it."), text("A")], 1)]
+
+
+def test_steps_reasoning_with_nothing_adds_no_block():
+    events = [*reasoning_events(reasoning()), *streamed_message("msg_1", ["A"])]
+    assert fold(events) == [message("id-1", [text("A")], 1)]
+
+
+def test_steps_reasoning_only_turn_is_flushed_at_finish():
+    item = reasoning(summary=["thinking"])
+    assert fold([*reasoning_events(item), usage_event()]) == [message("id-1", [thought("thinking")], 1, U1)]
+
+
+def test_steps_plan_mode_items_are_content_not_ignored():
+    # Scenario plan_mode: the plan item lives inside the agent message.
+    plan_text = "# Fix the bug\n- Step one: read code\n- Step two: patch it\n"
+    events = [
+        ItemStarted(agent_message("msg_1")),
+        AgentMessageDelta("msg_1", "Here is my plan.\n\n"),
+        ItemStarted(plan_item()),
+        PlanDelta(f"{TURN}-plan", "# Fix the bug\n"),
+        PlanDelta(f"{TURN}-plan", "- Step one: read code\n- Step two: patch it\n"),
+        AgentMessageDelta("msg_1", "Tell me if it looks good."),
+        ItemCompleted(plan_item(plan_text)),
+        ItemCompleted(agent_message("msg_1", "Here is my plan.\n\nTell me if it looks good.")),
+    ]
+    f = folder()
+    assert fold(events, f=f) == [message("id-1", [text("Here is my plan.\n\nTell me if it looks good.")], 1)]
+    assert dict(f.ignored) == {}
+
+
+# -- messages ------------------------------------------------------------------------
+
+
+def test_steps_consecutive_agent_messages_merge():
+    events = [*streamed_message("msg_1", ["First."]), *streamed_message("msg_2", ["Second."]), usage_event()]
+    f = folder()
+    assert fold(events, f=f) == [message("id-1", [text("First."), text("Second.")], 1, U1)]
+    assert f.messages == 1
+
+
+def test_steps_empty_agent_message_adds_no_block():
+    events = [ItemStarted(agent_message("msg_1")), ItemCompleted(agent_message("msg_1", ""))]
+    f = folder()
+    assert fold(events, f=f) == []
+    assert f.messages == 0
+
+
+def test_steps_empty_agent_message_beside_a_real_one():
+    events = [*streamed_message("msg_1", []), *streamed_message("msg_2", ["Real."])]
+    assert fold(events) == [message("id-1", [text("Real.")], 1)]
+
+
+def test_steps_abandoned_agent_message_is_dropped():
+    # err_stream_cut_then_ok: the cut message starts, streams, never completes.
+    events = [
+        ItemStarted(agent_message("msg_cut_1")),
+        AgentMessageDelta("msg_cut_1", "partial"),
+        RetryingError("Reconnecting... 1/5"),
+        *streamed_message("msg_ok", ["Whole answer."]),
+    ]
+    assert fold(events) == [message("id-1", [text("Whole answer.")], 1)]
+
+
+# -- tools --------------------------------------------------------------------------
+
+
+def test_steps_tool_then_final_message_rotates_the_step():
+    # Scenario cmd_ok (fixtures/0.149.1/cmd_ok.session.jsonl).
+    f = folder()
+    writes: List[Write] = []
+    for event in [*PROLOGUE, *tool_events(command())]:
+        writes += f.feed(event)
+    assert writes == [
+        message("id-1", [call_block("call_cmd_1", "bash", CMD_ARGS)], 1),
+        tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
+        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1),
+    ]
+    rest = fold([usage_event(U1), *streamed_message("msg_final", ["Command ", "finished."]), usage_event(U2)], f=f)
+    assert rest == [
+        *rotate(1),
+        message("id-2", [text("Command finished.")], 2, U1 + U2),
+    ]
+    assert (f.step, f.messages, f.tool_calls) == (2, 2, 1)
+
+
+def test_steps_message_then_tool_makes_one_message_with_the_call():
+    events = [
+        *streamed_message("msg_1", ["Let me look."]),
+        *tool_events(command()),
+    ]
+    assert fold(events) == [
+        message("id-1", [text("Let me look."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1),
+        tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
+        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1),
+    ]
+
+
+def test_steps_reasoning_message_and_tool_in_one_segment():
+    item = reasoning(summary=["Plan: run ls."])
+    events = [*reasoning_events(item), *streamed_message("msg_1", ["Running ls."]), *tool_events(command())]
+    assert fold(events)[0] == message(
+        "id-1", [thought("Plan: run ls."), text("Running ls."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1
+    )
+
+
+def test_steps_two_consecutive_tools_get_two_steps():
+    second = command("call_cmd_2", cmd="/bin/bash -lc ls", output="a\n")
+    second_args = '{"command":"/bin/bash -lc ls"}'
+    events = [*tool_events(command()), usage_event(), *tool_events(second), usage_event()]
+    f = folder()
+    assert fold(events, f=f) == [
+        message("id-1", [call_block("call_cmd_1", "bash", CMD_ARGS)], 1),
+        tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
+        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1),
+        *rotate(1),
+        message("id-2", [call_block("call_cmd_2", "bash", second_args)], 2),
+        tool_call("call_cmd_2", "bash", second_args, "commandExecution", 2),
+        tool_result("call_cmd_2", "a\n", 2),
+    ]
+    # The turn ended right after a tool: no message carries the usage, the
+    # folder still has it for turn/end.
+    assert f.usage == U1 + U1
+    assert (f.step, f.messages, f.tool_calls) == (2, 2, 2)
+
+
+def test_steps_reasoning_delta_after_a_settled_tool_rotates_first():
+    f = folder()
+    writes: List[Write] = []
+    for event in tool_events(command()):
+        writes += f.feed(event)
+    assert f.feed(ItemStarted(reasoning("rs_2"))) == []
+    assert f.feed(ReasoningSummaryDelta("rs_2", "**Next**", 0)) == rotate(1)
+    assert f.step == 2
+    # Only once: the step holds no settled tool any more.
+    assert f.feed(ReasoningTextDelta("rs_2", "more", 0)) == []
+    assert f.feed(ItemCompleted(reasoning("rs_2", summary=["**Next** step."]))) == []
+    rest = fold(streamed_message("msg_2", ["Done."]), f=f)
+    assert rest == [message("id-2", [thought("**Next** step."), text("Done.")], 2)]
+
+
+def test_steps_plan_delta_after_a_settled_tool_rotates():
+    f = folder()
+    for event in tool_events(command()):
+        f.feed(event)
+    assert f.feed(PlanDelta(f"{TURN}-plan", "# Plan\n")) == rotate(1)
+
+
+def test_steps_tool_with_pending_reasoning_and_no_held_message():
+    item = reasoning(summary=["I should list files."])
+    events = [*reasoning_events(item), *tool_events(command())]
+    assert fold(events) == [
+        message("id-1", [thought("I should list files."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1),
+        tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
+        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1),
+    ]
+
+
+def test_steps_failed_command_is_an_error_result():
+    failed = command(status="failed", output="about-to-fail\n", exit_code=3, cmd="/bin/bash -lc 'echo about-to-fail; exit 3'")
+    writes = fold(tool_events(failed))
+    assert writes[-1] == tool_result("call_cmd_1", "about-to-fail\n", 1, is_error=True, status="failed")
+
+
+def test_steps_declined_command_has_no_result_text():
+    declined = command(status="declined", output=None, exit_code=None)
+    assert fold(tool_events(declined))[-1] == tool_result("call_cmd_1", "", 1, is_error=True, status="declined")
+
+
+def test_steps_file_change_tool():
+    writes = fold(tool_events(patch()))
+    arguments = '{"changes":[{"diff":"hello\\nworld\\n","kind":{"type":"add"},"path":"/scratch/cxp/ws/patch_auto/hello.txt"}]}'
+    assert writes == [
+        message("id-1", [call_block("call_patch_1", "apply_patch", arguments)], 1),
+        tool_call("call_patch_1", "apply_patch", arguments, "fileChange", 1),
+        tool_result("call_patch_1", "patch completed", 1),
+    ]
+
+
+def test_steps_tool_completed_without_started_is_still_logged():
+    # imageView is started and completed together, but nothing requires the start.
+    image = {"type": "imageView", "id": "call_view", "path": "/scratch/cxp/ws/misc_items/pixel.png"}
+    writes = fold([ItemCompleted(image)])
+    assert [w.type for w in writes] == ["assistant/message", "tool/call", "tool/result"]
+    assert writes[1].data["name"] == "view_image"
+
+
+# -- abandoned tools and finish -----------------------------------------------------------
+
+
+ABANDONED_TEXT = "the tool call did not finish (the turn ended first)"
+
+
+def test_steps_abandoned_tool_gets_an_error_result_at_finish():
+    # Scenario interrupt_command: the command never gets item/completed.
+    f = folder()
+    events = [ItemStarted(command(status="inProgress")), CommandOutputDelta("call_cmd_1", "started\n"), usage_event()]
+    assert [w for e in events for w in f.feed(e)] == []
+    assert f.finish(completed("interrupted")) == [
+        # The turn completed (interrupted): its usage goes on the last message written.
+        message("id-1", [call_block("call_cmd_1", "bash", CMD_ARGS)], 1, U1),
+        tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
+        tool_result("call_cmd_1", ABANDONED_TEXT, 1, is_error=True, status="abandoned"),
+    ]
+    assert f.open_tools == {}
+    assert f.tool_calls == 1
+    # A second finish has nothing left to settle.
+    assert f.finish(completed("interrupted")) == []
+
+
+def test_steps_abandoned_tool_after_a_settled_tool_gets_its_own_step():
+    events = [*tool_events(command()), ItemStarted(command("call_cmd_2", status="inProgress"))]
+    writes = fold(events, completed("interrupted"))
+    assert [(w.type, w.step) for w in writes] == [
+        ("assistant/message", 1),
+        ("tool/call", 1),
+        ("tool/result", 1),
+        ("step/end", 1),
+        ("step/start", 2),
+        ("assistant/message", 2),
+        ("tool/call", 2),
+        ("tool/result", 2),
+    ]
+    assert writes[-1].data["status"] == "abandoned"
+
+
+def test_steps_finish_without_turn_completed_attaches_no_usage():
+    # The stream ended without turn/completed (the child died): usage is not certain.
+    f = folder()
+    for event in [*streamed_message("msg_1", ["Partial answer."]), usage_event()]:
+        f.feed(event)
+    assert f.finish(None) == [message("id-1", [text("Partial answer.")], 1)]
+    assert f.usage == U1
+
+
+def test_steps_finish_without_turn_completed_still_settles_open_tools():
+    f = folder()
+    f.feed(ItemStarted(command(status="inProgress")))
+    writes = f.finish(None)
+    assert [w.type for w in writes] == ["assistant/message", "tool/call", "tool/result"]
+    assert "usage" not in writes[0].data
+    assert writes[-1].data["status"] == "abandoned"
+
+
+def test_steps_finish_flushes_pending_reasoning_without_a_message():
+    f = folder()
+    for event in reasoning_events(reasoning(summary=["half a thought"])):
+        f.feed(event)
+    assert f.finish(completed("interrupted")) == [message("id-1", [thought("half a thought")], 1)]
+
+
+def test_steps_finish_on_an_empty_turn_writes_nothing():
+    f = folder()
+    assert f.finish(completed("failed", {"message": "boom"})) == []
+    assert f.messages == 0
+
+
+# -- counters -----------------------------------------------------------------------------
+
+
+def test_steps_non_tool_non_content_items_are_counted_as_ignored():
+    events = [
+        *PROLOGUE,
+        ItemCompleted({"type": "contextCompaction", "id": "c1"}),
+        ItemCompleted({"type": "dynamicToolCall", "id": "d1", "tool": "lookup", "arguments": {}, "status": "completed"}),
+        ItemCompleted({"type": "contextCompaction", "id": "c2"}),
+        ItemCompleted(plan_item("# plan")),
+        ItemCompleted(reasoning()),
+    ]
+    f = folder()
+    assert fold(events, f=f) == []
+    assert dict(f.ignored) == {"contextCompaction": 2, "dynamicToolCall": 1}
+
+
+def test_steps_started_non_tool_items_are_not_tracked():
+    f = folder()
+    f.feed(ItemStarted(agent_message("msg_1")))
+    f.feed(ItemStarted({"type": "contextCompaction", "id": "c1"}))
+    assert f.open_tools == {}
+
+
+def test_steps_counters_over_a_mixed_turn():
+    events = [
+        *reasoning_events(reasoning(summary=["a"])),
+        *streamed_message("msg_1", ["one"]),
+        *tool_events(command()),
+        *tool_events(patch()),
+        *streamed_message("msg_2", ["two"]),
+        *streamed_message("msg_3", ["three"]),
+        usage_event(),
+    ]
+    f = folder()
+    writes = fold(events, f=f)
+    assert [w.type for w in writes].count("assistant/message") == f.messages == 3
+    assert [w.type for w in writes].count("tool/call") == f.tool_calls == 2
+    assert writes[-1] == message("id-3", [text("two"), text("three")], 3, U1)
+    assert f.step == 3
+
+
+def test_steps_default_ids_are_unique_hex():
+    f = StepFolder(step=1, model=MODEL)
+    writes = fold([*streamed_message("m1", ["a"]), *tool_events(command()), *streamed_message("m2", ["b"])], f=f)
+    ids = [w.data["id"] for w in writes if w.type == "assistant/message"]
+    assert len(ids) == 2 and len(set(ids)) == 2
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+
+
+# -- known bugs -------------------------------------------------------------------------------
+
+
+def test_steps_same_agent_message_completed_again_is_not_repeated():
+    # Scenario err_incomplete: msg_inc is started, streamed and completed on
+    # every retry; here three attempts, then the turn fails.
+    events = []
+    for attempt in (1, 2, 3):
+        events += [RetryingError("Reconnecting...")] if attempt > 1 else []
+        events += streamed_message("msg_inc", [f"partial {attempt}"])
+    writes = fold(events, completed("failed", {"message": "incomplete"}))
+    assert writes == [message("id-1", [text("partial 3")], 1)]
+
+
+def test_steps_usage_on_the_message_flushed_with_an_abandoned_tool():
+    events = [*streamed_message("msg_1", ["Running the build."]), ItemStarted(command(status="inProgress")), usage_event()]
+    writes = fold(events, completed("interrupted"))
+    assert writes[0] == message(
+        "id-1", [text("Running the build."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1, U1
+    )

@@ -1,0 +1,691 @@
+"""Threads and turns over real pipes, against the fake app-server in
+``tests/fake_thread_server.py``.
+
+Every frame exchanged here goes through the conformance plugin's strict
+validator (it taps every client), so the fake's frames -- copied from the
+real binary -- must stay schema-valid.  What the client sent is read from its
+own frame tap; where it matters, the fake also reports what it received
+(``thread/loaded/list``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from codexmini.client import AppServerClient
+from codexmini.errors import CodexminiError, ProcessExited, RpcError
+from codexmini.events import (
+    AgentMessageDelta,
+    CommandOutputDelta,
+    ItemCompleted,
+    ItemStarted,
+    ReasoningSummaryDelta,
+    RetryingError,
+    TokenUsage,
+    TurnCompleted,
+    Unmapped,
+    Usage,
+)
+from codexmini.thread import Thread, Turn, as_input, image_input, text_input
+
+# The fake's constants; pytest puts this directory on sys.path (rootdir-less
+# "prepend" import mode, as for the other tests here).
+import fake_thread_server as fake
+
+FAKE = os.path.join(os.path.dirname(__file__), "fake_thread_server.py")
+THREAD = fake.THREAD
+TURN = fake.TURN
+U1 = Usage.from_wire(fake.USAGE_1)
+U2 = Usage.from_wire(fake.USAGE_2)
+
+Frames = List[Tuple[str, Dict[str, Any]]]
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+@contextlib.asynccontextmanager
+async def server(behaviour: str, variant: str = "", **options):
+    """A client talking to the fake; yields (client, frames seen by its tap)."""
+    seen: Frames = []
+    argv = [sys.executable, FAKE, behaviour] + ([variant] if variant else [])
+    client = AppServerClient(argv, tap=lambda direction, frame: seen.append((direction, frame)), **options)
+    await client.spawn()
+    try:
+        await client.initialize(timeout=30)
+        yield client, seen
+    finally:
+        await client.close()
+
+
+def sent(seen: Frames, method: str) -> List[Dict[str, Any]]:
+    """The params of every frame the client sent with this method."""
+    return [f.get("params") for d, f in seen if d == "out" and f.get("method") == method]
+
+
+async def received_by_fake(client: AppServerClient) -> List[Dict[str, Any]]:
+    """What the fake has received so far (it answers thread/loaded/list with it)."""
+    result = await client.request("thread/loaded/list", {}, timeout=30)
+    return [json.loads(entry) for entry in result["data"]]
+
+
+async def collect(turn: Turn) -> List[Any]:
+    return [event async for event in turn]
+
+
+def kinds(events) -> List[str]:
+    return [type(e).__name__ for e in events]
+
+
+# -- input --------------------------------------------------------------------------
+
+
+def test_thread_as_input_text():
+    assert as_input("hi") == [{"type": "text", "text": "hi"}]
+    assert text_input("x") == {"type": "text", "text": "x"}
+
+
+def test_thread_as_input_list_of_strings_and_items():
+    image = image_input("/abs/pixel.png")
+    assert image == {"type": "localImage", "path": "/abs/pixel.png"}
+    items = as_input(["look at this", image, {"type": "image", "url": "data:image/png;base64,AAAA"}])
+    assert items == [
+        {"type": "text", "text": "look at this"},
+        {"type": "localImage", "path": "/abs/pixel.png"},
+        {"type": "image", "url": "data:image/png;base64,AAAA"},
+    ]
+    # Items are copied: normalising never aliases the caller's dicts.
+    assert items[1] is not image
+
+
+def test_thread_as_input_empty_list():
+    assert as_input([]) == []
+
+
+def test_thread_turn_sends_image_input():
+    # The localImage item is schema-checked on the way out; codex echoes it
+    # in the userMessage item with detail:null (reference §3.12).
+    async def main():
+        async with server("simple") as (client, seen):
+            thread = await Thread.start(client)
+            done = await thread.turn(["what is this?", image_input("/abs/pixel.png")]).run()
+            (params,) = sent(seen, "turn/start")
+            assert params == {
+                "threadId": THREAD,
+                "input": [{"type": "text", "text": "what is this?"}, {"type": "localImage", "path": "/abs/pixel.png"}],
+            }
+            user = done.items[0]
+            assert user["type"] == "userMessage"
+            assert user["content"][1] == {"type": "localImage", "path": "/abs/pixel.png", "detail": None}
+
+    run(main())
+
+
+# -- thread/start ---------------------------------------------------------------------
+
+
+def test_thread_start_sends_options_and_keeps_the_result():
+    async def main():
+        async with server("simple") as (client, seen):
+            thread = await Thread.start(
+                client,
+                cwd="/var/tmp/ws",
+                model="gpt-fake",
+                sandbox="workspace-write",
+                approval_policy="never",
+                params={"ephemeral": True, "model": "gpt-5.4"},
+            )
+            assert sent(seen, "thread/start") == [
+                {
+                    "cwd": "/var/tmp/ws",
+                    "model": "gpt-5.4",  # params override the keyword options
+                    "sandbox": "workspace-write",
+                    "approvalPolicy": "never",
+                    "ephemeral": True,
+                }
+            ]
+            assert thread.id == THREAD
+            assert thread.info["approvalPolicy"] == "never"
+            assert thread.info["thread"]["id"] == THREAD
+
+    run(main())
+
+
+def test_thread_start_with_no_options_sends_empty_params():
+    async def main():
+        async with server("simple") as (client, seen):
+            await Thread.start(client)
+            assert sent(seen, "thread/start") == [{}]
+
+    run(main())
+
+
+def test_thread_warning_during_thread_start_reaches_the_thread():
+    # codex sends it before the thread/start response (reference §2).
+    async def main():
+        async with server("thread_warning") as (client, _seen):
+            thread = await Thread.start(client)
+            first = await thread._sub.get(timeout=30)
+            assert first["method"] == "warning"
+            assert first["params"]["threadId"] == THREAD
+            assert (await thread._sub.get(timeout=30))["method"] == "thread/started"
+            # And the turn stream is not disturbed by it.
+            done = await thread.turn("hi").run()
+            assert done.status == "completed"
+
+    run(main())
+
+
+def test_thread_close_stops_listening():
+    async def main():
+        async with server("simple") as (client, _seen):
+            thread = await Thread.start(client)
+            assert THREAD in client._subs
+            thread.close()
+            assert THREAD not in client._subs
+            thread.close()  # idempotent
+
+    run(main())
+
+
+# -- a plain turn ---------------------------------------------------------------------
+
+
+def test_turn_plain_events_items_and_usage():
+    async def main():
+        async with server("plain") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("say hi")
+            events = await collect(turn)
+            assert kinds(events) == [
+                "ItemStarted",  # userMessage
+                "ItemCompleted",
+                "ItemStarted",  # reasoning
+                "ReasoningSummaryDelta",
+                "ReasoningSummaryDelta",
+                "ItemCompleted",
+                "ItemStarted",  # commandExecution
+                "CommandOutputDelta",
+                "ItemCompleted",
+                "TokenUsage",
+                "ItemStarted",  # agentMessage
+                "AgentMessageDelta",
+                "AgentMessageDelta",
+                "ItemCompleted",
+                "TokenUsage",
+                "TurnCompleted",
+            ]
+            assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["Hel", "lo"]
+            assert [e.delta for e in events if isinstance(e, ReasoningSummaryDelta)] == ["**Planning** ", "the answer."]
+            assert [e.delta for e in events if isinstance(e, CommandOutputDelta)] == ["done\n"]
+            usage = [e for e in events if isinstance(e, TokenUsage)]
+            assert [u.last for u in usage] == [U1, U2]
+            assert usage[-1].total == U1 + U2
+            assert usage[-1].context_window == 258400
+
+            done = events[-1]
+            assert done is turn.completed
+            assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
+            # The turn's history in completion order (not the wire's summary).
+            assert [(i["type"], i["id"]) for i in done.items] == [
+                ("userMessage", fake.USER_ITEM),
+                ("reasoning", "rs_1"),
+                ("commandExecution", "call_cmd_1"),
+                ("agentMessage", "msg_1"),
+            ]
+            assert done.items[-1]["text"] == "Hello"
+            assert done.abandoned == ()
+            assert done.usage == U1 + U2 == turn.usage
+            assert turn.id == TURN and turn.done
+            assert set(turn.items) == {fake.USER_ITEM, "rs_1", "call_cmd_1", "msg_1"}
+            # The stream is over.
+            assert await collect(turn) == []
+            assert sent(seen, "turn/start") == [{"threadId": THREAD, "input": [{"type": "text", "text": "say hi"}]}]
+            assert sent(seen, "turn/interrupt") == []
+
+    run(main())
+
+
+def test_turn_params_are_added_to_turn_start():
+    async def main():
+        async with server("simple") as (client, seen):
+            thread = await Thread.start(client)
+            await thread.turn("hi", params={"model": "gpt-5.4", "effort": "low"}).run()
+            assert sent(seen, "turn/start") == [
+                {"threadId": THREAD, "input": [{"type": "text", "text": "hi"}], "model": "gpt-5.4", "effort": "low"}
+            ]
+
+    run(main())
+
+
+def test_turn_run_returns_turn_completed_and_threads_outlive_turns():
+    async def main():
+        async with server("simple") as (client, seen):
+            thread = await Thread.start(client)
+            first = await thread.turn("one").run()
+            second = await thread.turn("two").run()
+            assert isinstance(first, TurnCompleted) and isinstance(second, TurnCompleted)
+            assert (first.turn_id, second.turn_id) == (fake.TURNS[0], fake.TURNS[1])
+            assert first.status == second.status == "completed"
+            assert first.usage == second.usage == U1
+            assert sent(seen, "turn/interrupt") == []
+
+    run(main())
+
+
+def test_turn_notifications_before_the_turn_start_response_are_kept():
+    # codex can stream before it answers turn/start; the subscription exists first.
+    async def main():
+        async with server("early") as (client, _seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            events = await collect(turn)
+            # The delta that came before the response -- and before its item/started.
+            assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["early ", "late"]
+            first_delta = next(i for i, e in enumerate(events) if isinstance(e, AgentMessageDelta))
+            msg_started = next(i for i, e in enumerate(events) if isinstance(e, ItemStarted) and e.item_id == "msg_1")
+            assert first_delta < msg_started
+            assert events[-1].items[-1]["text"] == "early late"
+
+    run(main())
+
+
+def test_turn_filters_other_turns_and_threads():
+    async def main():
+        async with server("filtering") as (client, _seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            events = await collect(turn)
+            assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["mine"]
+            done = events[-1]
+            assert [e for e in events if isinstance(e, TurnCompleted)] == [done]
+            assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
+            assert [i["id"] for i in done.items] == [fake.USER_ITEM, "msg_1"]
+            assert done.usage == U1  # the other turn's usage is not counted
+            assert [e.last for e in events if isinstance(e, TokenUsage)] == [U1]
+
+    run(main())
+
+
+def test_turn_item_bookkeeping_abandoned_last_writer_and_early_delta():
+    async def main():
+        async with server("bookkeeping") as (client, _seen):
+            thread = await Thread.start(client)
+            events = await collect(thread.turn("hi"))
+            done = events[-1]
+            # Started, streamed, never completed (a cut stream that was retried).
+            assert done.abandoned == ("msg_cut_1",)
+            # Started and completed three times: once in items, the last payload.
+            assert [i["id"] for i in done.items] == [fake.USER_ITEM, "msg_inc", "msg_late"]
+            assert done.items[1]["text"] == "attempt 3"
+            assert sum(1 for e in events if isinstance(e, ItemCompleted) and e.item_id == "msg_inc") == 3
+            # A delta before its item/started is still yielded, in order.
+            late = [i for i, e in enumerate(events) if getattr(e, "item_id", None) == "msg_late"]
+            assert isinstance(events[late[0]], AgentMessageDelta) and events[late[0]].delta == "late "
+            assert isinstance(events[late[1]], ItemStarted)
+            assert [e.message for e in events if isinstance(e, RetryingError)] == ["Reconnecting... 1/5"]
+
+    run(main())
+
+
+def test_turn_retrying_errors_are_events_and_the_turn_goes_on():
+    async def main():
+        async with server("retrying") as (client, _seen):
+            thread = await Thread.start(client)
+            events = await collect(thread.turn("hi"))
+            retries = [e for e in events if isinstance(e, RetryingError)]
+            assert [r.message for r in retries] == ["Reconnecting... 1/5", "Reconnecting... 2/5"]
+            assert retries[0].info == {"responseStreamDisconnected": {"httpStatusCode": 401}}
+            assert retries[0].details.startswith("unexpected status 401")
+            done = events[-1]
+            assert (done.status, done.error) == ("completed", None)
+            assert done.items[-1]["text"] == "recovered"
+
+    run(main())
+
+
+def test_turn_failed_carries_the_turn_error():
+    async def main():
+        async with server("failed", "with-error") as (client, _seen):
+            thread = await Thread.start(client)
+            events = await collect(thread.turn("hi"))
+            # error{willRetry:false} is not an event of its own.
+            assert not [e for e in events if isinstance(e, RetryingError)]
+            done = events[-1]
+            assert (done.status, done.error) == ("failed", fake.TURN_ERROR)
+            assert done.error_message == fake.TURN_ERROR["message"]
+
+    run(main())
+
+
+def test_turn_failed_without_error_takes_the_error_notification():
+    async def main():
+        async with server("failed", "no-error") as (client, _seen):
+            thread = await Thread.start(client)
+            done = await thread.turn("hi").run()
+            assert (done.status, done.error) == ("failed", fake.TURN_ERROR)
+
+    run(main())
+
+
+def test_turn_interrupted_after_a_final_error_has_no_error():
+    async def main():
+        async with server("failed", "interrupted") as (client, _seen):
+            thread = await Thread.start(client)
+            done = await thread.turn("hi").run()
+            assert (done.status, done.error) == ("interrupted", None)
+
+    run(main())
+
+
+def test_turn_start_refused_raises_rpc_error():
+    async def main():
+        async with server("reject_turn") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            with pytest.raises(RpcError) as caught:
+                await turn.run()
+            assert (caught.value.code, caught.value.message) == (-32600, "Invalid request: missing field `input`")
+            # Nothing to interrupt: the turn never got an id.
+            assert turn.done and turn.id is None
+            assert sent(seen, "turn/interrupt") == []
+
+    run(main())
+
+
+@pytest.mark.frame_problems("item/hologram/delta")
+def test_turn_unknown_notification_is_unmapped():
+    async def main():
+        async with server("unmapped") as (client, _seen):
+            thread = await Thread.start(client)
+            events = await collect(thread.turn("hi"))
+            (unmapped,) = [e for e in events if isinstance(e, Unmapped)]
+            assert unmapped.method == "item/hologram/delta"
+            assert unmapped.params["delta"] == "3d"
+            assert events[-1].status == "completed"
+
+    run(main())
+
+
+# -- stopping a turn ----------------------------------------------------------------------
+
+
+async def first_delta(turn: Turn):
+    async for event in turn:
+        if isinstance(event, AgentMessageDelta):
+            return event
+    raise AssertionError("the turn ended without a delta")
+
+
+def test_turn_cancelling_the_consumer_interrupts_and_waits_for_completion():
+    async def main():
+        async with server("interruptible") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            got_delta = asyncio.get_running_loop().create_future()
+
+            async def consume():
+                async for event in turn:
+                    if isinstance(event, AgentMessageDelta) and not got_delta.done():
+                        got_delta.set_result(event)
+
+            task = asyncio.ensure_future(consume())
+            assert (await got_delta).delta == "Hel"
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+            # It waited for turn/completed and kept the books.
+            assert turn.done
+            assert turn.completed is not None and turn.completed.status == "interrupted"
+            assert turn.completed.abandoned == ("msg_1",)
+            # The fake really got the interrupt.
+            interrupts = [f for f in await received_by_fake(client) if f["method"] == "turn/interrupt"]
+            assert interrupts == [{"method": "turn/interrupt", "params": {"threadId": THREAD, "turnId": TURN}}]
+            assert await collect(turn) == []
+
+    run(main())
+
+
+def test_turn_leaving_async_with_early_interrupts():
+    async def main():
+        async with server("interruptible") as (client, seen):
+            thread = await Thread.start(client)
+            async with thread.turn("hi") as turn:
+                assert (await first_delta(turn)).delta == "Hel"
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+            assert turn.done and turn.completed.status == "interrupted"
+            # The thread is free for the next turn, which gets its own id.
+            async with thread.turn("again") as second:
+                await first_delta(second)
+            assert second.id == fake.TURNS[1]
+            assert second.completed.status == "interrupted"
+
+    run(main())
+
+
+def test_turn_aclose_interrupts_once():
+    async def main():
+        async with server("interruptible") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            await first_delta(turn)
+            await turn.aclose()
+            await turn.aclose()
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+            assert turn.completed.status == "interrupted"
+
+    run(main())
+
+
+def test_turn_aclose_after_completion_sends_nothing():
+    async def main():
+        async with server("simple") as (client, seen):
+            thread = await Thread.start(client)
+            async with thread.turn("hi") as turn:
+                await collect(turn)
+            await turn.interrupt()  # done: a no-op
+            assert sent(seen, "turn/interrupt") == []
+
+    run(main())
+
+
+def test_turn_aclose_before_start_sends_nothing():
+    async def main():
+        async with server("simple") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            await turn.interrupt()  # not started: a no-op
+            await turn.aclose()
+            assert turn.done and turn.id is None
+            assert await collect(turn) == []
+            assert sent(seen, "turn/start") == [] and sent(seen, "turn/interrupt") == []
+
+    run(main())
+
+
+def test_turn_explicit_interrupt_ends_with_interrupted():
+    async def main():
+        async with server("interruptible") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            await first_delta(turn)
+            await turn.interrupt()
+            rest = await collect(turn)
+            assert kinds(rest) == ["TurnCompleted"]
+            assert rest[-1].status == "interrupted"
+            assert rest[-1].abandoned == ("msg_1",)
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+
+    run(main())
+
+
+def test_turn_interrupt_when_codex_says_no_active_turn():
+    # The turn ended before the interrupt arrived: -32600 "no active turn to
+    # interrupt" (reference §3.11); the turn/completed already sent is drained.
+    async def main():
+        async with server("no_active_turn") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            await first_delta(turn)
+            await turn.aclose()
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+            errors = [f["error"] for d, f in seen if d == "in" and "error" in f]
+            assert errors == [{"code": -32600, "message": "no active turn to interrupt"}]
+            assert turn.done and turn.completed.status == "completed"
+            assert turn.completed.items[-1]["text"] == "Hello"
+
+    run(main())
+
+
+def test_thread_interrupt_without_active_turn_raises_rpc_error():
+    async def main():
+        async with server("simple") as (client, _seen):
+            thread = await Thread.start(client)
+            with pytest.raises(RpcError) as caught:
+                await thread.interrupt(TURN)
+            assert caught.value.code == -32600
+            assert "no active turn to interrupt" in str(caught.value)
+
+    run(main())
+
+
+def test_turn_interrupt_grace_expires_without_turn_completed(caplog):
+    async def main():
+        async with server("silent_interrupt") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi", interrupt_grace=0.3)
+            await first_delta(turn)
+            await turn.aclose()
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+            assert turn.done and turn.completed is None
+
+    with caplog.at_level(logging.INFO, logger="codexmini.thread"):
+        run(main())
+    assert "no clean end after interrupt" in caplog.text
+
+
+def test_turn_process_exit_during_interrupt_ends_the_wait():
+    async def main():
+        async with server("exit_on_interrupt") as (client, _seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            await first_delta(turn)
+            await turn.aclose()
+            assert turn.done and turn.completed is None
+            await client.wait_closed()
+            assert client.returncode == 0
+
+    run(main())
+
+
+def test_turn_child_exit_mid_turn_raises_process_exited():
+    async def main():
+        async with server("exit_mid_turn") as (client, _seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            with pytest.raises(ProcessExited) as caught:
+                async with turn:
+                    await collect(turn)
+            assert caught.value.returncode == 3
+            assert "dying mid-turn on purpose" in caught.value.stderr_tail
+            assert turn.done and turn.completed is None
+
+    run(main())
+
+
+def test_turn_idle_timeout_raises_timeout_error():
+    async def main():
+        async with server("silent") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi", idle_timeout=0.3)
+            with pytest.raises(asyncio.TimeoutError):
+                async with turn:
+                    await collect(turn)
+            # Leaving the block interrupted the stalled turn.
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+            assert turn.completed.status == "interrupted"
+
+    run(main())
+
+
+def test_turn_cancelled_during_turn_start_still_interrupts():
+    async def main():
+        async with server("slow_start") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            watcher = client.subscribe("*")
+            task = asyncio.ensure_future(collect(turn))
+            # The fake says it got turn/start; its answer comes 0.5 s later.
+            while True:
+                frame = await watcher.get(timeout=30)
+                if frame["method"] == "warning":
+                    break
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+
+    run(main())
+
+
+# -- steering ---------------------------------------------------------------------------
+
+
+def test_turn_steer_sends_expected_turn_id_and_returns_it():
+    async def main():
+        async with server("steer") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("start working")
+            await first_delta(turn)
+            assert await turn.steer(["also this", image_input("/abs/pixel.png")]) == TURN
+            assert sent(seen, "turn/steer") == [
+                {
+                    "threadId": THREAD,
+                    "expectedTurnId": TURN,
+                    "input": [{"type": "text", "text": "also this"}, {"type": "localImage", "path": "/abs/pixel.png"}],
+                }
+            ]
+            done = (await collect(turn))[-1]
+            assert done.status == "completed"
+            steered = [i for i in done.items if i["type"] == "userMessage"][-1]
+            assert steered["content"][0]["text"] == "also this"
+            assert done.items[-1]["text"] == "Steered."
+
+    run(main())
+
+
+def test_turn_steer_before_start_raises_and_sends_nothing():
+    async def main():
+        async with server("simple") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            with pytest.raises(CodexminiError, match="not started"):
+                await turn.steer("too early")
+            assert sent(seen, "turn/steer") == []
+
+    run(main())
+
+
+def test_thread_steer_with_a_wrong_turn_id_is_an_rpc_error():
+    async def main():
+        async with server("steer") as (client, _seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            await first_delta(turn)
+            with pytest.raises(RpcError) as caught:
+                await thread.steer("x", "wrong-turn-id")
+            assert caught.value.code == -32600
+            assert f"expected active turn id `wrong-turn-id` but found `{TURN}`" in str(caught.value)
+            await turn.aclose()
+
+    run(main())
