@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
 APPROVAL_KNOBS = ("ask", "never")
-APPROVAL_POLICIES = ("untrusted", "on-failure", "on-request", "never")
+APPROVAL_POLICIES = ("untrusted", "on-request", "never")  # AskForApproval of 0.149.1 (granular objects aside)
 
 
 @dataclass(frozen=True)
