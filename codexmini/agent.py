@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -46,8 +45,8 @@ from .binary import parse_version
 from .client import AppServerClient, Tap
 from .errors import ConfigError, ProcessExited, RpcError, TransportError
 from .events import Event, TurnCompleted, Usage
-from .permission import REQUESTS, ApprovalRequest, Reply, ThreadPermissions, build_answer, describe, resolve_permissions
-from .prompt import Transcript, image_block, text_block
+from .permission import REQUESTS, ApprovalRequest, Reply, ThreadPermissions, build_answer, decision_of, describe, resolve_permissions
+from .prompt import Transcript, text_block
 from .session import SessionLog, has_header, next_turn_number
 from .skills import SkillProvider, inject_skills
 from .steps import StepFolder, Write
@@ -96,6 +95,13 @@ class ModelEndpoint:
         return {API_KEY_ENV: self.api_key} if self.api_key else {}
 
 
+def _uncancel() -> None:
+    """We absorbed our own cancel(): tell the task so (Python 3.11+ counts them)."""
+    task = asyncio.current_task()
+    if task is not None and hasattr(task, "uncancel"):
+        task.uncancel()
+
+
 def _toml(value: str) -> str:
     # A TOML basic string; JSON's escapes are a subset TOML accepts.
     import json
@@ -137,14 +143,12 @@ class Agent:
         approvals: Optional[ApprovalHandler] = None,
         on_event: Optional[EventListener] = None,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.log = log_
         self.config = config
         self.approvals = approvals
         self.on_event = on_event
         self.new_id = new_id
-        self.clock = clock
         self.phase = IDLE
         self._followups: List[List[Dict[str, Any]]] = []
         self._current: List[Dict[str, Any]] = []  # steer/inject for the running turn
@@ -154,6 +158,7 @@ class Agent:
         self._idle_timer: Optional[asyncio.TimerHandle] = None
         self._maintenance: Optional[asyncio.Task] = None
         self._turn: Optional[Turn] = None
+        self._turn_usage = Usage()
         self._cancelled = False
         self._transcript = Transcript()
         self._seen = 0  # events fed to the transcript
@@ -175,9 +180,13 @@ class Agent:
         message = self._user_message(content)
         turn = self._turn
         if turn is not None and turn.id is not None and not turn.done:
-            self._append("user/message", message)
-            await turn.steer(self._as_input(message))
-            return
+            try:
+                await turn.steer(self._as_input(message))
+            except RpcError as exc:  # the codex turn ended meanwhile: next step instead
+                log.info("turn/steer refused (%s); the message goes to the next step", exc.message)
+            else:
+                self._append("user/message", message)
+                return
         self._current.append(message)
         self._wake()
 
@@ -196,11 +205,12 @@ class Agent:
                 self._driver.cancel()
 
     async def run(self, content: Content) -> Dict[str, Any]:
-        """Queue ``content``, run until idle, return the ``turn/end`` data."""
+        """Queue ``content``, run until idle, return the last ``turn/end`` data."""
+        self.last_turn_end = None
         self.followup(content)
         await self.wait_idle()
-        assert self.last_turn_end is not None
-        return self.last_turn_end
+        # Cancelled before the turn could start: nothing was logged.
+        return self.last_turn_end or {"reason": "aborted"}
 
     async def wait_idle(self) -> None:
         """Wait until no turn runs and no maintenance (idle shutdown) is under way."""
@@ -272,17 +282,22 @@ class Agent:
     async def _run_turn(self, batch: List[Dict[str, Any]]) -> None:
         self.phase = RUNNING
         self._cancelled = False
-        await self.start()
+        try:
+            await self.start()
+        except asyncio.CancelledError:
+            if not self._cancelled:
+                raise
+            _uncancel()  # cancel() before anything was logged: no turn at all
+            return
         turn_no = self._turn_no = max(self._turn_no, next_turn_number(self.log.events))
         self._step = 0
         self._append("turn/start", {}, step=None)
         end: Dict[str, Any] = {"reason": "completed"}
-        usage = Usage()
+        self._turn_usage = Usage()
         try:
             messages = batch + self._claim()
             while True:
-                reason, step_usage, error = await self._run_step(messages)
-                usage = usage + step_usage
+                reason, error = await self._run_step(messages)
                 if reason != "completed":
                     end = {"reason": reason}
                     if error is not None:
@@ -294,21 +309,19 @@ class Agent:
         except asyncio.CancelledError:
             end = {"reason": "aborted"}
             if not self._cancelled:  # cancelled from outside, not by cancel()
-                self._finish_turn(turn_no, end, usage)
+                self._finish_turn(turn_no, end)
                 raise
-            task = asyncio.current_task()
-            if task is not None and hasattr(task, "uncancel"):  # 3.11+: we absorbed cancel()
-                task.uncancel()
+            _uncancel()
         except Exception as exc:  # the driver boundary: log it, end the turn
             log.exception("turn %d failed", turn_no)
             error = {"message": f"{type(exc).__name__}: {exc}", "code": "UNKNOWN"}
             self._append("agent/error", error, step=self._step or None)
             end = {"reason": "error", "error": error}
-        self._finish_turn(turn_no, end, usage)
+        self._finish_turn(turn_no, end)
 
-    def _finish_turn(self, turn_no: int, end: Dict[str, Any], usage: Usage) -> None:
-        if usage != Usage():
-            end["usage"] = usage.to_log()
+    def _finish_turn(self, turn_no: int, end: Dict[str, Any]) -> None:
+        if self._turn_usage != Usage():  # every codex turn's usage, aborted ones too
+            end["usage"] = self._turn_usage.to_log()
         self._append("turn/end", end, step=None)
         self.last_turn_end = end
         self._turn_no = turn_no + 1
@@ -320,7 +333,7 @@ class Agent:
 
     # -- one step ------------------------------------------------------------
 
-    async def _run_step(self, messages: List[Dict[str, Any]]) -> Tuple[str, Usage, Optional[Dict[str, str]]]:
+    async def _run_step(self, messages: List[Dict[str, Any]]) -> Tuple[str, Optional[Dict[str, str]]]:
         self._step += 1
         self.stats["steps"] += 1
         self._append("step/start", {})
@@ -329,6 +342,14 @@ class Agent:
             self._append("user/message", message)
         permissions = resolve_permissions(self.log.events, self.config.sandbox, self.config.approval_policy)
         folder = StepFolder(step=self._step, model=self._model_label(), new_id=self.new_id)
+        try:
+            return await self._codex_turn(messages, permissions, folder)
+        finally:
+            self._turn_usage = self._turn_usage + folder.usage
+
+    async def _codex_turn(
+        self, messages: List[Dict[str, Any]], permissions: ThreadPermissions, folder: StepFolder
+    ) -> Tuple[str, Optional[Dict[str, str]]]:
         try:
             client = await self._ensure_client()
             thread = await Thread.start(
@@ -353,15 +374,15 @@ class Agent:
             # The stream ended without turn/completed (the child died).
             self._apply(folder.finish(None), folder)
             self._append("step/end", {"reason": "error"}, step=folder.step)
-            return "error", folder.usage, {"message": str(exc), "code": "CODEX_NO_RESULT"}
+            return "error", {"message": str(exc), "code": "CODEX_NO_RESULT"}
         except RpcError as exc:  # codex refused thread/start or turn/start
             self._apply(folder.finish(None), folder)
             self._append("step/end", {"reason": "error"}, step=folder.step)
-            return "error", folder.usage, {"message": exc.message, "code": "CODEX_ERROR"}
+            return "error", {"message": exc.message, "code": "CODEX_ERROR"}
         self._apply(folder.finish(completed), folder)
         reason, error = self._outcome(completed)
         self._append("step/end", {"reason": reason}, step=folder.step)
-        return reason, folder.usage, error
+        return reason, error
 
     async def _consume(self, turn: Turn, folder: StepFolder) -> TurnCompleted:
         async with turn:
@@ -511,32 +532,12 @@ class Agent:
         return items
 
 
-def decision_of(frame: Mapping[str, Any]) -> str:
-    """The decision an answer frame carries, in the session log's words."""
-    if "error" in frame:
-        return "decline"
-    result = frame.get("result") or {}
-    decision = result.get("decision")
-    if isinstance(decision, str):
-        return decision
-    if isinstance(decision, dict):  # legacy object forms (denied, amendments)
-        return next(iter(decision), "decline")
-    if "action" in result:
-        return str(result["action"])
-    if "permissions" in result:
-        return "accept" if result["permissions"] else "decline"
-    if "answers" in result:
-        return "accept" if result["answers"] else "decline"
-    return "decline"
-
-
 __all__ = [
     "API_KEY_ENV",
     "Agent",
     "AgentConfig",
     "ApprovalHandler",
     "ModelEndpoint",
-    "decision_of",
     "IDLE",
     "MAINTENANCE",
     "RUNNING",

@@ -292,6 +292,27 @@ def reply_from_flag(auto_approve: bool) -> Reply:
     return Reply(ACCEPT if auto_approve else DECLINE)
 
 
+def decision_of(frame: Mapping[str, Any]) -> str:
+    """The decision an answer frame carries, in the session log's words
+    (``approval/decision``): whatever answered it (a handler, the default,
+    a deadline)."""
+    if "error" in frame:
+        return "decline"
+    result = frame.get("result") or {}
+    decision = result.get("decision")
+    if isinstance(decision, str):
+        return decision
+    if isinstance(decision, dict):  # legacy object forms (denied, amendments)
+        return next(iter(decision), "decline")
+    if "action" in result:
+        return str(result["action"])
+    if "permissions" in result:
+        return "accept" if result["permissions"] else "decline"
+    if "answers" in result:
+        return "accept" if result["answers"] else "decline"
+    return "decline"
+
+
 __all__ = [
     "ACCEPT",
     "ACCEPT_FOR_SESSION",
@@ -309,6 +330,7 @@ __all__ = [
     "SANDBOX_MODES",
     "ThreadPermissions",
     "build_answer",
+    "decision_of",
     "describe",
     "fail_closed",
     "fold",

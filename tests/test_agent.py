@@ -16,7 +16,8 @@ from typing import Any, Dict, List
 import pytest
 
 from codexmini import agent as agent_mod
-from codexmini.agent import Agent, AgentConfig, ModelEndpoint, decision_of
+from codexmini.agent import Agent, AgentConfig, ModelEndpoint
+from codexmini.permission import decision_of
 from codexmini.binary import find_codex
 from codexmini.errors import BinaryNotFound, ConfigError
 from codexmini.events import ItemStarted
