@@ -301,7 +301,6 @@ class AppServerClient:
             raise RuntimeError("already spawned")
         loop = asyncio.get_running_loop()
         self._write_lock = asyncio.Lock()
-        self._ended = loop.create_future()
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *self.argv,
@@ -314,6 +313,7 @@ class AppServerClient:
             )
         except OSError as exc:  # missing, not executable, bad cwd, exec format error
             raise BinaryNotFound(f"cannot start {self.argv[0]!r}: {exc}; {INSTALL_HINT}") from exc
+        self._ended = loop.create_future()  # only a started process can end
         self._stderr_task = loop.create_task(self._drain_stderr())
         self._reader = loop.create_task(self._read_stdout())
         self._exit_watcher = loop.create_task(self._watch_exit())
@@ -423,15 +423,23 @@ class AppServerClient:
         if params is not None:
             frame["params"] = dict(params)
         limit = self.request_timeout if timeout is None else timeout
-        try:
+
+        async def exchange() -> Any:
             await self._send(frame)
-            return await asyncio.wait_for(asyncio.shield(future), limit)
+            return await asyncio.shield(future)
+
+        try:
+            # The deadline covers the write too: a child that stops reading
+            # its stdin must not hang the caller.
+            return await asyncio.wait_for(exchange(), limit)
         except asyncio.TimeoutError:
             raise RequestTimeout(method, limit) from None
         finally:
             self._pending.pop(rid, None)
             if not future.done():
                 future.cancel()
+            elif not future.cancelled():
+                future.exception()  # retrieved: the error (if any) was raised another way
 
     async def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> None:
         self._check_open()
@@ -474,9 +482,16 @@ class AppServerClient:
                 self._proc.stdin.write(data)
                 await self._proc.stdin.drain()
             except (ConnectionError, OSError, RuntimeError) as exc:
-                log.debug("write failed: %s", exc)
-                await self.wait_closed()
-                raise self._terminal or ClientClosed() from None
+                failed: Optional[BaseException] = exc
+            else:
+                failed = None
+        if failed is not None:
+            # The pipe broke: the child is exiting (or stopped reading).  Wait,
+            # without holding the write lock, for the exit error to report it.
+            log.debug("write failed: %s", failed)
+            if self._ended is not None:
+                await asyncio.wait([self._ended], timeout=self.close_timeout)
+            raise self._terminal or TransportError(f"codex stopped reading its stdin ({failed})") from None
         self.stats["frames_out"] += 1
 
     def _tap(self, direction: str, frame: Frame) -> None:

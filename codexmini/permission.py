@@ -163,7 +163,7 @@ def _user_input(params: Mapping[str, Any], reply: Reply) -> Answer:
             value = given.get(qid)
             if isinstance(value, str):
                 value = [value]
-            if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
                 answers[qid] = {"answers": list(value)}
     decision = ACCEPT if answers else DECLINE
     return Answer({"answers": answers}, decision=decision)
@@ -261,7 +261,8 @@ def describe(method: str, params: Mapping[str, Any]) -> ApprovalRequest:
     """The caller's view of a server request (``KeyError`` if the method is unknown)."""
     row = REQUESTS[method]
     kind = row.kind
-    if kind == "elicitation" and (params.get("_meta") or {}).get("codex_approval_kind") == "mcp_tool_call":
+    meta = params.get("_meta")
+    if kind == "elicitation" and isinstance(meta, Mapping) and meta.get("codex_approval_kind") == "mcp_tool_call":
         # MCP tool approvals arrive as elicitations (protocol reference §3.9).
         kind = "mcp_tool_call"
     questions = tuple(q for q in params.get("questions") or () if isinstance(q, Mapping))
@@ -292,25 +293,39 @@ def reply_from_flag(auto_approve: bool) -> Reply:
     return Reply(ACCEPT if auto_approve else DECLINE)
 
 
+#: Wire decision words that are not the log's own, in the log's words: the
+#: v1 ``ReviewDecision`` values and the object forms' keys.  Anything else
+#: is logged as the wire said it.
+_WORDS = {
+    "approved": ACCEPT,
+    "approved_for_session": ACCEPT_FOR_SESSION,
+    "approved_execpolicy_amendment": ACCEPT,
+    "acceptWithExecpolicyAmendment": ACCEPT,
+    "denied": DECLINE,
+    "timed_out": DECLINE,
+    "abort": CANCEL,
+}
+
+
 def decision_of(frame: Mapping[str, Any]) -> str:
     """The decision an answer frame carries, in the session log's words
-    (``approval/decision``): whatever answered it (a handler, the default,
-    a deadline)."""
-    if "error" in frame:
-        return "decline"
-    result = frame.get("result") or {}
+    (``approval/decision``), whatever answered it (a handler, the default, a
+    deadline): one of :data:`DECISIONS` for every answer codexmini builds."""
+    result = frame.get("result")
+    if "error" in frame or not isinstance(result, Mapping):
+        return DECLINE
     decision = result.get("decision")
+    if isinstance(decision, Mapping):  # object forms: denied, amendments
+        decision = next(iter(decision), DECLINE)
     if isinstance(decision, str):
-        return decision
-    if isinstance(decision, dict):  # legacy object forms (denied, amendments)
-        return next(iter(decision), "decline")
+        return _WORDS.get(decision, decision)
     if "action" in result:
-        return str(result["action"])
+        return {"accept": ACCEPT, "cancel": CANCEL}.get(str(result["action"]), DECLINE)
     if "permissions" in result:
-        return "accept" if result["permissions"] else "decline"
+        return (ACCEPT_FOR_SESSION if result.get("scope") == "session" else ACCEPT) if result["permissions"] else DECLINE
     if "answers" in result:
-        return "accept" if result["answers"] else "decline"
-    return "decline"
+        return ACCEPT if result["answers"] else DECLINE
+    return DECLINE
 
 
 __all__ = [

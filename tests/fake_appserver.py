@@ -212,6 +212,86 @@ def ignore_stdin_close(incoming) -> None:
     time.sleep(120)
 
 
+
+# -- behaviours added for tests/test_client_more.py ---------------------------
+
+
+def report_frames(incoming) -> None:
+    """Report every later client frame as a delta (its JSON); answer the two
+    requests the tests send.  ``config/mcpServer/reload`` takes no params."""
+    for frame in incoming:
+        write(delta(json.dumps(frame)))
+        if frame.get("method") == "config/mcpServer/reload":
+            write({"id": frame["id"], "result": {}})
+        elif frame.get("method") == "thread/loaded/list":
+            write(loaded_list(frame["id"]))
+
+
+def report_argv(incoming) -> None:
+    """Report argv (after the program) and a few environment variables, then echo.
+
+    Started through an executable script (see :func:`run_as_codex`), so argv
+    is what the client gave "codex": ``app-server -c key=value … extra``.
+    """
+    names = ("NO_COLOR", "CODEXMINI_FAKE_MARK", "OPENAI_API_KEY")
+    write(delta(json.dumps({"argv": sys.argv[1:], "env": {n: os.environ.get(n) for n in names}})))
+    echo(incoming)
+
+
+def answer_twice(incoming) -> None:
+    """Answer the first request twice, both lines in one write."""
+    first = next(incoming)
+    line = json.dumps(loaded_list(first["id"], ["once"])) + "\n"
+    raw((line + line).encode())
+    echo(incoming)
+
+
+def last_line_unterminated(incoming) -> None:
+    """Answer the first request with a final line that has no newline, then exit 0."""
+    first = next(incoming)
+    raw(json.dumps(loaded_list(first["id"], ["unterminated"])).encode())
+    os._exit(0)
+
+
+def close_stdout_on_request(incoming) -> None:
+    """Receive a request, close stdout and keep running: the client must kill us."""
+    next(incoming)
+    sys.stdout.flush()
+    os.close(1)
+    time.sleep(120)
+
+
+def close_stdin_and_linger(incoming) -> None:
+    """Close stdin (the client's writes now break), say so, and keep running."""
+    os.close(0)
+    write(delta("stdin closed"))
+    time.sleep(120)
+
+
+def initialize_error(incoming) -> None:
+    """Pre-handshake (see :data:`PRE_HANDSHAKE`): write our pid to
+    ``$FAKE_PID_FILE``, answer ``initialize`` with an error, read until EOF."""
+    with open(os.environ["FAKE_PID_FILE"], "w") as fh:
+        fh.write(str(os.getpid()))
+    for frame in incoming:
+        if frame.get("method") == "initialize":
+            write({"id": frame["id"], "error": {"code": -32600, "message": "fake: initialize refused"}})
+
+
+#: Behaviours that replace the handshake: they see ``initialize`` themselves.
+PRE_HANDSHAKE = frozenset({"initialize_error"})
+
+
+def run_as_codex(behaviour_name: str) -> None:
+    """Be a fake *codex binary*: an executable script that imports this module
+    calls this, so ``sys.argv`` is codex's own (``app-server -c …``) and the
+    behaviour is named by the script instead."""
+    behaviour = BEHAVIOURS[behaviour_name]
+    incoming = frames()
+    if behaviour_name not in PRE_HANDSHAKE:
+        handshake(incoming)
+    behaviour(incoming)
+
 BEHAVIOURS = {
     name: fn
     for name, fn in globals().items()

@@ -17,7 +17,6 @@ import pytest
 
 from codexmini import agent as agent_mod
 from codexmini.agent import Agent, AgentConfig, ModelEndpoint
-from codexmini.permission import decision_of
 from codexmini.binary import find_codex
 from codexmini.errors import BinaryNotFound, ConfigError
 from codexmini.events import ItemStarted
@@ -131,24 +130,6 @@ def test_agent_model_endpoint_flags_and_env():
     assert with_key.env() == {"CODEXMINI_API_KEY": "sk-x"}
     keyless = ModelEndpoint("http://127.0.0.1:5/v1")
     assert "env_key" not in keyless.config()[1] and keyless.env() == {}
-
-
-@pytest.mark.parametrize(
-    "frame, decision",
-    [
-        ({"id": 0, "result": {"decision": "accept"}}, "accept"),
-        ({"id": 0, "result": {"decision": {"denied": {"rejection": "no"}}}}, "denied"),
-        ({"id": 0, "result": {"action": "cancel"}}, "cancel"),
-        ({"id": 0, "result": {"permissions": {"network": {"enabled": True}}, "scope": "turn"}}, "accept"),
-        ({"id": 0, "result": {"permissions": {}, "scope": "turn"}}, "decline"),
-        ({"id": 0, "result": {"answers": {"q": {"answers": ["a"]}}}}, "accept"),
-        ({"id": 0, "result": {"answers": {}}}, "decline"),
-        ({"id": 0, "result": {"contentItems": [], "success": False}}, "decline"),
-        ({"id": 0, "error": {"code": -32000, "message": "no"}}, "decline"),
-    ],
-)
-def test_agent_decision_of_every_answer_shape(frame, decision):
-    assert decision_of(frame) == decision
 
 
 # -- live --------------------------------------------------------------------------

@@ -1,0 +1,802 @@
+"""The permission policy, pure: the knob fold and the answer to every server request.
+
+The conformance suite (conformance/test_server_requests.py) proves every
+answer is schema-valid; these tests pin down *which* answer each decision
+gives (SPEC §4.4), and that with nobody deciding the answer is never a yes.
+Params are the real frames of codex 0.149.1
+(shared/reference/codex-0.149.1-frames.md) where the reference has one,
+otherwise minimal schema-valid params.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from codexmini import permission
+from codexmini.permission import (
+    ACCEPT,
+    ACCEPT_FOR_SESSION,
+    CANCEL,
+    DECISIONS,
+    DECLINE,
+    DEFAULT_PERMISSIONS,
+    REFUSED,
+    REQUESTS,
+    Answer,
+    ApprovalRequest,
+    Reply,
+    ThreadPermissions,
+    build_answer,
+    decision_of,
+    describe,
+    fail_closed,
+    fold,
+    last_knob,
+    reply_from_flag,
+    resolve_permissions,
+)
+
+THREAD = "01a22879-9bfc-7961-a05c-6859166dc5e2"
+TURN = "01a22879-9c13-7550-ac03-cd56cb48bc99"
+
+# -- params: recorded frames (scenario named beside each) ------------------------
+
+# scenario approval_accept
+COMMAND = {
+    "threadId": THREAD,
+    "turnId": TURN,
+    "itemId": "call_cmd_1",
+    "startedAtMs": 1795975388290,
+    "environmentId": "local",
+    "reason": "Need to write outside the sandbox",
+    "command": "/bin/bash -lc 'echo escalated-ran > escalated.txt; echo done'",
+    "cwd": "/scratch/cxp/ws/approval_accept",
+    "commandActions": [{"type": "unknown", "command": "echo escalated-ran > escalated.txt; echo done"}],
+    "proposedExecpolicyAmendment": ["/bin/bash", "-lc", "echo escalated-ran > escalated.txt; echo done"],
+    "availableDecisions": [
+        "accept",
+        {
+            "acceptWithExecpolicyAmendment": {
+                "execpolicy_amendment": ["/bin/bash", "-lc", "echo escalated-ran > escalated.txt; echo done"]
+            }
+        },
+        "cancel",
+    ],
+}
+
+# scenario patch_approval_accept
+FILE_CHANGE = {
+    "threadId": "01a2287a-139c-78e0-a726-6ce2dcee4baf",
+    "turnId": "01a2287a-13af-7612-b297-4eef3c825984",
+    "itemId": "call_patch_1",
+    "startedAtMs": 1795975418871,
+    "reason": None,
+    "grantRoot": None,
+}
+
+# scenario permissions_deny
+ASKED_NETWORK = {"enabled": True}
+ASKED_FILE_SYSTEM = {
+    "read": None,
+    "write": ["/scratch/cxp/outside"],
+    "entries": [{"path": {"type": "path", "path": "/scratch/cxp/outside"}, "access": "write"}],
+}
+PERMISSIONS = {
+    "threadId": "01a2287a-e913-78e2-98c4-2241fc084644",
+    "turnId": "01a2287a-e922-78a0-a01c-903f11b09cc7",
+    "itemId": "call_perm_1",
+    "environmentId": "local",
+    "startedAtMs": 1795975473572,
+    "cwd": "/scratch/cxp/ws/permissions_deny",
+    "reason": "Need to write the build output outside the workspace",
+    "permissions": {"network": ASKED_NETWORK, "fileSystem": ASKED_FILE_SYSTEM},
+}
+
+# scenario user_input_default_feature
+USER_INPUT = {
+    "threadId": "01a2287a-8398-7250-96dd-43fb389bf2f3",
+    "turnId": "01a2287a-83ab-7202-bb6b-a5e452087915",
+    "itemId": "call_rui_1",
+    "questions": [
+        {
+            "id": "color",
+            "header": "Color",
+            "question": "Which color should the button be?",
+            "isOther": True,
+            "isSecret": False,
+            "options": [
+                {"label": "Blue (Recommended)", "description": "Matches the theme."},
+                {"label": "Red", "description": "Stands out."},
+            ],
+        },
+        {
+            "id": "size",
+            "header": "Size",
+            "question": "How big?",
+            "isOther": True,
+            "isSecret": False,
+            "options": [
+                {"label": "Small", "description": "Compact."},
+                {"label": "Large", "description": "Easy to hit."},
+            ],
+        },
+    ],
+    "isBlocking": False,
+    "autoResolutionMs": None,
+}
+
+# scenario mcp_elicitation_accept: an MCP *tool approval* (it says so in _meta)
+MCP_TOOL_APPROVAL = {
+    "threadId": "01a2287b-a89f-7b81-bca1-a47bf27b440f",
+    "turnId": "01a2287b-a8d7-7161-94b6-20fc7659ccc6",
+    "serverName": "probe",
+    "mode": "form",
+    "_meta": {
+        "codex_approval_kind": "mcp_tool_call",
+        "persist": ["session", "always"],
+        "tool_description": "Asks the user a question through MCP elicitation.",
+        "tool_params": {},
+        "tool_params_display": [],
+    },
+    "message": 'Allow the probe MCP server to run tool "ask"?',
+    "requestedSchema": {"type": "object", "properties": {}},
+}
+
+# A plain elicitation: the same frame without the approval marker.
+ELICITATION = {k: v for k, v in MCP_TOOL_APPROVAL.items() if k != "_meta"}
+ELICITATION["message"] = "What is your name?"
+
+# Never seen from the binary (protocol reference §4): minimal schema-valid params.
+DYNAMIC_TOOL = {
+    "threadId": THREAD,
+    "turnId": TURN,
+    "callId": "call_dyn_1",
+    "tool": "lookup",
+    "namespace": None,
+    "arguments": {"query": "codex"},
+}
+AUTH_REFRESH = {"reason": "unauthorized", "previousAccountId": None}
+ATTESTATION: dict = {}
+CURRENT_TIME = {"threadId": THREAD}
+APPLY_PATCH = {
+    "conversationId": THREAD,
+    "callId": "call_patch_1",
+    "fileChanges": {
+        "/var/tmp/ws/b.txt": {"type": "update", "unified_diff": "@@ -1 +1 @@\n-a\n+b\n", "move_path": None},
+        "/var/tmp/ws/a.txt": {"type": "add", "content": "hello\n"},
+    },
+    "reason": None,
+    "grantRoot": None,
+}
+EXEC_COMMAND = {
+    "conversationId": THREAD,
+    "callId": "call_cmd_1",
+    "approvalId": None,
+    "command": ["/bin/bash", "-lc", "echo hi"],
+    "cwd": "/var/tmp/ws",
+    "reason": None,
+    "parsedCmd": [{"type": "unknown", "cmd": "echo hi"}],
+}
+
+PARAMS = {
+    "item/commandExecution/requestApproval": COMMAND,
+    "item/fileChange/requestApproval": FILE_CHANGE,
+    "item/permissions/requestApproval": PERMISSIONS,
+    "item/tool/requestUserInput": USER_INPUT,
+    "mcpServer/elicitation/request": MCP_TOOL_APPROVAL,
+    "item/tool/call": DYNAMIC_TOOL,
+    "account/chatgptAuthTokens/refresh": AUTH_REFRESH,
+    "attestation/generate": ATTESTATION,
+    "currentTime/read": CURRENT_TIME,
+    "applyPatchApproval": APPLY_PATCH,
+    "execCommandApproval": EXEC_COMMAND,
+}
+
+# -- expected answers: method → decision → Answer --------------------------------
+
+GRANTED = {"network": ASKED_NETWORK, "fileSystem": ASKED_FILE_SYSTEM}
+DYNAMIC_RESULT = {
+    "contentItems": [{"type": "inputText", "text": "codexmini has no implementation of dynamic tool 'lookup'"}],
+    "success": False,
+}
+DENIED = {"denied": {"rejection": "declined by codexmini"}}
+LEGACY = {
+    ACCEPT: Answer({"decision": "approved"}, decision=ACCEPT),
+    ACCEPT_FOR_SESSION: Answer({"decision": "approved_for_session"}, decision=ACCEPT_FOR_SESSION),
+    DECLINE: Answer({"decision": DENIED}, decision=DECLINE),
+    CANCEL: Answer({"decision": "abort"}, decision=CANCEL),
+}
+
+
+def _refused(what: str) -> dict:
+    answer = Answer(error={"code": REFUSED, "message": f"codexmini does not provide {what}"}, decision=DECLINE)
+    return {d: answer for d in DECISIONS}
+
+
+EXPECTED = {
+    "item/commandExecution/requestApproval": {d: Answer({"decision": d}, decision=d) for d in DECISIONS},
+    "item/fileChange/requestApproval": {d: Answer({"decision": d}, decision=d) for d in DECISIONS},
+    "item/permissions/requestApproval": {
+        ACCEPT: Answer({"permissions": GRANTED, "scope": "turn"}, decision=ACCEPT),
+        ACCEPT_FOR_SESSION: Answer({"permissions": GRANTED, "scope": "session"}, decision=ACCEPT_FOR_SESSION),
+        DECLINE: Answer({"permissions": {}, "scope": "turn"}, decision=DECLINE),
+        CANCEL: Answer({"permissions": {}, "scope": "turn"}, decision=CANCEL),
+    },
+    # With no answers given, even an accept answers nothing: a decline.
+    "item/tool/requestUserInput": {d: Answer({"answers": {}}, decision=DECLINE) for d in DECISIONS},
+    "mcpServer/elicitation/request": {
+        ACCEPT: Answer({"action": "accept"}, decision=ACCEPT),
+        ACCEPT_FOR_SESSION: Answer({"action": "accept"}, decision=ACCEPT_FOR_SESSION),
+        DECLINE: Answer({"action": "decline"}, decision=DECLINE),
+        CANCEL: Answer({"action": "cancel"}, decision=CANCEL),
+    },
+    "item/tool/call": {d: Answer(DYNAMIC_RESULT, decision=DECLINE) for d in DECISIONS},
+    "account/chatgptAuthTokens/refresh": _refused("ChatGPT auth tokens"),
+    "attestation/generate": _refused("client attestation"),
+    "currentTime/read": _refused("an external clock"),
+    "applyPatchApproval": LEGACY,
+    "execCommandApproval": LEGACY,
+}
+
+
+def test_permission_tables_cover_every_request_method():
+    assert set(PARAMS) == set(REQUESTS) == set(EXPECTED)
+    assert len(REQUESTS) == 11  # ten stable methods plus the experimental currentTime/read
+
+
+# -- the fold ----------------------------------------------------------------------
+
+
+def knob(kind: str, value, **extra) -> dict:
+    """A session-log knob event (SPEC §5)."""
+    key = {"sandbox/mode": "mode", "approval/policy": "policy"}[kind]
+    event = {"v": 1, "seq": 0, "ts": 1795975388.0, "type": kind, "turn": None, "step": None, "data": {key: value}}
+    event.update(extra)
+    return event
+
+
+def test_last_knob_of_an_empty_log_is_none():
+    assert last_knob([], "sandbox/mode") is None
+    assert last_knob([], "approval/policy") is None
+
+
+def test_last_knob_the_last_valid_value_wins():
+    events = [
+        knob("sandbox/mode", "read-only"),
+        knob("approval/policy", "ask"),
+        knob("sandbox/mode", "danger-full-access"),
+        knob("approval/policy", "never"),
+        knob("sandbox/mode", "workspace-write"),
+    ]
+    assert last_knob(events, "sandbox/mode") == "workspace-write"
+    assert last_knob(events, "approval/policy") == "never"
+
+
+@pytest.mark.parametrize(
+    "invalid",
+    ["full-access", "ask", "", None, 3, ["danger-full-access"], "DANGER-FULL-ACCESS"],
+    ids=repr,
+)
+def test_last_knob_an_invalid_value_counts_as_absent(invalid):
+    events = [knob("sandbox/mode", "danger-full-access"), knob("sandbox/mode", invalid)]
+    assert last_knob(events, "sandbox/mode") == "danger-full-access"
+    assert last_knob([knob("sandbox/mode", invalid)], "sandbox/mode") is None
+
+
+def test_last_knob_approval_accepts_only_the_knob_values_not_policies():
+    # The knob is ask/never; the wire's policies (on-request, …) are pins, not knobs.
+    events = [knob("approval/policy", v) for v in ("ask", "on-request", "untrusted")]
+    assert last_knob(events, "approval/policy") == "ask"
+
+
+def test_last_knob_missing_data_and_other_events():
+    events = [
+        {"type": "sandbox/mode"},  # no data at all
+        {"type": "sandbox/mode", "data": None},
+        {"type": "sandbox/mode", "data": {}},
+        {"type": "sandbox/mode", "data": {"policy": "danger-full-access"}},  # the other knob's key
+        {"type": "approval/policy", "data": {"mode": "ask"}},
+        {"type": "turn/start", "data": {"mode": "danger-full-access"}},
+        {"data": {"mode": "danger-full-access"}},
+    ]
+    assert last_knob(events, "sandbox/mode") is None
+    assert last_knob(events, "approval/policy") is None
+
+
+def test_last_knob_unknown_kind_is_a_key_error():
+    with pytest.raises(KeyError):
+        last_knob([], "sandbox")
+
+
+@pytest.mark.parametrize(
+    "sandbox, approval, expected",
+    [
+        ("danger-full-access", None, ("danger-full-access", "never")),
+        ("danger-full-access", "ask", ("danger-full-access", "never")),  # full access wins over ask
+        ("danger-full-access", "never", ("danger-full-access", "never")),
+        (None, "ask", ("workspace-write", "on-request")),
+        ("read-only", "ask", ("workspace-write", "on-request")),
+        ("workspace-write", "ask", ("workspace-write", "on-request")),
+        (None, None, ("read-only", "never")),
+        (None, "never", ("read-only", "never")),
+        ("read-only", None, ("read-only", "never")),
+        ("workspace-write", None, ("read-only", "never")),
+        ("workspace-write", "never", ("read-only", "never")),
+        ("bogus", "bogus", ("read-only", "never")),
+    ],
+)
+def test_fold(sandbox, approval, expected):
+    assert fold(sandbox, approval) == ThreadPermissions(*expected)
+
+
+def test_fold_default_is_read_only_never():
+    assert DEFAULT_PERMISSIONS == ThreadPermissions("read-only", "never")
+    assert fold(None, None) is DEFAULT_PERMISSIONS
+
+
+def test_thread_permissions_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DEFAULT_PERMISSIONS.sandbox = "danger-full-access"  # type: ignore[misc]
+
+
+def test_resolve_permissions_folds_the_log():
+    assert resolve_permissions([]) == DEFAULT_PERMISSIONS
+    assert resolve_permissions([knob("approval/policy", "ask")]) == ThreadPermissions("workspace-write", "on-request")
+    assert resolve_permissions([knob("sandbox/mode", "danger-full-access")]) == ThreadPermissions(
+        "danger-full-access", "never"
+    )
+
+
+def test_resolve_permissions_reads_a_one_shot_iterable():
+    # Two knobs are read from it: a generator must not be exhausted by the first.
+    events = (e for e in [knob("approval/policy", "ask"), knob("sandbox/mode", "danger-full-access")])
+    assert resolve_permissions(events) == ThreadPermissions("danger-full-access", "never")
+
+
+def test_resolve_permissions_each_pin_overrides_only_its_own_field():
+    asked = [knob("approval/policy", "ask")]  # workspace-write / on-request
+    assert resolve_permissions(asked, pin_sandbox="read-only") == ThreadPermissions("read-only", "on-request")
+    assert resolve_permissions(asked, pin_approval="untrusted") == ThreadPermissions("workspace-write", "untrusted")
+    assert resolve_permissions(asked, "danger-full-access", "never") == ThreadPermissions("danger-full-access", "never")
+    assert resolve_permissions([], pin_approval="on-request") == ThreadPermissions("read-only", "on-request")
+    assert resolve_permissions([], pin_sandbox="workspace-write") == ThreadPermissions("workspace-write", "never")
+
+
+def test_resolve_permissions_pins_win_over_later_knobs():
+    events = [knob("sandbox/mode", "danger-full-access")]
+    assert resolve_permissions(events, pin_sandbox="read-only", pin_approval="never") == ThreadPermissions(
+        "read-only", "never"
+    )
+
+
+@pytest.mark.parametrize(
+    "pins, field, bad",
+    [
+        ({"pin_sandbox": "full"}, "sandbox pin", "'full'"),
+        ({"pin_sandbox": ""}, "sandbox pin", "''"),
+        ({"pin_approval": "ask"}, "approval pin", "'ask'"),  # a knob value, not a policy
+        ({"pin_approval": "always"}, "approval pin", "'always'"),
+        # Not an AskForApproval string of 0.149.1 (its schema has no on-failure).
+        ({"pin_approval": "on-failure"}, "approval pin", "'on-failure'"),
+    ],
+)
+def test_resolve_permissions_invalid_pins_raise_value_error(pins, field, bad):
+    with pytest.raises(ValueError) as info:
+        resolve_permissions([], **pins)
+    message = str(info.value)
+    assert message.startswith(f"{field} must be one of ")
+    assert message.endswith(f"not {bad}")
+    allowed = permission.SANDBOX_MODES if field == "sandbox pin" else permission.APPROVAL_POLICIES
+    assert str(allowed) in message
+
+
+# -- Reply -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("decision", DECISIONS)
+def test_reply_accepts_every_decision(decision):
+    reply = Reply(decision)
+    assert (reply.decision, reply.answers, reply.content) == (decision, None, None)
+
+
+@pytest.mark.parametrize("decision", ["approve", "Accept", "approved", "", None, "acceptWithExecpolicyAmendment"])
+def test_reply_rejects_unknown_decisions(decision):
+    expected = r"decision must be one of \('accept', 'acceptForSession', 'decline', 'cancel'\)"
+    with pytest.raises(ValueError, match=expected):
+        Reply(decision)
+
+
+def test_reply_from_flag():
+    assert reply_from_flag(True) == Reply(ACCEPT)
+    assert reply_from_flag(False) == Reply(DECLINE)
+
+
+# -- build_answer: every method × every decision -----------------------------------
+
+
+@pytest.mark.parametrize("decision", DECISIONS)
+@pytest.mark.parametrize("method", sorted(REQUESTS))
+def test_build_answer_every_method_and_decision(method, decision):
+    assert build_answer(method, PARAMS[method], Reply(decision)) == EXPECTED[method][decision]
+
+
+def test_build_answer_unknown_method_is_a_key_error():
+    with pytest.raises(KeyError):
+        build_answer("fake/unknownRequest", {}, Reply(ACCEPT))
+
+
+def test_build_answer_permissions_grants_only_what_was_asked():
+    only_network = dict(PERMISSIONS, permissions={"network": ASKED_NETWORK, "fileSystem": None})
+    answer = build_answer("item/permissions/requestApproval", only_network, Reply(ACCEPT))
+    assert answer.result == {"permissions": {"network": ASKED_NETWORK}, "scope": "turn"}
+    # Anything else in the request is not granted, and nothing asked → nothing granted.
+    extra = dict(PERMISSIONS, permissions={"fileSystem": ASKED_FILE_SYSTEM, "macos": {"preferences": "read"}})
+    answer = build_answer("item/permissions/requestApproval", extra, Reply(ACCEPT_FOR_SESSION))
+    assert answer.result == {"permissions": {"fileSystem": ASKED_FILE_SYSTEM}, "scope": "session"}
+    nothing = {k: v for k, v in PERMISSIONS.items() if k != "permissions"}
+    answer = build_answer("item/permissions/requestApproval", nothing, Reply(ACCEPT))
+    assert answer == Answer({"permissions": {}, "scope": "turn"}, decision=ACCEPT)
+
+
+@pytest.mark.parametrize("decision", [ACCEPT, ACCEPT_FOR_SESSION])
+def test_build_answer_user_input_answers_only_the_questions_asked(decision):
+    reply = Reply(decision, answers={"color": ["Red"], "size": "Small", "invented": ["x"]})
+    answer = build_answer("item/tool/requestUserInput", USER_INPUT, reply)
+    # A bare string is wrapped in a list; an id nobody asked is dropped.
+    assert answer == Answer(
+        {"answers": {"color": {"answers": ["Red"]}, "size": {"answers": ["Small"]}}},
+        decision=ACCEPT,
+    )
+
+
+def test_build_answer_user_input_partial_and_tuple_answers():
+    reply = Reply(ACCEPT, answers={"size": ("Large", "Small")})
+    answer = build_answer("item/tool/requestUserInput", USER_INPUT, reply)
+    assert answer == Answer({"answers": {"size": {"answers": ["Large", "Small"]}}}, decision=ACCEPT)
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        {"color": 3, "size": None},
+        {"color": ["Red", 2]},
+        {"color": {"answers": ["Red"]}},
+        {"color": b"Red"},
+        {"invented": ["x"]},
+        {},
+    ],
+    ids=["numbers-and-none", "list-with-a-number", "wire-shaped", "bytes", "unasked-id", "empty"],
+)
+def test_build_answer_user_input_non_string_answers_are_dropped(answers):
+    answer = build_answer("item/tool/requestUserInput", USER_INPUT, Reply(ACCEPT, answers=answers))
+    assert answer == Answer({"answers": {}}, decision=DECLINE)
+
+
+def test_build_answer_user_input_mixed_keeps_only_the_valid_answers():
+    reply = Reply(ACCEPT, answers={"color": ["Blue (Recommended)"], "size": 42})
+    answer = build_answer("item/tool/requestUserInput", USER_INPUT, reply)
+    assert answer == Answer({"answers": {"color": {"answers": ["Blue (Recommended)"]}}}, decision=ACCEPT)
+
+
+@pytest.mark.parametrize("decision", [DECLINE, CANCEL])
+def test_build_answer_user_input_a_refusal_sends_no_answers(decision):
+    reply = Reply(decision, answers={"color": ["Red"], "size": ["Small"]})
+    assert build_answer("item/tool/requestUserInput", USER_INPUT, reply) == Answer({"answers": {}}, decision=DECLINE)
+
+
+def test_build_answer_user_input_ignores_malformed_questions():
+    params = dict(USER_INPUT, questions=["not a question", USER_INPUT["questions"][1]])
+    reply = Reply(ACCEPT, answers={"color": "Red", "size": "Small"})
+    answer = build_answer("item/tool/requestUserInput", params, reply)
+    assert answer.result == {"answers": {"size": {"answers": ["Small"]}}}
+    no_questions = {k: v for k, v in USER_INPUT.items() if k != "questions"}
+    answer = build_answer("item/tool/requestUserInput", no_questions, Reply(ACCEPT, answers={"color": "Red"}))
+    assert answer == Answer({"answers": {}}, decision=DECLINE)
+
+
+@pytest.mark.parametrize(
+    "decision, content, expected",
+    [
+        (ACCEPT, {"name": "Ada"}, {"action": "accept", "content": {"name": "Ada"}}),
+        (ACCEPT_FOR_SESSION, {"name": "Ada"}, {"action": "accept", "content": {"name": "Ada"}}),
+        (ACCEPT, {}, {"action": "accept", "content": {}}),  # empty content is still content
+        (ACCEPT, None, {"action": "accept"}),
+        (DECLINE, {"name": "Ada"}, {"action": "decline"}),  # content only with an accept
+        (CANCEL, {"name": "Ada"}, {"action": "cancel"}),
+    ],
+)
+def test_build_answer_elicitation(decision, content, expected):
+    for params in (ELICITATION, MCP_TOOL_APPROVAL):
+        answer = build_answer("mcpServer/elicitation/request", params, Reply(decision, content=content))
+        assert answer == Answer(expected, decision=decision)
+
+
+def test_build_answer_dynamic_tool_names_the_tool():
+    answer = build_answer("item/tool/call", dict(DYNAMIC_TOOL, tool="deploy"), Reply(ACCEPT))
+    assert answer.result["contentItems"][0]["text"] == "codexmini has no implementation of dynamic tool 'deploy'"
+    assert answer.result["success"] is False and answer.decision == DECLINE
+
+
+@pytest.mark.parametrize("method", ["account/chatgptAuthTokens/refresh", "attestation/generate", "currentTime/read"])
+def test_build_answer_refusals_are_errors_without_a_result(method):
+    answer = build_answer(method, PARAMS[method], Reply(ACCEPT))
+    assert answer.result is None
+    assert answer.error is not None and set(answer.error) == {"code", "message"}
+    assert answer.error["code"] == REFUSED == -32000
+
+
+def test_answer_is_frozen_and_defaults_to_decline():
+    assert Answer() == Answer(result=None, error=None, decision=DECLINE)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Answer().decision = ACCEPT  # type: ignore[misc]
+
+
+# -- fail_closed ---------------------------------------------------------------------
+
+FAIL_CLOSED = {
+    "item/commandExecution/requestApproval": Answer({"decision": "decline"}),
+    "item/fileChange/requestApproval": Answer({"decision": "decline"}),
+    "item/permissions/requestApproval": Answer({"permissions": {}, "scope": "turn"}),
+    "item/tool/requestUserInput": Answer({"answers": {}}),
+    "mcpServer/elicitation/request": Answer({"action": "decline"}),
+    "item/tool/call": Answer(DYNAMIC_RESULT),
+    "account/chatgptAuthTokens/refresh": Answer(
+        error={"code": -32000, "message": "codexmini does not provide ChatGPT auth tokens"}
+    ),
+    "attestation/generate": Answer(error={"code": -32000, "message": "codexmini does not provide client attestation"}),
+    "currentTime/read": Answer(error={"code": -32000, "message": "codexmini does not provide an external clock"}),
+    "applyPatchApproval": Answer({"decision": DENIED}),
+    "execCommandApproval": Answer({"decision": DENIED}),
+}
+
+
+@pytest.mark.parametrize("method", sorted(REQUESTS))
+def test_fail_closed_every_method(method):
+    answer = fail_closed(method, PARAMS[method])
+    assert answer == FAIL_CLOSED[method]
+    assert answer.decision == DECLINE
+    assert answer == build_answer(method, PARAMS[method], Reply(DECLINE))
+
+
+@pytest.mark.parametrize("method", sorted(REQUESTS))
+def test_fail_closed_with_empty_params(method):
+    # Params a newer codex shapes differently must still get a refusal, never a crash.
+    answer = fail_closed(method, {})
+    assert answer.decision == DECLINE
+    assert (answer.result is None) != (answer.error is None)
+
+
+# -- decision_of: the decision an answer frame carries (for the session log) ---------
+
+LEGACY_WORDS = {ACCEPT: "approved", ACCEPT_FOR_SESSION: "approved_for_session", DECLINE: "denied", CANCEL: "abort"}
+DECISION_WORDS = {
+    "item/commandExecution/requestApproval": {d: d for d in DECISIONS},
+    "item/fileChange/requestApproval": {d: d for d in DECISIONS},
+    "item/permissions/requestApproval": {
+        ACCEPT: "accept",
+        ACCEPT_FOR_SESSION: "acceptForSession",  # scope "session"
+        DECLINE: "decline",
+        CANCEL: "decline",
+    },
+    "item/tool/requestUserInput": {d: "decline" for d in DECISIONS},  # nothing answered
+    "mcpServer/elicitation/request": {
+        ACCEPT: "accept",
+        ACCEPT_FOR_SESSION: "accept",
+        DECLINE: "decline",
+        CANCEL: "cancel",
+    },
+    "item/tool/call": {d: "decline" for d in DECISIONS},
+    "account/chatgptAuthTokens/refresh": {d: "decline" for d in DECISIONS},
+    "attestation/generate": {d: "decline" for d in DECISIONS},
+    "currentTime/read": {d: "decline" for d in DECISIONS},
+    # The legacy (v1) words are told in the log's words.
+    "applyPatchApproval": {d: d for d in DECISIONS},
+    "execCommandApproval": {d: d for d in DECISIONS},
+}
+
+
+def _frame(answer: Answer) -> dict:
+    """The answer as client._answer puts it on the wire."""
+    return {"id": 0, "error": answer.error} if answer.error else {"id": 0, "result": answer.result}
+
+
+@pytest.mark.parametrize("decision", DECISIONS)
+@pytest.mark.parametrize("method", sorted(REQUESTS))
+def test_decision_of_every_built_answer(method, decision):
+    answer = build_answer(method, PARAMS[method], Reply(decision))
+    assert decision_of(_frame(answer)) == DECISION_WORDS[method][decision]
+
+
+@pytest.mark.parametrize("method", sorted(REQUESTS))
+def test_decision_of_a_fail_closed_answer_is_never_a_yes(method):
+    assert decision_of(_frame(fail_closed(method, PARAMS[method]))) == "decline"
+
+
+def test_decision_of_answered_user_input_is_accept():
+    answer = build_answer("item/tool/requestUserInput", USER_INPUT, Reply(ACCEPT, answers={"color": "Red"}))
+    assert decision_of(_frame(answer)) == "accept"
+
+
+@pytest.mark.parametrize(
+    "frame, expected",
+    [
+        ({"id": 0, "error": {"code": -32601, "message": "method not found: fake/unknownRequest"}}, "decline"),
+        ({"id": 0, "result": None}, "decline"),
+        ({"id": 0, "result": {}}, "decline"),
+        ({"id": 0}, "decline"),
+        ({"id": 0, "result": {"decision": {}}}, "decline"),  # an empty legacy object
+        (
+            {"id": 0, "result": {"decision": {"approved_execpolicy_amendment": {"proposed_execpolicy_amendment": []}}}},
+            "accept",
+        ),
+        ({"id": 0, "result": {"decision": "acceptForSession"}}, "acceptForSession"),
+        ({"id": 0, "result": {"action": "cancel", "content": None}}, "cancel"),
+        ({"id": 0, "result": {"decision": {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": []}}}}, "accept"),
+        ({"id": 0, "result": {"decision": "timed_out"}}, "decline"),
+        ({"id": 0, "result": {"decision": {"applyNetworkPolicyAmendment": {}}}}, "applyNetworkPolicyAmendment"),
+        ({"id": 0, "result": "not an object"}, "decline"),
+    ],
+    ids=[
+        "error", "null-result", "empty-result", "no-result", "empty-legacy-object", "amendment", "session", "action",
+        "v2-amendment", "timed-out", "unknown-object", "scalar-result",
+    ],  # fmt: skip
+)
+def test_decision_of_other_frames(frame, expected):
+    assert decision_of(frame) == expected
+
+
+# -- describe ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "method, params, kind, summary, item_id, thread_id, turn_id",
+    [
+        (
+            "item/commandExecution/requestApproval",
+            COMMAND,
+            "command",
+            "/bin/bash -lc 'echo escalated-ran > escalated.txt; echo done'",
+            "call_cmd_1",
+            THREAD,
+            TURN,
+        ),
+        (
+            "item/fileChange/requestApproval",
+            FILE_CHANGE,
+            "file_change",
+            "",  # reason is null
+            "call_patch_1",
+            FILE_CHANGE["threadId"],
+            FILE_CHANGE["turnId"],
+        ),
+        (
+            "item/fileChange/requestApproval",
+            dict(FILE_CHANGE, reason="Write outside the workspace"),
+            "file_change",
+            "Write outside the workspace",
+            "call_patch_1",
+            FILE_CHANGE["threadId"],
+            FILE_CHANGE["turnId"],
+        ),
+        (
+            "item/permissions/requestApproval",
+            PERMISSIONS,
+            "permissions",
+            "Need to write the build output outside the workspace",
+            "call_perm_1",
+            PERMISSIONS["threadId"],
+            PERMISSIONS["turnId"],
+        ),
+        (
+            "item/tool/requestUserInput",
+            USER_INPUT,
+            "user_input",
+            "Which color should the button be?; How big?",
+            "call_rui_1",
+            USER_INPUT["threadId"],
+            USER_INPUT["turnId"],
+        ),
+        (
+            "mcpServer/elicitation/request",
+            ELICITATION,
+            "elicitation",
+            "What is your name?",
+            None,
+            ELICITATION["threadId"],
+            ELICITATION["turnId"],
+        ),
+        (
+            "mcpServer/elicitation/request",
+            MCP_TOOL_APPROVAL,
+            "mcp_tool_call",
+            'Allow the probe MCP server to run tool "ask"?',
+            None,
+            MCP_TOOL_APPROVAL["threadId"],
+            MCP_TOOL_APPROVAL["turnId"],
+        ),
+        ("item/tool/call", DYNAMIC_TOOL, "dynamic_tool", "lookup", "call_dyn_1", THREAD, TURN),
+        ("account/chatgptAuthTokens/refresh", AUTH_REFRESH, "auth_refresh", "", None, None, None),
+        ("attestation/generate", ATTESTATION, "attestation", "", None, None, None),
+        ("currentTime/read", CURRENT_TIME, "current_time", "", None, THREAD, None),
+        (
+            "applyPatchApproval",
+            APPLY_PATCH,
+            "legacy_patch",
+            "/var/tmp/ws/a.txt, /var/tmp/ws/b.txt",  # sorted fileChanges keys
+            "call_patch_1",
+            THREAD,
+            None,
+        ),
+        ("execCommandApproval", EXEC_COMMAND, "legacy_command", "/bin/bash -lc echo hi", "call_cmd_1", THREAD, None),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 40 else None,
+)
+def test_describe(method, params, kind, summary, item_id, thread_id, turn_id):
+    request = describe(method, params)
+    assert isinstance(request, ApprovalRequest)
+    assert request.method == method
+    assert request.params is params
+    assert (request.kind, request.summary) == (kind, summary)
+    assert (request.item_id, request.thread_id, request.turn_id) == (item_id, thread_id, turn_id)
+    expected_questions = tuple(params["questions"]) if method == "item/tool/requestUserInput" else ()
+    assert request.questions == expected_questions
+
+
+def test_describe_user_input_questions_are_a_tuple_of_the_asked_questions():
+    params = dict(USER_INPUT, questions=[USER_INPUT["questions"][0], "junk", 7, USER_INPUT["questions"][1]])
+    request = describe("item/tool/requestUserInput", params)
+    assert request.questions == (USER_INPUT["questions"][0], USER_INPUT["questions"][1])
+    assert request.summary == "Which color should the button be?; How big?"
+    untitled = describe("item/tool/requestUserInput", dict(USER_INPUT, questions=[{"id": "q"}]))
+    assert untitled.summary == "" and untitled.questions == ({"id": "q"},)
+
+
+def test_describe_elicitation_kind_depends_only_on_the_approval_marker():
+    other_meta = dict(MCP_TOOL_APPROVAL, _meta={"codex_approval_kind": "something_else"})
+    assert describe("mcpServer/elicitation/request", other_meta).kind == "elicitation"
+    null_meta = dict(MCP_TOOL_APPROVAL, _meta=None)
+    assert describe("mcpServer/elicitation/request", null_meta).kind == "elicitation"
+    # The marker means something only on an elicitation.
+    assert describe("item/tool/call", dict(DYNAMIC_TOOL, _meta=MCP_TOOL_APPROVAL["_meta"])).kind == "dynamic_tool"
+
+
+def test_describe_ids_prefer_the_v2_names():
+    both = dict(EXEC_COMMAND, itemId="item_1", threadId="thread_1")
+    request = describe("execCommandApproval", both)
+    assert (request.item_id, request.thread_id) == ("item_1", "thread_1")
+
+
+def test_describe_summaries_with_missing_fields_are_empty():
+    assert describe("item/commandExecution/requestApproval", {}).summary == ""
+    assert describe("item/commandExecution/requestApproval", dict(COMMAND, command=None)).summary == ""
+    assert describe("item/permissions/requestApproval", {}).summary == ""
+    assert describe("item/tool/requestUserInput", {}).summary == ""
+    assert describe("mcpServer/elicitation/request", {}).summary == ""
+    assert describe("item/tool/call", {}).summary == ""
+    assert describe("applyPatchApproval", {}).summary == ""
+    assert describe("execCommandApproval", {}).summary == ""
+    empty = describe("item/fileChange/requestApproval", {})
+    assert (empty.item_id, empty.thread_id, empty.turn_id, empty.questions) == (None, None, None, ())
+
+
+def test_describe_legacy_command_string_is_not_a_command_list():
+    # execCommandApproval's command is a list; anything else falls back to fileChanges.
+    assert describe("execCommandApproval", dict(EXEC_COMMAND, command="echo hi")).summary == ""
+
+
+def test_describe_unknown_method_is_a_key_error():
+    with pytest.raises(KeyError):
+        describe("fake/unknownRequest", {})
+
+
+def test_describe_elicitation_with_a_non_object_meta():
+    params = dict(ELICITATION, _meta=["opaque"])
+    assert describe("mcpServer/elicitation/request", params).kind == "elicitation"
+
+
+def test_permission_all_is_exported():
+    assert sorted(permission.__all__) == sorted(set(permission.__all__))
+    for name in permission.__all__:
+        assert hasattr(permission, name), name
