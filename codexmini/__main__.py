@@ -4,5 +4,5 @@ import sys
 
 from .cli import main
 
-if __name__ == "__main__":  # pragma: no cover - exercised by the CLI subprocess tests
+if __name__ == "__main__":
     sys.exit(main())

@@ -158,6 +158,7 @@ class Agent:
         self._idle_timer: Optional[asyncio.TimerHandle] = None
         self._maintenance: Optional[asyncio.Task] = None
         self._turn: Optional[Turn] = None
+        self._folder: Optional[StepFolder] = None
         self._turn_usage = Usage()
         self._cancelled = False
         self._transcript = Transcript()
@@ -178,15 +179,17 @@ class Agent:
     async def steer(self, content: Content) -> None:
         """Add a user message to the current turn, now if codex is running."""
         message = self._user_message(content)
-        turn = self._turn
-        if turn is not None and turn.id is not None and not turn.done:
+        turn, folder = self._turn, self._folder
+        if turn is not None and turn.id is not None and not turn.done and folder is not None:
+            # Logged when codex echoes it as a userMessage item, so the log
+            # keeps the order the model saw (steps.StepFolder.steer).
+            folder.steer(message)
             try:
                 await turn.steer(self._as_input(message))
+                return
             except RpcError as exc:  # the codex turn ended meanwhile: next step instead
                 log.info("turn/steer refused (%s); the message goes to the next step", exc.message)
-            else:
-                self._append("user/message", message)
-                return
+                folder.unsteer(message)
         self._current.append(message)
         self._wake()
 
@@ -341,11 +344,13 @@ class Agent:
         for message in messages:
             self._append("user/message", message)
         permissions = resolve_permissions(self.log.events, self.config.sandbox, self.config.approval_policy)
-        folder = StepFolder(step=self._step, model=self._model_label(), new_id=self.new_id)
+        folder = self._folder = StepFolder(step=self._step, model=self._model_label(), new_id=self.new_id)
         try:
             return await self._codex_turn(messages, permissions, folder)
         finally:
+            self._folder = None
             self._turn_usage = self._turn_usage + folder.usage
+            self._current[:0] = folder.unechoed()  # steered, never echoed: the next step logs them
 
     async def _codex_turn(
         self, messages: List[Dict[str, Any]], permissions: ThreadPermissions, folder: StepFolder
@@ -366,6 +371,8 @@ class Agent:
             finally:
                 self._turn = None
                 thread.close()
+                # The turn also counts usage it drained after an interrupt.
+                folder.usage = turn.usage
         except asyncio.CancelledError:
             self._apply(folder.finish(None), folder)
             self._append("step/end", {"reason": "aborted"}, step=folder.step)
@@ -433,7 +440,9 @@ class Agent:
         if self._client is not None and (self._client.closed or key != self._client_key):
             await self._close_child()
         if self._client is None:
-            config = list(self.config.config) + (endpoint.config() if endpoint else [])
+            # The endpoint's provider table first: a later `-c` assigning the
+            # whole table would replace the caller's model_providers.* flags.
+            config = (endpoint.config() if endpoint else []) + list(self.config.config)
             env = dict(self.config.env)
             env.update(endpoint.env() if endpoint else {})
             if self.config.codex_home:

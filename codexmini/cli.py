@@ -187,6 +187,29 @@ class Prompter:
                 return Reply(DECLINE)
 
 
+class CtrlC:
+    """SIGINT during ``run``: the first interrupts the turn (``turn/interrupt``,
+    the aborted turn is logged, exit 130); a second stops waiting for that;
+    none interrupts the child's shutdown, which its own timeouts bound."""
+
+    def __init__(self, agent: Any, console: Console, main_task: Any) -> None:
+        self.agent = agent
+        self.console = console
+        self.main_task = main_task
+        self.interrupted = False
+        self.cleaning = False
+
+    def __call__(self) -> None:
+        if self.cleaning:
+            return
+        if self.interrupted:
+            self.main_task.cancel()
+            return
+        self.interrupted = True
+        self.console.line("interrupting…", "yellow")
+        self.agent.cancel()
+
+
 async def _accept_all(request: ApprovalRequest) -> Reply:
     return Reply(ACCEPT)
 
@@ -208,22 +231,8 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
     started = time.monotonic()
     agent = Agent(log, config, approvals=approvals, on_event=Transcript(console))
     loop = asyncio.get_running_loop()
-    main_task = asyncio.current_task()
-    interrupted: List[bool] = []
-    cleaning: List[bool] = []
-
-    def on_sigint() -> None:
-        if cleaning:  # shutting the child down already (bounded by its timeouts)
-            return
-        if interrupted:  # a second Ctrl-C: stop waiting for a clean end
-            assert main_task is not None
-            main_task.cancel()
-            return
-        interrupted.append(True)
-        console.line("interrupting…", "yellow")
-        agent.cancel()
-
-    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    ctrl_c = CtrlC(agent, console, asyncio.current_task())
+    loop.add_signal_handler(signal.SIGINT, ctrl_c)
     try:
         await agent.start()
         console.line(f"session log: {path}", "dim")
@@ -231,7 +240,7 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
             agent.set_knob("approval/policy", args.approval_policy)
         end = await agent.run(prompt)
     finally:
-        cleaning.append(True)
+        ctrl_c.cleaning = True
         try:
             await agent.close()
         finally:

@@ -33,6 +33,9 @@ Rules, each from the seed and the recorded scenarios:
   started), so the codex turn's usage is attached to the last message written
   at completion and returned to the agent for ``turn/end``; never lost when
   the turn ends right after a tool.
+* **Steered input** (``turn/steer``) is logged where codex echoes it as a
+  ``userMessage`` item, after the answer it interrupted: the log keeps the
+  order the model saw.
 * **Abandoned tool items** (started, never completed: an interrupt) get an
   explicit error result, so the next prompt shows the call was cut short.
   Abandoned agent messages (a retried cut stream) are dropped, as in the seed.
@@ -91,6 +94,8 @@ class StepFolder:
         self.ignored = Counter()  # item types that are not tools, by type
         self.messages = 0  # assistant messages written
         self.tool_calls = 0
+        self._steered: List[Dict[str, Any]] = []  # sent with turn/steer, not echoed yet
+        self._user_items = 0
 
     # -- events --------------------------------------------------------------
 
@@ -117,6 +122,22 @@ class StepFolder:
             pass  # streamed for display; the finished item carries the text
         return out
 
+    def steer(self, message: Dict[str, Any]) -> None:
+        """A user message sent into this codex turn with ``turn/steer``: it is
+        logged where codex echoes it (a ``userMessage`` item), after what the
+        model said before it."""
+        self._steered.append(message)
+
+    def unsteer(self, message: Dict[str, Any]) -> None:
+        """codex refused the steer: forget the message."""
+        if message in self._steered:
+            self._steered.remove(message)
+
+    def unechoed(self) -> List[Dict[str, Any]]:
+        """Steered messages codex never echoed (the turn ended first)."""
+        pending, self._steered = self._steered, []
+        return pending
+
     def finish(self, completed: Optional[TurnCompleted] = None) -> List[Write]:
         """The turn is over (``completed`` is None when it ended without
         ``turn/completed``): settle abandoned tools, flush what is held with
@@ -136,7 +157,13 @@ class StepFolder:
 
     def _completed(self, item: Mapping[str, Any], out: List[Write]) -> None:
         kind = item.get("type", "")
-        if kind == "reasoning":
+        if kind == "userMessage":
+            self._user_items += 1
+            # The first is the step's prompt; later ones are steered input.
+            if self._user_items > 1 and self._steered:
+                self._flush(out)
+                out.append(Write("user/message", self._steered.pop(0), self.step))
+        elif kind == "reasoning":
             text = self._reasoning_text(item)
             if text:
                 self.pending_reasoning.append(text)

@@ -141,7 +141,7 @@ class Run:
     async def start_client(self) -> AppServerClient:
         """A bare client configured like the agent's (for thread-level drivers)."""
         cfg = self.config
-        config = list(cfg.config) + (cfg.endpoint.config() if cfg.endpoint else [])
+        config = (cfg.endpoint.config() if cfg.endpoint else []) + list(cfg.config)
         env = dict(cfg.env)
         env.update(cfg.endpoint.env() if cfg.endpoint else {})
         env["CODEX_HOME"] = cfg.codex_home or ""

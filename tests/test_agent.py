@@ -445,3 +445,112 @@ def test_agent_approval_handler_answers_are_logged(setup_factory):
     (decision,) = s.of_type("approval/decision")
     assert decision["data"] == {"method": "item/commandExecution/requestApproval", "itemId": "call_1", "decision": "accept", "by": "handler"}
     assert os.path.exists(os.path.join(s.ws, "ok.txt"))
+
+
+# -- the inbox's edges ---------------------------------------------------------------
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
+def test_agent_refused_steer_goes_to_the_next_step(setup_factory, monkeypatch):
+    from codexmini.errors import RpcError
+    from codexmini.thread import Turn
+
+    s = setup_factory(
+        {
+            "rules": [
+                {"when": {"user_contains": "<user>\nlate words"}, "respond": reply("got them")},
+                {"when": {"user_contains": "slow"}, "respond": {**reply("a", "b", "c"), "delay_ms": 100}},
+            ]
+        }
+    )
+
+    async def refuse(self, input):
+        raise RpcError(-32600, "no active turn to steer", method="turn/steer")
+
+    monkeypatch.setattr(Turn, "steer", refuse)
+
+    async def main() -> None:
+        async with s.agent() as agent:
+            agent.followup("slow please")
+            await codex_turn_running(agent)
+            await agent.steer([{"type": "text", "text": "late words"}, {"type": "image", "path": "/nonexistent/x.png"}])
+            await agent.wait_idle()
+
+    run(main())
+    users = s.of_type("user/message")
+    assert [(u["turn"], u["step"], u["data"]["content"][0]["text"]) for u in users] == [(1, 1, "slow please"), (1, 2, "late words")]
+    starts = s.sent("turn/start")
+    assert starts[1]["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/x.png"}]
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
+def test_agent_cancel_while_the_child_starts_logs_no_turn(setup_factory):
+    s = setup_factory({"rules": [], "default": reply("never")})
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent() as agent:
+            agent.followup("hello")
+            await asyncio.sleep(0)  # the driver runs until it waits for the spawn
+            assert agent.phase == agent_mod.RUNNING and agent._client is None
+            agent.cancel()
+            await agent.wait_idle()
+            assert agent.phase == agent_mod.IDLE
+            return await agent.run("after the cancel")
+
+    end = run(main())
+    assert end["reason"] == "completed"
+    assert [e["turn"] for e in s.of_type("turn/start")] == [1]  # the cancelled one left nothing
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
+def test_agent_driver_cancelled_from_outside_still_ends_the_turn(setup_factory):
+    s = setup_factory({"rules": [], "default": {**reply("a", "b", "c", "d"), "delay_ms": 200}})
+
+    async def main() -> None:
+        agent = s.agent()
+        async with agent:
+            agent.followup("slow")
+            await codex_turn_running(agent)
+            waiter = asyncio.ensure_future(agent.wait_idle())
+            await asyncio.sleep(0)
+            waiter.cancel()  # a cancelled waiter does not cancel the turn
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            assert not agent._driver.done()
+            agent._driver.cancel()  # e.g. the event loop shutting down
+            with pytest.raises(asyncio.CancelledError):
+                await agent._driver
+            await agent._close_child()
+            agent.followup("again")
+            await asyncio.sleep(0)  # now waiting for the child to spawn
+            agent._driver.cancel()  # cancelled from outside before the turn began
+            with pytest.raises(asyncio.CancelledError):
+                await agent._driver
+
+    run(main())
+    (end,) = s.of_type("turn/end")
+    assert end["data"]["reason"] == "aborted"
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
+def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(setup_factory):
+    s = setup_factory({"rules": [], "default": reply("ok")})
+    with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
+        fh.write("never injected\n")
+
+    async def main() -> None:
+        async with s.agent(config=s.config(skills=False)) as agent:
+            await agent.run("one /agents-md")
+            first = agent._client
+            agent._idle_shutdown()  # as the idle timer would
+            assert agent.phase == agent_mod.MAINTENANCE
+            await agent.run("two")  # waits for the shutdown, then starts a fresh child
+            assert first.closed and agent._client is not first
+
+    run(main())
+    assert [e["data"]["source"]["kind"] for e in s.of_type("user/message")] == ["user", "user"]
+    assert len(s.sent("initialize")) == 2

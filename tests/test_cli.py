@@ -448,3 +448,75 @@ def test_cli_smoke_reports_what_failed(monkeypatch):
 def test_cli_smoke_without_a_binary(tmp_path):
     code, _, err = call(["smoke", "--codex-bin", str(tmp_path / "none")])
     assert code == 3 and "make setup" in err
+
+
+def test_cli_module_entry_point(monkeypatch, capsys):
+    import runpy
+
+    monkeypatch.setattr(sys, "argv", ["codexmini", "--version"])
+    with pytest.raises(SystemExit) as info:
+        runpy.run_module("codexmini", run_name="__main__", alter_sys=True)
+    assert info.value.code == 0
+    assert f"codexmini {__version__} (codex {CODEX_VERSION})" in capsys.readouterr().out
+
+
+def test_cli_a_cancelled_run_exits_130(monkeypatch):
+    import asyncio
+
+    async def cancelled(*args):
+        raise asyncio.CancelledError()
+
+    monkeypatch.setattr(cli, "run", cancelled)
+    code, _, err = call(["run", "x"])
+    assert code == 130 and "interrupted" in err
+
+
+class FakeAgent:
+    def __init__(self):
+        self.cancelled = 0
+
+    def cancel(self):
+        self.cancelled += 1
+
+
+class FakeTask:
+    def __init__(self):
+        self.cancelled = 0
+
+    def cancel(self):
+        self.cancelled += 1
+
+
+def test_cli_ctrl_c_once_interrupts_twice_cancels_never_during_cleanup():
+    console = Console(io.StringIO(), color=False)
+    agent, task = FakeAgent(), FakeTask()
+    ctrl_c = cli.CtrlC(agent, console, task)
+    ctrl_c()
+    assert (agent.cancelled, task.cancelled) == (1, 0)
+    assert "interrupting" in console.stream.getvalue()
+    ctrl_c()
+    assert (agent.cancelled, task.cancelled) == (1, 1)
+    ctrl_c.cleaning = True
+    ctrl_c()
+    assert (agent.cancelled, task.cancelled) == (1, 1)
+
+
+@pytest.mark.live
+@live
+def test_cli_run_in_process_with_api_key_env_and_a_failing_model(hermetic):
+    script = {"rules": [], "default": {"http_status": 400, "body": {"error": {"message": "nope", "type": "invalid_request_error"}}}}
+    with ScriptedModel(script) as model:
+        code, out, err = call(run_args(hermetic, model, "fail", "--api-key-env", "THE_KEY"), env={"THE_KEY": "sk-in-env"})
+    assert code == 1, err
+    assert "turn error" in out and "CODEX_ERROR: " in out and "nope" in out
+    # codex refuses to call a provider whose env_key variable is unset, so a
+    # request proves the key from THE_KEY reached it as CODEXMINI_API_KEY.
+    assert [r["status"] for r in model.requests] == [400]
+
+
+def test_render_line_starts_a_new_line_when_needed():
+    console = Console(io.StringIO(), color=False)
+    console.write("partial")
+    console.line("next")
+    console.line("again")
+    assert console.stream.getvalue() == "partial\nnext\nagain\n"

@@ -689,3 +689,23 @@ def test_thread_steer_with_a_wrong_turn_id_is_an_rpc_error():
             await turn.aclose()
 
     run(main())
+
+
+def test_turn_cancelled_during_turn_start_gives_up_after_the_grace():
+    # The turn/start answer comes 0.5 s late; with a shorter grace the turn id
+    # is never learned, the request is abandoned and nothing is interrupted.
+    async def main():
+        async with server("slow_start") as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi", interrupt_grace=0.01)
+            watcher = client.subscribe("*")
+            task = asyncio.ensure_future(collect(turn))
+            while (await watcher.get(timeout=30))["method"] != "warning":
+                pass
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert turn.id is None
+            assert sent(seen, "turn/interrupt") == []
+
+    run(main())

@@ -35,7 +35,7 @@ sys.path.insert(0, REPO)
 from codexmini import CODEX_VERSION  # noqa: E402
 from codexmini.binary import codex_version, find_codex  # noqa: E402
 from conformance.harness import FIXTURES, RunResult, Scenario, execute, fixture_path  # noqa: E402
-from conformance.scenarios import SCENARIOS  # noqa: E402
+from conformance.scenarios import SCENARIOS, comparable_live_session  # noqa: E402
 from conformance.schema import FrameValidator  # noqa: E402
 
 SCHEMA = os.path.join(REPO, "fixtures", "schema", CODEX_VERSION, "experimental", "codex_app_server_protocol.schemas.json")
@@ -67,7 +67,16 @@ async def record(scenario: Scenario, out: str, codex: str) -> dict:
     dump_jsonl(tmp, live.normalised_frames())
     replay = await execute(scenario, "replay", fixtures=out, transcript=tmp)
     if not (replay.report and replay.report["ok"]):
+        os.unlink(tmp)
         raise SystemExit(f"{scenario.name}: the replay does not match the recording: {replay.report}")
+    # The golden log comes from the replay: it must pass the same check and
+    # equal what the live run logged, or the recording is not written.
+    if scenario.check is not None:
+        scenario.check(replay)
+    same = comparable_live_session(scenario.name, replay.normalised_session())
+    if same != comparable_live_session(scenario.name, live.normalised_session()):
+        os.unlink(tmp)
+        raise SystemExit(f"{scenario.name}: the replayed session log differs from the live one")
     os.replace(tmp, transcript)
     with open(fixture_path(scenario.name, "model.json", out), "w", encoding="utf-8") as fh:
         json.dump(scenario.script, fh, indent=1, sort_keys=True)
@@ -110,7 +119,9 @@ def main(argv: list = None) -> int:
             "recorder": "tools/record_fixtures.py",
         }
     )
-    manifest["scenarios"] = {k: manifest["scenarios"][k] for k in sorted(manifest["scenarios"])}
+    # Scenarios that no longer exist leave the manifest (their files are for
+    # the fixture test to flag).
+    manifest["scenarios"] = {k: manifest["scenarios"][k] for k in sorted(manifest["scenarios"]) if k in SCENARIOS}
     with open(manifest_path, "w", encoding="utf-8") as fh:
         json.dump(manifest, fh, indent=1, sort_keys=True)
         fh.write("\n")
