@@ -92,7 +92,9 @@ class CommandOutputDelta:
 
 
 @dataclass(frozen=True)
-class ItemStarted:
+class _ItemEvent:
+    """An item's lifecycle event; ``item`` is the wire's ``ThreadItem``."""
+
     item: Mapping[str, Any]
 
     @property
@@ -105,16 +107,13 @@ class ItemStarted:
 
 
 @dataclass(frozen=True)
-class ItemCompleted:
-    item: Mapping[str, Any]
+class ItemStarted(_ItemEvent):
+    pass
 
-    @property
-    def item_id(self) -> str:
-        return str(self.item.get("id", ""))
 
-    @property
-    def item_type(self) -> str:
-        return str(self.item.get("type", ""))
+@dataclass(frozen=True)
+class ItemCompleted(_ItemEvent):
+    pass
 
 
 @dataclass(frozen=True)

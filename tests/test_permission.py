@@ -15,6 +15,7 @@ import dataclasses
 import pytest
 
 from codexmini import permission
+from conformance import recorded
 from codexmini.permission import (
     ACCEPT,
     ACCEPT_FOR_SESSION,
@@ -38,111 +39,17 @@ from codexmini.permission import (
     resolve_permissions,
 )
 
-THREAD = "01a22879-9bfc-7961-a05c-6859166dc5e2"
-TURN = "01a22879-9c13-7550-ac03-cd56cb48bc99"
+THREAD = recorded.THREAD
+TURN = recorded.TURN
 
-# -- params: recorded frames (scenario named beside each) ------------------------
-
-# scenario approval_accept
-COMMAND = {
-    "threadId": THREAD,
-    "turnId": TURN,
-    "itemId": "call_cmd_1",
-    "startedAtMs": 1795975388290,
-    "environmentId": "local",
-    "reason": "Need to write outside the sandbox",
-    "command": "/bin/bash -lc 'echo escalated-ran > escalated.txt; echo done'",
-    "cwd": "/scratch/cxp/ws/approval_accept",
-    "commandActions": [{"type": "unknown", "command": "echo escalated-ran > escalated.txt; echo done"}],
-    "proposedExecpolicyAmendment": ["/bin/bash", "-lc", "echo escalated-ran > escalated.txt; echo done"],
-    "availableDecisions": [
-        "accept",
-        {
-            "acceptWithExecpolicyAmendment": {
-                "execpolicy_amendment": ["/bin/bash", "-lc", "echo escalated-ran > escalated.txt; echo done"]
-            }
-        },
-        "cancel",
-    ],
-}
-
-# scenario patch_approval_accept
-FILE_CHANGE = {
-    "threadId": "01a2287a-139c-78e0-a726-6ce2dcee4baf",
-    "turnId": "01a2287a-13af-7612-b297-4eef3c825984",
-    "itemId": "call_patch_1",
-    "startedAtMs": 1795975418871,
-    "reason": None,
-    "grantRoot": None,
-}
-
-# scenario permissions_deny
-ASKED_NETWORK = {"enabled": True}
-ASKED_FILE_SYSTEM = {
-    "read": None,
-    "write": ["/scratch/cxp/outside"],
-    "entries": [{"path": {"type": "path", "path": "/scratch/cxp/outside"}, "access": "write"}],
-}
-PERMISSIONS = {
-    "threadId": "01a2287a-e913-78e2-98c4-2241fc084644",
-    "turnId": "01a2287a-e922-78a0-a01c-903f11b09cc7",
-    "itemId": "call_perm_1",
-    "environmentId": "local",
-    "startedAtMs": 1795975473572,
-    "cwd": "/scratch/cxp/ws/permissions_deny",
-    "reason": "Need to write the build output outside the workspace",
-    "permissions": {"network": ASKED_NETWORK, "fileSystem": ASKED_FILE_SYSTEM},
-}
-
-# scenario user_input_default_feature
-USER_INPUT = {
-    "threadId": "01a2287a-8398-7250-96dd-43fb389bf2f3",
-    "turnId": "01a2287a-83ab-7202-bb6b-a5e452087915",
-    "itemId": "call_rui_1",
-    "questions": [
-        {
-            "id": "color",
-            "header": "Color",
-            "question": "Which color should the button be?",
-            "isOther": True,
-            "isSecret": False,
-            "options": [
-                {"label": "Blue (Recommended)", "description": "Matches the theme."},
-                {"label": "Red", "description": "Stands out."},
-            ],
-        },
-        {
-            "id": "size",
-            "header": "Size",
-            "question": "How big?",
-            "isOther": True,
-            "isSecret": False,
-            "options": [
-                {"label": "Small", "description": "Compact."},
-                {"label": "Large", "description": "Easy to hit."},
-            ],
-        },
-    ],
-    "isBlocking": False,
-    "autoResolutionMs": None,
-}
-
-# scenario mcp_elicitation_accept: an MCP *tool approval* (it says so in _meta)
-MCP_TOOL_APPROVAL = {
-    "threadId": "01a2287b-a89f-7b81-bca1-a47bf27b440f",
-    "turnId": "01a2287b-a8d7-7161-94b6-20fc7659ccc6",
-    "serverName": "probe",
-    "mode": "form",
-    "_meta": {
-        "codex_approval_kind": "mcp_tool_call",
-        "persist": ["session", "always"],
-        "tool_description": "Asks the user a question through MCP elicitation.",
-        "tool_params": {},
-        "tool_params_display": [],
-    },
-    "message": 'Allow the probe MCP server to run tool "ask"?',
-    "requestedSchema": {"type": "object", "properties": {}},
-}
+# Real params, recorded from codex 0.149.1 (conformance/recorded.py cites the scenario of each).
+COMMAND = recorded.COMMAND_APPROVAL["params"]
+FILE_CHANGE = recorded.FILE_CHANGE_APPROVAL_PARAMS
+PERMISSIONS = recorded.PERMISSIONS_APPROVAL_PARAMS
+USER_INPUT = recorded.USER_INPUT_PARAMS
+MCP_TOOL_APPROVAL = recorded.ELICITATION_PARAMS
+ASKED_NETWORK = PERMISSIONS["permissions"]["network"]
+ASKED_FILE_SYSTEM = PERMISSIONS["permissions"]["fileSystem"]
 
 # A plain elicitation: the same frame without the approval marker.
 ELICITATION = {k: v for k, v in MCP_TOOL_APPROVAL.items() if k != "_meta"}
