@@ -520,3 +520,31 @@ def test_render_line_starts_a_new_line_when_needed():
     console.line("next")
     console.line("again")
     assert console.stream.getvalue() == "partial\nnext\nagain\n"
+
+
+def python39():
+    """A Python 3.9 interpreter, if this machine has one (pyenv or PATH)."""
+    import glob
+    import shutil
+
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    found = sorted(glob.glob(os.path.join(root, "versions", "3.9*", "bin", "python")))
+    return found[-1] if found else shutil.which("python3.9")
+
+
+@pytest.mark.live
+@live
+@pytest.mark.skipif(python39() is None, reason="no Python 3.9 on this machine")
+def test_cli_smoke_passes_under_python_3_9():
+    # The restricted environments codexmini is vendored into run 3.9: the
+    # whole chain must work there, with nothing but the standard library.
+    done = subprocess.run(
+        [python39(), "-m", "codexmini", "smoke"],
+        env={**os.environ, "PYTHONPATH": REPO},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "smoke passed" in done.stdout
