@@ -38,7 +38,8 @@ def _tool() -> Any:
     return sys.modules[name]
 
 
-drift = _tool()
+schema_drift = _tool()  # the command line; loading it puts the repository root on sys.path
+drift = importlib.import_module("tools.drift")  # the package that does the work
 
 PINNED_DIR = os.path.join(ROOT, "fixtures", "schema", CODEX_VERSION, "experimental")
 PINNED = os.path.join(PINNED_DIR, drift.BUNDLE_FILE)
@@ -107,7 +108,7 @@ def write_bundle(directory: Any, root: Dict[str, Any]) -> str:
 
 def run_main(*argv: str) -> Tuple[int, str]:
     out = io.StringIO()
-    code = drift.main(list(argv), out=out)
+    code = schema_drift.main(list(argv), out=out)
     return code, out.getvalue()
 
 

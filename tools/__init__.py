@@ -1,0 +1,1 @@
+"""Maintainer tools: the fixture recorder, schema tools, drift, bench."""
