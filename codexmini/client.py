@@ -65,7 +65,7 @@ from typing import (
 from . import __version__, wire
 from .binary import INSTALL_HINT, find_codex
 from .environment import child_environment
-from .errors import BinaryNotFound, ClientClosed, ProcessExited, RequestTimeout, RpcError, TransportError
+from .errors import BinaryNotFound, ClientClosed, ProcessExited, ProtocolError, RequestTimeout, RpcError, TransportError
 from .permission import REQUESTS, fail_closed
 
 log = logging.getLogger("codexmini.client")
@@ -244,6 +244,8 @@ class AppServerClient:
         self._closing = False
         self._close_task: Optional[asyncio.Task] = None
         self.server_info: Dict[str, Any] = {}
+        #: The last few lines that were not frames (reported and skipped, never fatal).
+        self.protocol_errors: Deque[ProtocolError] = collections.deque(maxlen=20)
         self.stats: Dict[str, int] = collections.Counter(
             frames_in=0, frames_out=0, malformed=0, dropped=0, unrouted=0, unknown_responses=0
         )
@@ -571,7 +573,9 @@ class AppServerClient:
     def _dispatch(self, item: wire.Decoded) -> None:
         if isinstance(item, wire.Malformed):
             self.stats["malformed"] += 1
-            log.warning("skipped a line from codex: %s (%r)", item.reason, item.preview)
+            error = ProtocolError(f"skipped a line from codex: {item.reason} ({item.preview!r})")
+            self.protocol_errors.append(error)
+            log.warning("%s", error)
             return
         self.stats["frames_in"] += 1
         self._tap("in", item)

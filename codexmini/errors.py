@@ -8,8 +8,9 @@ the client for the process and the wire, the session module for the log file.
 ::
 
     CodexminiError
-    ├── ProtocolError            a frame broke the wire rules (bad JSON, too big,
-    │                            not a JSON-RPC shape); reported and skipped
+    ├── ProtocolError            a line broke the wire rules (bad JSON, too big,
+    │                            not a JSON-RPC shape); logged, kept in
+    │                            ``client.protocol_errors`` and skipped, never raised
     ├── RpcError                 the server answered a request with an error
     │                            (code, message, data); codex uses -32600 for all
     ├── TransportError           the conversation with the process is over

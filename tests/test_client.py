@@ -16,7 +16,7 @@ import pytest
 
 from codexmini import client as client_mod
 from codexmini.client import ALL, GLOBAL, AppServerClient, thread_of
-from codexmini.errors import ClientClosed, ProcessExited, RequestTimeout, RpcError
+from codexmini.errors import ClientClosed, ProcessExited, ProtocolError, RequestTimeout, RpcError
 
 FAKE = os.path.join(os.path.dirname(__file__), "fake_appserver.py")
 THREAD = "01a22cd4-86d8-7bb1-a4b3-76b6caecb517"
@@ -220,6 +220,10 @@ def test_client_skips_garbage_lines():
             for _ in range(7):
                 assert (await sub.get(timeout=10))["params"]["delta"] == "ok"
             assert client.stats["malformed"] == 7
+            reasons = [str(e) for e in client.protocol_errors]
+            assert len(reasons) == 7 and all(isinstance(e, ProtocolError) for e in client.protocol_errors)
+            assert "invalid JSON" in reasons[0] and "not a JSON-RPC frame (list)" in reasons[1]
+            assert "invalid UTF-8" in reasons[4]
         finally:
             await client.close()
 
