@@ -18,42 +18,7 @@ from codexmini import client as client_mod
 from codexmini.client import ALL, GLOBAL, AppServerClient, thread_of
 from codexmini.errors import ClientClosed, ProcessExited, ProtocolError, RequestTimeout, RpcError
 
-FAKE = os.path.join(os.path.dirname(__file__), "fake_appserver.py")
-THREAD = "01a22cd4-86d8-7bb1-a4b3-76b6caecb517"
-
-
-async def started(behaviour: str, **options) -> AppServerClient:
-    client = AppServerClient([sys.executable, FAKE, behaviour], **options)
-    await client.spawn()
-    await client.initialize()
-    return client
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); look at its state.
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-async def gone(pid: int, deadline: float = 10.0) -> bool:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + deadline
-    while loop.time() < end:
-        if not alive(pid):
-            return True
-        await asyncio.sleep(0.02)
-    return False
+from fake_client import FAKE, THREAD, alive, gone, run, started  # noqa: E402
 
 
 def test_client_initialize_records_server_info():

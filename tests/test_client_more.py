@@ -30,9 +30,8 @@ from codexmini.binary import INSTALL_HINT
 from codexmini.client import AppServerClient
 from codexmini.errors import BinaryNotFound, ClientClosed, ProcessExited, RequestTimeout, RpcError
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
-FAKE = os.path.join(TESTS, "fake_appserver.py")
-THREAD = "01a22cd4-86d8-7bb1-a4b3-76b6caecb517"
+from fake_client import FAKE, TESTS, THREAD, alive, run, started, until  # noqa: E402
+
 INIT_RESULT = {
     "userAgent": "codexmini/0.149.1 (fake)",
     "codexHome": "/var/tmp/fake-codex-home",
@@ -40,17 +39,6 @@ INIT_RESULT = {
     "platformOs": "linux",
 }
 APPROVAL = "item/commandExecution/requestApproval"
-
-
-async def started(behaviour: str, **options) -> AppServerClient:
-    client = AppServerClient([sys.executable, FAKE, behaviour], **options)
-    await client.spawn()
-    await client.initialize()
-    return client
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 60))
 
 
 def fake_codex(tmp_path, behaviour: str) -> str:
@@ -66,29 +54,6 @@ def fake_codex(tmp_path, behaviour: str) -> str:
     )
     path.chmod(0o755)
     return str(path)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie still answers kill(0)
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-async def until(predicate, deadline: float = 10.0) -> bool:
-    """Poll ``predicate`` until it holds or ``deadline`` seconds pass."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + deadline
-    while loop.time() < end:
-        if predicate():
-            return True
-        await asyncio.sleep(0.01)
-    return predicate()
 
 
 async def reported(sub) -> dict:
