@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 #: The codex release this package is recorded against (fixtures, schema).
 CODEX_VERSION = "0.149.1"
 
-from .errors import (  # noqa: E402
+from ._errors import (  # noqa: E402
     BinaryNotFound,
     ClientClosed,
     CodexminiError,

@@ -4,7 +4,7 @@ The same scenario code drives both: :func:`execute` builds a scratch workspace,
 an agent (or, for thread-level scenarios, a bare client) and a frame tap, and
 runs the scenario's prompts.  Only where frames come from differs:
 
-* ``live``: the pinned binary, talking to a :class:`~codexmini.scripted_model.ScriptedModel`
+* ``live``: the pinned binary, talking to a :class:`~codexmini.testing.scripted_model.ScriptedModel`
   serving the scenario's script;
 * ``replay``: :mod:`conformance.replay_server` in place of the binary, playing
   ``fixtures/<version>/<scenario>.frames.jsonl`` and checking that the client
@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from codexmini import CODEX_VERSION, __version__
-from codexmini.agent import Agent, AgentConfig, ModelEndpoint
-from codexmini.client import AppServerClient
-from codexmini.events import Event
-from codexmini.permission import ApprovalRequest, Reply
-from codexmini.scripted_model import ScriptedModel
-from codexmini.session import SessionLog
+from codexmini._agent import Agent, AgentConfig, ModelEndpoint
+from codexmini._client import AppServerClient
+from codexmini._events import Event
+from codexmini._permission import ApprovalRequest, Reply
+from codexmini.testing.scripted_model import ScriptedModel
+from codexmini._session import SessionLog
 
 from .normalize import Normaliser, normalise_argv
 

@@ -4,8 +4,8 @@ Loaded for the whole suite by ``addopts = "-p conformance.plugin"``
 (pyproject.toml).  Theory of operation:
 
 * An autouse fixture, :func:`conformance_frames`, registers a factory with
-  :func:`codexmini.client.observe_clients` for the duration of each test, so
-  every :class:`~codexmini.client.AppServerClient` created during the test --
+  :func:`codexmini._client.observe_clients` for the duration of each test, so
+  every :class:`~codexmini._client.AppServerClient` created during the test --
   against the real binary, a replayed transcript or a hand-written fake --
   gets its own strict :class:`~conformance.schema.FrameValidator` (experimental
   bundle) as a frame tap.  The fixture's value is the list of those
@@ -45,7 +45,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
         "(or pip install 'jsonschema>=4.17')"
     ) from exc
 
-from codexmini.client import Tap, observe_clients
+from codexmini._client import Tap, observe_clients
 
 from .schema import FrameValidator, Problem, SchemaBundle
 

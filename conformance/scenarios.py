@@ -16,7 +16,7 @@ import struct
 import zlib
 from typing import Any, Dict, List, Mapping, Tuple
 
-from codexmini.events import (
+from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     DiffUpdated,
@@ -29,9 +29,9 @@ from codexmini.events import (
     RetryingError,
     TurnCompleted,
 )
-from codexmini.permission import ApprovalRequest, Reply
-from codexmini.prompt import derive_messages, serialize
-from codexmini.thread import Thread
+from codexmini._permission import ApprovalRequest, Reply
+from codexmini._prompt import derive_messages, serialize
+from codexmini._thread import Thread
 
 from .harness import DEADLINE, Run, RunResult, Scenario
 

@@ -22,9 +22,9 @@ import tempfile
 
 import pytest
 
-from codexmini.binary import find_codex
-from codexmini.client import ALL, AppServerClient
-from codexmini.errors import BinaryNotFound
+from codexmini._binary import find_codex
+from codexmini._client import ALL, AppServerClient
+from codexmini._errors import BinaryNotFound
 from conformance.schema import KNOWN_UNDECLARED, SchemaBundle, validate_transcript
 
 pytestmark = pytest.mark.live

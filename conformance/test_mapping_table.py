@@ -1,9 +1,9 @@
-"""codexmini.mapping's tables against the pinned schema.
+"""codexmini._mapping's tables against the pinned schema.
 
 A codex bump must force a decision (SPEC §4.3, STYLE "tables over
 branches"): every ``ServerNotification`` method of the schema is either
-handled (:data:`~codexmini.mapping.NOTIFICATIONS`) or explicitly ignored
-(:data:`~codexmini.mapping.IGNORED`), never both, and no row names a method
+handled (:data:`~codexmini._mapping.NOTIFICATIONS`) or explicitly ignored
+(:data:`~codexmini._mapping.IGNORED`), never both, and no row names a method
 the schema no longer has.  The tool-item table may only read fields the
 schema declares on the item's ``ThreadItem`` branch -- a renamed field would
 otherwise silently read as ``None`` and log empty tool calls.
@@ -19,7 +19,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Set, Tuple
 
 import pytest
 
-from codexmini.mapping import IGNORED, NOTIFICATIONS, TOOL_ITEMS, tool_call, tool_result
+from codexmini._mapping import IGNORED, NOTIFICATIONS, TOOL_ITEMS, tool_call, tool_result
 from conformance.schema import SchemaBundle
 
 FLAVORS = ["stable", "experimental"]
@@ -42,7 +42,7 @@ def test_mapping_table_covers_exactly_the_schema_notifications(bundle):
     new = sorted(schema - table)
     gone = sorted(table - schema)
     assert not new and not gone, (
-        f"codexmini.mapping is out of step with the {bundle.flavor} schema of codex {bundle.version}:\n"
+        f"codexmini._mapping is out of step with the {bundle.flavor} schema of codex {bundle.version}:\n"
         f"  new in the schema (handle them in NOTIFICATIONS or list them in IGNORED): {new}\n"
         f"  gone from the schema (remove them from NOTIFICATIONS/IGNORED): {gone}"
     )
@@ -236,7 +236,7 @@ def test_mapping_tool_fields_are_declared_on_the_item_branch(bundle, item_type):
     missing = undeclared(bundle, branch, sorted(TOOL_FIELDS[item_type]))
     assert not missing, (
         f"the {bundle.flavor} schema of codex {bundle.version} does not declare {missing} on the "
-        f"{item_type} ThreadItem branch, but codexmini.mapping reads them"
+        f"{item_type} ThreadItem branch, but codexmini._mapping reads them"
     )
 
 
@@ -296,5 +296,5 @@ def test_mapping_notification_fields_are_declared(bundle, method):
     missing = undeclared(bundle, bundle.resolve(bundle.definition_pointer(params)), sorted(reads))
     assert not missing, (
         f"{method}: the {bundle.flavor} schema of codex {bundle.version} does not declare {missing} "
-        f"on {params}, but its handler in codexmini.mapping reads them"
+        f"on {params}, but its handler in codexmini._mapping reads them"
     )

@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from codexmini import CODEX_VERSION
-from codexmini.binary import find_codex
-from codexmini.errors import BinaryNotFound
+from codexmini._binary import find_codex
+from codexmini._errors import BinaryNotFound
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from codexmini import permission
-from codexmini.permission import DECISIONS, Reply, build_answer, fail_closed
+from codexmini import _permission as permission
+from codexmini._permission import DECISIONS, Reply, build_answer, fail_closed
 from conformance import recorded
 from conformance.schema import FrameValidator, SchemaBundle
 

@@ -4,7 +4,7 @@ Positives are real frames (``conformance/recorded.py``); every negative
 starts from a real frame and breaks one thing, so a test fails for the reason
 its name gives.  The plugin's behaviour is checked end to end with
 ``pytester``: small inner test files talk to a tiny fake app-server through a
-real :class:`~codexmini.client.AppServerClient`, in a subprocess so the outer
+real :class:`~codexmini._client.AppServerClient`, in a subprocess so the outer
 test's own validator does not see their deliberately bad frames.
 """
 
@@ -395,7 +395,7 @@ INNER_TESTS = textwrap.dedent(
     '''
     import asyncio, sys
     import pytest
-    from codexmini.client import AppServerClient
+    from codexmini._client import AppServerClient
 
     FAKE_CODE = {fake!r}
 

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any, Callable
 
-from codexmini.client import AppServerClient
+from codexmini._client import AppServerClient
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(TESTS, "fake_appserver.py")

@@ -15,15 +15,15 @@ from typing import Any, Dict, List
 
 import pytest
 
-from codexmini import agent as agent_mod
-from codexmini.agent import Agent, AgentConfig, ModelEndpoint
-from codexmini.binary import find_codex
-from codexmini.errors import BinaryNotFound, ConfigError
-from codexmini.events import ItemStarted
-from codexmini.permission import Reply
-from codexmini.prompt import derive_messages, serialize
-from codexmini.scripted_model import ScriptedModel
-from codexmini.session import SessionLog, read_log
+from codexmini import _agent as agent_mod
+from codexmini._agent import Agent, AgentConfig, ModelEndpoint
+from codexmini._binary import find_codex
+from codexmini._errors import BinaryNotFound, ConfigError
+from codexmini._events import ItemStarted
+from codexmini._permission import Reply
+from codexmini._prompt import derive_messages, serialize
+from codexmini.testing.scripted_model import ScriptedModel
+from codexmini._session import SessionLog, read_log
 
 try:
     find_codex()
@@ -453,8 +453,8 @@ def test_agent_approval_handler_answers_are_logged(setup_factory):
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
 def test_agent_refused_steer_goes_to_the_next_step(setup_factory, monkeypatch):
-    from codexmini.errors import RpcError
-    from codexmini.thread import Turn
+    from codexmini._errors import RpcError
+    from codexmini._thread import Turn
 
     s = setup_factory(
         {

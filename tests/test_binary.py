@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from codexmini import CODEX_VERSION, binary
-from codexmini.binary import (
+from codexmini import CODEX_VERSION
+from codexmini import _binary as binary
+from codexmini._binary import (
     ENV_VAR,
     INSTALL_HINT,
     CodexBinary,
@@ -29,7 +30,7 @@ from codexmini.binary import (
     native_in_npm_root,
     parse_version,
 )
-from codexmini.errors import BinaryNotFound
+from codexmini._errors import BinaryNotFound
 
 PLATFORM_PACKAGE = "@openai/codex-linux-x64"
 TRIPLE = "x86_64-unknown-linux-musl"
@@ -70,7 +71,7 @@ def npm_install(prefix: Path, native: bool = True, launcher: bool = True) -> Pat
 
 @pytest.fixture
 def package_home(tmp_path, monkeypatch) -> Path:
-    """Where ``find_codex`` believes the package lives: ``<it>/codexmini/binary.py``."""
+    """Where ``find_codex`` believes the package lives: ``<it>/codexmini/_binary.py``."""
     home = tmp_path / "site"
     (home / "codexmini").mkdir(parents=True)
     monkeypatch.setattr(binary, "__file__", str(home / "codexmini" / "binary.py"))

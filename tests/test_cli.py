@@ -1,7 +1,7 @@
 """The CLI as a new user and as a script meet it (SPEC §4.9 is the contract).
 
 Subprocess tests run ``python -m codexmini`` against the real binary and the
-scripted model (live); in-process tests call :func:`codexmini.cli.main` with
+scripted model (live); in-process tests call :func:`codexmini._cli.main` with
 captured streams for the paths a subprocess cannot reach cheaply.
 """
 
@@ -18,10 +18,11 @@ import time
 
 import pytest
 
-from codexmini import CODEX_VERSION, __version__, cli
-from codexmini.binary import find_codex
-from codexmini.errors import BinaryNotFound
-from codexmini.events import (
+from codexmini import CODEX_VERSION, __version__
+from codexmini import _cli as cli
+from codexmini._binary import find_codex
+from codexmini._errors import BinaryNotFound
+from codexmini._events import (
     AgentMessageDelta,
     ItemCompleted,
     ItemStarted,
@@ -29,10 +30,10 @@ from codexmini.events import (
     RetryingError,
     TurnCompleted,
 )
-from codexmini.permission import ApprovalRequest
-from codexmini.render import Console, Transcript, command_of, use_color
-from codexmini.scripted_model import ScriptedModel
-from codexmini.session import read_log
+from codexmini._permission import ApprovalRequest
+from codexmini._render import Console, Transcript, command_of, use_color
+from codexmini.testing.scripted_model import ScriptedModel
+from codexmini._session import read_log
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -436,7 +437,7 @@ def test_cli_smoke_in_process(tmp_path):
 @pytest.mark.live
 @live
 def test_cli_smoke_reports_what_failed(monkeypatch):
-    from codexmini import smoke
+    from codexmini import _smoke as smoke
 
     monkeypatch.setattr(smoke, "NOTE", "not what the model wrote\n")
     code, out, _ = call(["smoke"])

@@ -14,9 +14,9 @@ import sys
 
 import pytest
 
-from codexmini import client as client_mod
-from codexmini.client import ALL, GLOBAL, AppServerClient, thread_of
-from codexmini.errors import ClientClosed, ProcessExited, ProtocolError, RequestTimeout, RpcError
+from codexmini import _client as client_mod
+from codexmini._client import ALL, GLOBAL, AppServerClient, thread_of
+from codexmini._errors import ClientClosed, ProcessExited, ProtocolError, RequestTimeout, RpcError
 
 from fake_client import FAKE, THREAD, alive, gone, run, started  # noqa: E402
 

@@ -26,9 +26,9 @@ import sys
 import pytest
 
 from codexmini import __version__
-from codexmini.binary import INSTALL_HINT
-from codexmini.client import AppServerClient
-from codexmini.errors import BinaryNotFound, ClientClosed, ProcessExited, RequestTimeout, RpcError
+from codexmini._binary import INSTALL_HINT
+from codexmini._client import AppServerClient
+from codexmini._errors import BinaryNotFound, ClientClosed, ProcessExited, RequestTimeout, RpcError
 
 from fake_client import FAKE, TESTS, THREAD, alive, run, started, until  # noqa: E402
 

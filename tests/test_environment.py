@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from codexmini import environment
-from codexmini.client import AppServerClient
-from codexmini.environment import ALLOWED, ALLOWED_PREFIXES, child_environment
+from codexmini import _environment as environment
+from codexmini._client import AppServerClient
+from codexmini._environment import ALLOWED, ALLOWED_PREFIXES, child_environment
 
 PARENT = {
     "PATH": "/usr/bin:/bin",

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from codexmini import events
-from codexmini.events import (
+from codexmini import _events as events
+from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     DiffUpdated,

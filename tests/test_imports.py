@@ -32,10 +32,17 @@ import pytest
 import codexmini
 
 PACKAGE_DIR = Path(codexmini.__file__).resolve().parent
-MODULES: Dict[str, Path] = {path.stem: path for path in sorted(PACKAGE_DIR.glob("*.py"))}
 
-PURE = ("wire", "mapping", "permission", "prompt", "environment", "errors", "events", "steps")
-PURE_REQUIRED = ("wire", "permission", "prompt", "environment")
+
+def _dotted(path: Path) -> str:
+    """``_wire`` for ``codexmini/_wire.py``, ``testing.scripted_model`` in a subpackage."""
+    return ".".join(path.relative_to(PACKAGE_DIR).with_suffix("").parts)
+
+
+MODULES: Dict[str, Path] = {_dotted(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
+
+PURE = ("_wire", "_mapping", "_permission", "_prompt", "_environment", "_errors", "_events", "_steps")
+PURE_REQUIRED = ("_wire", "_permission", "_prompt", "_environment")
 FORBIDDEN_IN_PURE = frozenset({"asyncio", "subprocess", "threading", "socket", "selectors", "signal", "time"})
 ENVIRON_READERS = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 
@@ -126,19 +133,20 @@ def imports(tree: ast.AST) -> Iterator[Tuple[int, int, str]]:
 #: validates its frames with the repository's conformance suite when that
 #: suite and jsonschema are importable (SPEC §4.9), and carries on without it
 #: (the import is guarded by ``except ImportError``).  Nothing else may appear.
-OPTIONAL_IMPORTS = {("smoke", "conformance.schema")}
+OPTIONAL_IMPORTS = {("_smoke", "conformance.schema")}
 
 
 def import_problems(tree: ast.AST, module: str = "") -> List[str]:
     """Imports that break the stdlib-only, relative-only rule."""
     problems = []
+    depth = module.count(".") + 1  # how many levels a relative import may climb
     for line, level, name in imports(tree):
         top = name.split(".")[0]
         if (module, name) in OPTIONAL_IMPORTS:
             continue
-        if level > 1:
+        if level > depth:
             problems.append(f"line {line}: relative import beyond the package ({'.' * level}{name})")
-        elif level == 1:
+        elif level:
             continue
         elif top == "codexmini":
             problems.append(f"line {line}: absolute import of {name!r}; use a relative import (vendoring)")
@@ -192,7 +200,7 @@ def boundary_problems(tree: ast.AST) -> List[str]:
         ("import __future__\nfrom __future__ import annotations\nimport os.path", []),
         ("def f():\n    import pytest", ["'pytest' is not in the standard library"]),
         ("from jsonschema import validators", ["'jsonschema' is not in the standard library"]),
-        ("import codexmini.wire", ["absolute import of 'codexmini.wire'"]),
+        ("import codexmini._wire", ["absolute import of 'codexmini._wire'"]),
         ("from codexmini import wire", ["absolute import of 'codexmini'"]),
         ("from .. import x", ["relative import beyond the package"]),
         ("import importlib\nimportlib.import_module('yaml')", ["'yaml' is not in the standard library"]),
@@ -243,8 +251,7 @@ def test_imports_stdlib_detection_by_location_agrees_with_the_interpreter():
 
 
 def test_imports_package_modules_found():
-    assert {"__init__", "wire", "client", "binary", "environment", "errors"} <= set(MODULES)
-    assert not [p for p in PACKAGE_DIR.rglob("*.py") if p.parent != PACKAGE_DIR], "subpackages: extend MODULES"
+    assert {"__init__", "_wire", "_client", "_binary", "_environment", "_errors", "testing.scripted_model"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -290,7 +297,7 @@ def test_imports_package_all_is_what_it_exports():
 
 def importable_modules() -> List[str]:
     # __main__ runs the CLI when imported; it defines nothing to export.
-    return [name for name in sorted(MODULES) if name not in ("__init__", "__main__")]
+    return [name for name in sorted(MODULES) if name.rsplit(".", 1)[-1] not in ("__init__", "__main__")]
 
 
 @pytest.mark.parametrize("name", importable_modules())

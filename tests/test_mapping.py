@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from codexmini.events import (
+from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     DiffUpdated,
@@ -29,7 +29,7 @@ from codexmini.events import (
     Unmapped,
     Usage,
 )
-from codexmini.mapping import (
+from codexmini._mapping import (
     IGNORED,
     NOTIFICATIONS,
     TOOL_ITEMS,

@@ -14,9 +14,9 @@ import dataclasses
 
 import pytest
 
-from codexmini import permission
+from codexmini import _permission as permission
 from conformance import recorded
-from codexmini.permission import (
+from codexmini._permission import (
     ACCEPT,
     ACCEPT_FOR_SESSION,
     CANCEL,

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from codexmini.prompt import (
+from codexmini._prompt import (
     NO_CONTENT,
     Message,
     Transcript,

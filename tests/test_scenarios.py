@@ -27,8 +27,8 @@ from typing import Any, Dict, List
 import pytest
 
 from codexmini import CODEX_VERSION
-from codexmini.binary import codex_version, find_codex
-from codexmini.errors import BinaryNotFound
+from codexmini._binary import codex_version, find_codex
+from codexmini._errors import BinaryNotFound
 from conformance.harness import FIXTURES, RunResult, Scenario, execute, fixture_path, run_sync
 from conformance.scenarios import SCENARIOS, comparable_live_session
 

@@ -21,7 +21,9 @@ from typing import Any, Callable, Dict, List, Set, Tuple
 
 import pytest
 
-from codexmini import CODEX_VERSION, mapping, permission
+from codexmini import CODEX_VERSION
+from codexmini import _mapping as mapping
+from codexmini import _permission as permission
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL = os.path.join(ROOT, "tools", "schema_drift.py")
@@ -434,7 +436,7 @@ def test_schema_drift_surface_holds_every_table_row(surface):
     assert {("ClientRequest", "turn/start"), ("ClientRequest", "thread/start"), ("ClientNotification", "initialized")} <= methods
     # turn/steer and turn/interrupt are found in the code itself (ast).
     for method in ("turn/steer", "turn/interrupt"):
-        assert any(s.startswith("ast:thread.py:") for s in surface.methods[f"ClientRequest:{method}"].sources)
+        assert any(s.startswith("ast:_thread.py:") for s in surface.methods[f"ClientRequest:{method}"].sources)
     # Every tool item type is a read ThreadItem variant, with a field the code reads.
     for item_type in mapping.TOOL_ITEMS:
         assert surface.at("ThreadItem", (f"<type={item_type}>",)) is not None, item_type

@@ -22,8 +22,8 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-from codexmini.errors import CodexminiError, ConfigError
-from codexmini.scripted_model import (
+from codexmini._errors import CodexminiError, ConfigError
+from codexmini.testing.scripted_model import (
     RequestView,
     ScriptedModel,
     main,
@@ -546,7 +546,7 @@ def test_scripted_model_lifecycle() -> None:
 
 
 def test_scripted_model_survives_a_client_that_hangs_up(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="codexmini.scripted_model")
+    caplog.set_level(logging.INFO, logger="codexmini.testing.scripted_model")
     huge = one({"type": "message", "deltas": ["x" * 8_000_000]})
     with ScriptedModel(huge) as model:
         conn = http.client.HTTPConnection(model.host, model.port, timeout=10)
@@ -562,7 +562,7 @@ def test_scripted_model_survives_a_client_that_hangs_up(caplog: pytest.LogCaptur
 
 
 def test_scripted_model_logs_a_broken_request(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="codexmini.scripted_model")
+    caplog.set_level(logging.INFO, logger="codexmini.testing.scripted_model")
     with ScriptedModel({"default": {"output": []}}) as model:
         with socket.create_connection((model.host, model.port), timeout=10) as sock:
             sock.sendall(b"POST /v1/responses HTTP/1.1\r\nContent-Length: abc\r\n\r\n")
@@ -793,7 +793,7 @@ def test_scripted_model_runs_as_a_module(tmp_path: Any) -> None:
     script.write_text(json.dumps({"default": {"output": [{"type": "message", "deltas": ["hi"]}]}}))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codexmini.scripted_model", str(script)],
+        [sys.executable, "-m", "codexmini.testing.scripted_model", str(script)],
         cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

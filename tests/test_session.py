@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from codexmini import SessionLogError
-from codexmini import session as session_mod
-from codexmini.session import (
+from codexmini import _session as session_mod
+from codexmini._session import (
     EVENT_TYPES,
     LOG_VERSION,
     SessionLog,
@@ -288,7 +288,7 @@ def test_read_log_bad_seq_on_last_line_is_not_torn(tmp_path):
 
 WRITER = """
 import sys
-from codexmini.session import SessionLog
+from codexmini._session import SessionLog
 log = SessionLog.open(sys.argv[1])
 i = 0
 while True:

@@ -6,7 +6,7 @@ from itertools import count
 
 import pytest
 
-from codexmini.skills import (
+from codexmini._skills import (
     Skill,
     SkillProvider,
     git_root,

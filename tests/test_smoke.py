@@ -7,7 +7,7 @@ import importlib
 import io
 import sys
 
-from codexmini import smoke
+from codexmini import _smoke as smoke
 
 
 def test_smoke_uses_the_repository_validator_when_importable(monkeypatch):

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from codexmini.events import (
+from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     DiffUpdated,
@@ -28,7 +28,7 @@ from codexmini.events import (
     Unmapped,
     Usage,
 )
-from codexmini.steps import StepFolder, Write
+from codexmini._steps import StepFolder, Write
 
 MODEL = "gpt-fake"
 SOURCE = {"provider": "codex", "model": MODEL}

@@ -20,9 +20,9 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from codexmini.client import AppServerClient
-from codexmini.errors import CodexminiError, ProcessExited, RpcError
-from codexmini.events import (
+from codexmini._client import AppServerClient
+from codexmini._errors import CodexminiError, ProcessExited, RpcError
+from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     ItemCompleted,
@@ -34,7 +34,7 @@ from codexmini.events import (
     Unmapped,
     Usage,
 )
-from codexmini.thread import Thread, Turn, as_input, image_input, text_input
+from codexmini._thread import Thread, Turn, as_input, image_input, text_input
 
 # The fake's constants; pytest puts this directory on sys.path (rootdir-less
 # "prepend" import mode, as for the other tests here).

@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 import codexmini
-from codexmini import client as client_mod
+from codexmini import _client as client_mod
 
 PACKAGE_DIR = Path(codexmini.__file__).resolve().parent
 
@@ -66,12 +66,12 @@ CHILD = textwrap.dedent(
     report["foreign"] = sorted(m for m in sys.modules if m == "codexmini" or m.startswith("codexmini."))
     report["site_packages"] = [p for p in sys.path if "site-packages" in p]
 
-    from _vendor.cm.wire import LineDecoder
+    from _vendor.cm._wire import LineDecoder
 
     decoder = LineDecoder(1024)
     report["decoded"] = decoder.feed(b'{"method":"x",') + decoder.feed(b'"params":{}}\\n')
 
-    from _vendor.cm.client import AppServerClient
+    from _vendor.cm._client import AppServerClient
 
     async def drive():
         frames = []
@@ -125,7 +125,10 @@ def test_vendoring_copy_imports_and_works(tmp_path):
     assert report["foreign"] == []
     assert report["site_packages"] == []
     assert report["file"] == str(vendored / "__init__.py")
-    expected_modules = sorted(p.stem for p in PACKAGE_DIR.glob("*.py") if p.stem not in ("__init__", "__main__"))
+    expected_modules = sorted(
+        [p.stem for p in PACKAGE_DIR.glob("*.py") if p.stem not in ("__init__", "__main__")]
+        + [p.parent.name for p in PACKAGE_DIR.glob("*/__init__.py")]
+    )
     assert report["modules"] == expected_modules
     assert report["version"] == codexmini.__version__
     assert report["codex_version"] == codexmini.CODEX_VERSION

@@ -12,8 +12,8 @@ from typing import Iterable, List
 
 import pytest
 
-from codexmini import wire
-from codexmini.wire import (
+from codexmini import _wire as wire
+from codexmini._wire import (
     DEFAULT_MAX_FRAME_BYTES,
     ERROR,
     NOTIFICATION,

@@ -7,9 +7,9 @@ contender; each contender reads it to the end:
 
 * **baseline** -- asyncio chunk reads, ``split(b"\\n")``, ``json.loads`` per
   line: the least a Python reader of this protocol must do;
-* **decoder** -- the same reads through :class:`codexmini.wire.LineDecoder`
+* **decoder** -- the same reads through :class:`codexmini._wire.LineDecoder`
   (framing, cap, classification);
-* **client** -- a full :class:`codexmini.client.AppServerClient`: decoder,
+* **client** -- a full :class:`codexmini._client.AppServerClient`: decoder,
   dispatch, routing to a thread subscription, consumed by a task;
 * **client+validator** -- the same with the conformance suite's strict frame
   validator tapped in (what every test pays).
@@ -31,8 +31,8 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from codexmini import wire  # noqa: E402
-from codexmini.client import ALL, AppServerClient  # noqa: E402
+from codexmini import _wire as wire  # noqa: E402
+from codexmini._client import ALL, AppServerClient  # noqa: E402
 
 THREAD = "01a22cd4-86d8-7bb1-a4b3-76b6caecb517"
 TURN = "01a22cd4-86f6-7ad1-910f-518dfda94649"

@@ -33,7 +33,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from codexmini import CODEX_VERSION  # noqa: E402
-from codexmini.binary import codex_version, find_codex  # noqa: E402
+from codexmini._binary import codex_version, find_codex  # noqa: E402
 from conformance.harness import FIXTURES, RunResult, Scenario, execute, fixture_path  # noqa: E402
 from conformance.scenarios import SCENARIOS, comparable_live_session  # noqa: E402
 from conformance.schema import FrameValidator  # noqa: E402

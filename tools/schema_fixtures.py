@@ -41,8 +41,8 @@ if ROOT not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, ROOT)
 
 from codexmini import CODEX_VERSION  # noqa: E402
-from codexmini.binary import codex_version, find_codex  # noqa: E402
-from codexmini.errors import BinaryNotFound  # noqa: E402
+from codexmini._binary import codex_version, find_codex  # noqa: E402
+from codexmini._errors import BinaryNotFound  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "fixtures", "schema")
 #: flavor directory → extra generator arguments.
@@ -177,7 +177,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="regenerate fixtures/schema/<version>/")
     mode.add_argument("--check", action="store_true", help="fail (exit 1) if the fixtures differ from the binary")
-    parser.add_argument("--codex", metavar="PATH", help="codex binary (default: codexmini.binary.find_codex())")
+    parser.add_argument("--codex", metavar="PATH", help="codex binary (default: codexmini._binary.find_codex())")
     parser.add_argument(
         "--version", metavar="V", default=CODEX_VERSION, help=f"codex version (default {CODEX_VERSION})"
     )

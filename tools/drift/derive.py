@@ -5,7 +5,7 @@ The surface is mapped onto the OLD bundle from these sources:
 * *recorded transcripts* ``fixtures/<pinned>/*.frames.jsonl``: every request
   and notification codexmini sent, every path of their params and every enum
   value in them (role *sends*); every notification of a method
-  :data:`codexmini.mapping.NOTIFICATIONS` handles and every response to a
+  :data:`codexmini._mapping.NOTIFICATIONS` handles and every response to a
   request codexmini sent, and every server request of a method
   ``permission.REQUESTS`` answers: every path and enum value seen (role
   *reads*: ``ItemStarted``/``ItemCompleted`` hand the raw item to callers, so
@@ -26,7 +26,7 @@ The surface is mapped onto the OLD bundle from these sources:
   (sends; ``turn/steer`` and ``turn/interrupt`` are on the surface this way
   even without a recording of them).
 * *value tables*: where codexmini sends an enum value known only from the
-  transcripts, an upper-case tuple of ``codexmini.permission`` that holds that
+  transcripts, an upper-case tuple of ``codexmini._permission`` that holds that
   value and most of whose members the enum accepts (``SANDBOX_MODES``,
   ``APPROVAL_POLICIES``) is where the value comes from: its accepted members
   join the values sent there, the rejected ones are printed as notes.  (Values
@@ -49,9 +49,11 @@ import json
 import os
 from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
-from codexmini import CODEX_VERSION, mapping, permission
-from codexmini.client import thread_of
-from codexmini.steps import StepFolder
+from codexmini import CODEX_VERSION
+from codexmini import _mapping as mapping
+from codexmini import _permission as permission
+from codexmini._client import thread_of
+from codexmini._steps import StepFolder
 
 from .bundle import (
     CLIENT_NOTIFICATION,
@@ -317,7 +319,7 @@ class SurfaceBuilder:
                     self._frame(CLIENT_NOTIFICATION, frame, SENDS, source)
 
     def value_tables(self) -> None:
-        """Extend enum values codexmini sends with the ``codexmini.permission`` table they come from."""
+        """Extend enum values codexmini sends with the ``codexmini._permission`` table they come from."""
         tables = {
             name: value
             for name, value in sorted(vars(permission).items())

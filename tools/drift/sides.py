@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Dict
 
 from codexmini import CODEX_VERSION
-from codexmini.binary import codex_version, native_in_npm_root
+from codexmini._binary import codex_version, native_in_npm_root
 
 from .paths import CACHE, SCHEMA_FIXTURES, relative
 

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from .events import (
+from ._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     DiffUpdated,

@@ -48,7 +48,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from .events import (
+from ._events import (
     AgentMessageDelta,
     Event,
     ItemCompleted,
@@ -60,8 +60,8 @@ from .events import (
     TurnCompleted,
     Usage,
 )
-from .mapping import TOOL_ITEMS, ToolCall, tool_call, tool_result
-from .prompt import reasoning_block, text_block, tool_call_block
+from ._mapping import TOOL_ITEMS, ToolCall, tool_call, tool_result
+from ._prompt import reasoning_block, text_block, tool_call_block
 
 
 @dataclass(frozen=True)

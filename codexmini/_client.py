@@ -62,11 +62,12 @@ from typing import (
     Tuple,
 )
 
-from . import __version__, wire
-from .binary import INSTALL_HINT, find_codex
-from .environment import child_environment
-from .errors import BinaryNotFound, ClientClosed, ProcessExited, ProtocolError, RequestTimeout, RpcError, TransportError
-from .permission import REQUESTS, fail_closed
+from . import __version__
+from . import _wire as wire
+from ._binary import INSTALL_HINT, find_codex
+from ._environment import child_environment
+from ._errors import BinaryNotFound, ClientClosed, ProcessExited, ProtocolError, RequestTimeout, RpcError, TransportError
+from ._permission import REQUESTS, fail_closed
 
 log = logging.getLogger("codexmini.client")
 stderr_log = logging.getLogger("codexmini.codex")

@@ -35,7 +35,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("codexmini.skills")
 
 AGENTS_MD = "AGENTS.md"
 SKILL_NAME = "agents-md"

@@ -28,13 +28,13 @@ import time
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import CODEX_VERSION
-from .agent import Agent, AgentConfig, ModelEndpoint
-from .binary import codex_version, find_codex
-from .events import AgentMessageDelta, Event
-from .permission import ACCEPT, ApprovalRequest, Reply
-from .render import Console, Transcript, use_color
-from .scripted_model import ScriptedModel
-from .session import SessionLog, read_log
+from ._agent import Agent, AgentConfig, ModelEndpoint
+from ._binary import codex_version, find_codex
+from ._events import AgentMessageDelta, Event
+from ._permission import ACCEPT, ApprovalRequest, Reply
+from ._render import Console, Transcript, use_color
+from .testing import ScriptedModel
+from ._session import SessionLog, read_log
 
 NOTE = "hello from the codexmini smoke run\n"
 FINAL = ["All ", "three ", "tools ", "worked."]

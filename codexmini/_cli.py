@@ -26,12 +26,12 @@ import time
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
 from . import CODEX_VERSION, __version__
-from .agent import Agent, AgentConfig, ModelEndpoint
-from .binary import codex_version, find_codex
-from .errors import BinaryNotFound, CodexminiError, ConfigError, SessionLogError
-from .permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
-from .render import Console, Transcript, use_color
-from .session import SessionLog
+from ._agent import Agent, AgentConfig, ModelEndpoint
+from ._binary import codex_version, find_codex
+from ._errors import BinaryNotFound, CodexminiError, ConfigError, SessionLogError
+from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
+from ._render import Console, Transcript, use_color
+from ._session import SessionLog
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_CODEX, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -88,7 +88,7 @@ def main(argv: Optional[Sequence[str]] = None, *, stdin: IO[str] = None, stdout:
         if args.command == "version":
             return version(stdout, env)
         if args.command == "smoke":
-            from .smoke import smoke
+            from ._smoke import smoke
 
             return smoke(args, stdout, env)
         return asyncio.run(run(args, stdin, stdout, stderr, env))

@@ -45,9 +45,9 @@ from typing import (
     Tuple,
 )
 
-from .errors import SessionLogError
+from ._errors import SessionLogError
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("codexmini.session")
 
 LOG_VERSION = 1
 

@@ -41,16 +41,16 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import CODEX_VERSION, __version__
-from .binary import parse_version
-from .client import AppServerClient, Tap
-from .errors import ConfigError, ProcessExited, RpcError, TransportError
-from .events import Event, TurnCompleted, Usage
-from .permission import REQUESTS, ApprovalRequest, Reply, ThreadPermissions, build_answer, decision_of, describe, resolve_permissions
-from .prompt import Transcript, text_block
-from .session import SessionLog, has_header, next_turn_number
-from .skills import SkillProvider, inject_skills
-from .steps import StepFolder, Write
-from .thread import Thread, Turn, image_input, text_input
+from ._binary import parse_version
+from ._client import AppServerClient, Tap
+from ._errors import ConfigError, ProcessExited, RpcError, TransportError
+from ._events import Event, TurnCompleted, Usage
+from ._permission import REQUESTS, ApprovalRequest, Reply, ThreadPermissions, build_answer, decision_of, describe, resolve_permissions
+from ._prompt import Transcript, text_block
+from ._session import SessionLog, has_header, next_turn_number
+from ._skills import SkillProvider, inject_skills
+from ._steps import StepFolder, Write
+from ._thread import Thread, Turn, image_input, text_input
 
 log = logging.getLogger("codexmini.agent")
 

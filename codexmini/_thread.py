@@ -38,10 +38,10 @@ import dataclasses
 import logging
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
-from .client import AppServerClient, Subscription
-from .errors import CodexminiError, RpcError, TransportError
-from .events import Event, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
-from .mapping import to_event
+from ._client import AppServerClient, Subscription
+from ._errors import CodexminiError, RpcError, TransportError
+from ._events import Event, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
+from ._mapping import to_event
 
 log = logging.getLogger("codexmini.thread")
 

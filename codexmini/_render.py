@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import IO, Any, Mapping, Optional
 
-from .events import (
+from ._events import (
     AgentMessageDelta,
     Event,
     ItemCompleted,

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
 
 from . import CODEX_VERSION
-from .environment import child_environment
-from .errors import BinaryNotFound
+from ._environment import child_environment
+from ._errors import BinaryNotFound
 
 ENV_VAR = "CODEXMINI_CODEX_BIN"
 LOCAL_DIR = ".codex"

@@ -11,7 +11,7 @@ body and the Response to send.  The first rule that matches wins; a rule with
 turned into SSE events by one table (:data:`ITEMS`, item type → builder), so
 adding an output kind is one row.  Every request is logged in
 :attr:`ScriptedModel.requests`.  It powers the smoke run, the fixture recorder
-and the live tests; ``python -m codexmini.scripted_model SCRIPT.json [--port N]``
+and the live tests; ``python -m codexmini.testing.scripted_model SCRIPT.json [--port N]``
 serves a script by hand.
 
 Script format (validated up front; a bad script raises ConfigError naming the
@@ -92,9 +92,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from .errors import CodexminiError, ConfigError
+from .._errors import CodexminiError, ConfigError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("codexmini.testing.scripted_model")
 
 RESPONSES_PATH = "/v1/responses"
 SOCKET_TIMEOUT_S = 30.0
