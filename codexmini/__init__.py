@@ -1,40 +1,121 @@
 """codexmini: drive ``codex app-server`` from Python, with the standard library only.
 
+Everything a user needs is importable from here; the ``codexmini._*`` modules
+are internal and may change without notice.  Three submodules are public as
+well: :mod:`codexmini.testing` (the scripted model server, for tests).
+
+Importing the package is cheap: a name is imported from its internal module
+the first time it is used (PEP 562), so code that only reads a session log or
+folds events never imports ``asyncio`` or ``subprocess``.
+
 The package is vendorable: every import inside it is relative, so the folder
 can be copied anywhere under any name.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Dict, List
+
 __version__ = "0.1.0"
 
 #: The codex release this package is recorded against (fixtures, schema).
 CODEX_VERSION = "0.149.1"
 
-from ._errors import (  # noqa: E402
-    BinaryNotFound,
-    ClientClosed,
-    CodexminiError,
-    ConfigError,
-    ProcessExited,
-    ProtocolError,
-    RequestTimeout,
-    RpcError,
-    SessionLogError,
-    TransportError,
-)
+#: Public name → the internal module that defines it.  One table: ``__all__``
+#: is derived from it, and a test checks it against the documented list.
+_EXPORTS: Dict[str, str] = {
+    # the agent over a durable session log
+    "Agent": "_agent",
+    "AgentConfig": "_agent",
+    "ModelEndpoint": "_agent",
+    "SessionLog": "_session",
+    "read_log": "_session",
+    # the client, its threads and turns
+    "AppServerClient": "_client",
+    "Thread": "_thread",
+    "Turn": "_thread",
+    # approvals: what codex asks, what the caller answers
+    "ApprovalRequest": "_permission",
+    "Reply": "_permission",
+    # turn events
+    "Event": "_events",
+    "Usage": "_events",
+    "AgentMessageDelta": "_events",
+    "ReasoningSummaryDelta": "_events",
+    "ReasoningTextDelta": "_events",
+    "PlanDelta": "_events",
+    "PlanUpdated": "_events",
+    "CommandOutputDelta": "_events",
+    "ItemStarted": "_events",
+    "ItemCompleted": "_events",
+    "TokenUsage": "_events",
+    "DiffUpdated": "_events",
+    "RetryingError": "_events",
+    "TurnCompleted": "_events",
+    "Unmapped": "_events",
+    # the one error tree (drawn in codexmini._errors)
+    "CodexminiError": "_errors",
+    "ProtocolError": "_errors",
+    "RpcError": "_errors",
+    "TransportError": "_errors",
+    "ProcessExited": "_errors",
+    "ClientClosed": "_errors",
+    "RequestTimeout": "_errors",
+    "BinaryNotFound": "_errors",
+    "ConfigError": "_errors",
+    "SessionLogError": "_errors",
+}
 
-__all__ = [
-    "__version__",
-    "CODEX_VERSION",
-    "BinaryNotFound",
-    "ClientClosed",
-    "CodexminiError",
-    "ConfigError",
-    "ProcessExited",
-    "ProtocolError",
-    "RequestTimeout",
-    "RpcError",
-    "SessionLogError",
-    "TransportError",
-]
+__all__ = ["__version__", "CODEX_VERSION", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'codexmini' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is a plain global
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers
+    from ._agent import Agent, AgentConfig, ModelEndpoint
+    from ._client import AppServerClient
+    from ._errors import (
+        BinaryNotFound,
+        ClientClosed,
+        CodexminiError,
+        ConfigError,
+        ProcessExited,
+        ProtocolError,
+        RequestTimeout,
+        RpcError,
+        SessionLogError,
+        TransportError,
+    )
+    from ._events import (
+        AgentMessageDelta,
+        CommandOutputDelta,
+        DiffUpdated,
+        Event,
+        ItemCompleted,
+        ItemStarted,
+        PlanDelta,
+        PlanUpdated,
+        ReasoningSummaryDelta,
+        ReasoningTextDelta,
+        RetryingError,
+        TokenUsage,
+        TurnCompleted,
+        Unmapped,
+        Usage,
+    )
+    from ._permission import ApprovalRequest, Reply
+    from ._session import SessionLog, read_log
+    from ._thread import Thread, Turn

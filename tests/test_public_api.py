@@ -1,0 +1,111 @@
+"""The public API: ``from codexmini import …`` is the whole surface.
+
+``__all__`` is pinned to the documented list (the README's "Library" section
+lists the same names), every name imports and has a docstring, and importing
+the package stays cheap: no ``asyncio`` or ``subprocess`` until a name that
+needs them is used.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from typing import List
+
+import pytest
+
+import codexmini
+
+#: The documented public names, grouped as the README groups them.
+DOCUMENTED: List[str] = [
+    "__version__",
+    "CODEX_VERSION",
+    # the agent over a durable session log
+    "Agent",
+    "AgentConfig",
+    "ModelEndpoint",
+    "SessionLog",
+    "read_log",
+    # the client, its threads and turns
+    "AppServerClient",
+    "Thread",
+    "Turn",
+    # approvals
+    "ApprovalRequest",
+    "Reply",
+    # turn events
+    "Event",
+    "Usage",
+    "AgentMessageDelta",
+    "ReasoningSummaryDelta",
+    "ReasoningTextDelta",
+    "PlanDelta",
+    "PlanUpdated",
+    "CommandOutputDelta",
+    "ItemStarted",
+    "ItemCompleted",
+    "TokenUsage",
+    "DiffUpdated",
+    "RetryingError",
+    "TurnCompleted",
+    "Unmapped",
+    # errors
+    "CodexminiError",
+    "ProtocolError",
+    "RpcError",
+    "TransportError",
+    "ProcessExited",
+    "ClientClosed",
+    "RequestTimeout",
+    "BinaryNotFound",
+    "ConfigError",
+    "SessionLogError",
+]
+
+
+def test_public_api_all_is_the_documented_list() -> None:
+    assert codexmini.__all__ == DOCUMENTED
+
+
+@pytest.mark.parametrize("name", DOCUMENTED)
+def test_public_api_name_imports_and_is_documented(name: str) -> None:
+    value = getattr(codexmini, name)
+    if name in ("__version__", "CODEX_VERSION"):
+        assert isinstance(value, str) and value.count(".") == 2
+        return
+    if name == "Event":  # a Union alias: documented in its module
+        return
+    assert inspect.getdoc(value), f"codexmini.{name} has no docstring"
+
+
+def test_public_api_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        getattr(codexmini, "nope")
+    assert "Agent" in dir(codexmini)
+
+
+def _modules_after(statement: str) -> List[str]:
+    code = f"import sys, json; {statement}; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=60)
+    return list(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import codexmini",
+        "from codexmini import SessionLog, read_log, Usage, TurnCompleted, ItemCompleted",
+        "import codexmini._mapping, codexmini._steps, codexmini._prompt",
+    ],
+)
+def test_public_api_import_is_cheap(statement: str) -> None:
+    loaded = _modules_after(statement)
+    # (logging imports threading; that is not what a pure user should avoid)
+    heavy = sorted({"asyncio", "subprocess", "socket", "selectors"} & set(loaded))
+    assert not heavy, f"{statement!r} imported {heavy}"
+
+
+def test_public_api_asyncio_comes_with_the_client() -> None:
+    assert "asyncio" in _modules_after("from codexmini import AppServerClient")
