@@ -27,7 +27,7 @@ _EXPORTS: Dict[str, str] = {
     # the agent over a durable session log
     "Agent": "_agent",
     "AgentConfig": "_agent",
-    "ModelEndpoint": "_agent",
+    "ModelEndpoint": "_endpoint",
     "SessionLog": "_session",
     "read_log": "_session",
     # the client, its threads and turns
@@ -85,7 +85,8 @@ def __dir__() -> List[str]:
 
 
 if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers
-    from ._agent import Agent, AgentConfig, ModelEndpoint
+    from ._agent import Agent, AgentConfig
+    from ._endpoint import ModelEndpoint
     from ._client import AppServerClient
     from ._errors import (
         BinaryNotFound,

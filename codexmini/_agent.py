@@ -2,34 +2,38 @@
 
 Theory of operation
 -------------------
-The session log (:mod:`.session`) is the single source of truth.  Every step
+The session log (:mod:`._session`) is the single source of truth.  Every step
 runs **one codex turn on a fresh thread** whose input is the serialized log
-(:class:`.prompt.Transcript`) -- codex keeps no history of its own, so what the
-model sees is exactly what is logged.  This is a port of the TypeScript
-driver in seed 003 (§3.3, §4, §5), adapted where the 0.149.1 binary differs.
+(:class:`._prompt.Transcript`) -- codex keeps no history of its own, so what
+the model sees is exactly what is logged.  This is a port of the TypeScript
+driver in seed 003 (§3.3, §4, §5), adapted where the binary differs.
 
-Inbox.  :meth:`Agent.followup` queues messages for the next turn and wakes the
-driver; :meth:`Agent.steer` adds to the current turn (delivered at once with
-``turn/steer`` when a codex turn is running, else at the next step) and wakes
-the driver; :meth:`Agent.inject` adds to the current turn without waking it;
-:meth:`Agent.cancel` aborts the running turn (``turn/interrupt``) and, unless
-``keep_inbox``, drops what is queued.
+Four parts, one job each:
 
-A turn: ``turn/start`` → steps while the inbox has messages for this turn →
-``turn/end`` with ``completed``, ``blocked`` (an approval answered
-``cancel`` interrupted codex), ``aborted`` (cancelled) or ``error``.  The
-``turn/end`` is always written, also when something raised.
+* the **inbox** (:class:`._inbox.Inbox`, pure): :meth:`Agent.followup` queues
+  messages for the next turn and wakes the driver; :meth:`Agent.steer` adds
+  to the current turn (delivered at once with ``turn/steer`` when a codex
+  turn is running, else at the next step) and wakes the driver;
+  :meth:`Agent.inject` adds to the current turn without waking it;
+  :meth:`Agent.cancel` aborts the running turn (``turn/interrupt``) and,
+  unless ``keep_inbox``, drops what is queued;
+* the **driver** (this module): a turn is ``turn/start`` → steps while the
+  inbox has messages for this turn → ``turn/end`` with ``completed``,
+  ``blocked`` (an approval answered ``cancel`` interrupted codex), ``aborted``
+  (cancelled) or ``error``, always written, also when something raised.  A
+  step claims the inbox, injects ``/name`` skills, logs the user messages,
+  folds the permissions from the log (plus configured pins) -- so a knob
+  change acts on the next step -- then runs ``thread/start`` + ``turn/start``
+  and feeds the events to a :class:`._steps.StepFolder`, which rotates steps
+  at segment boundaries and returns the log writes;
+* the **child** (:class:`._supervisor.ChildSupervisor`): one app-server
+  reused across steps and turns, replaced when it died, stopped answering or
+  the configuration changed, closed after ``child_idle_s`` of idleness;
+* the **endpoint** (:class:`._endpoint.ModelEndpoint`): where codex sends
+  model requests.
 
-A step: claim the inbox, inject ``/name`` skills, log the user messages, fold
-the permissions from the log (plus configured pins) -- so a knob change acts
-on the next step -- then ``thread/start`` + ``turn/start`` and feed the events
-to a :class:`.steps.StepFolder`, which rotates steps at segment boundaries and
-returns the log writes.  Approvals reach the caller through an async handler;
-every answer codex gets is logged as ``approval/decision``.
-
-The child.  One app-server process is reused across steps and turns.  It is
-restarted when it died or when the model endpoint changed, and closed after
-``child_idle_s`` of idleness when configured.
+Approvals reach the caller through an async handler; every answer codex gets
+is logged as ``approval/decision``.
 """
 
 from __future__ import annotations
@@ -42,14 +46,28 @@ from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequ
 
 from . import CODEX_VERSION, __version__
 from ._binary import parse_version
-from ._client import AppServerClient, Tap
+from ._client import AppServerClient, Launcher, Tap
+from ._endpoint import ModelEndpoint
 from ._errors import ConfigError, ProcessExited, RpcError, TransportError
 from ._events import Event, TurnCompleted, Usage
-from ._permission import REQUESTS, ApprovalRequest, Reply, ThreadPermissions, build_answer, decision_of, describe, resolve_permissions
+from ._inbox import Inbox, Message
+from ._permission import (
+    APPROVAL_POLICIES,
+    REQUESTS,
+    SANDBOX_MODES,
+    ApprovalRequest,
+    Reply,
+    ThreadPermissions,
+    build_answer,
+    decision_of,
+    describe,
+    resolve_permissions,
+)
 from ._prompt import Transcript, text_block
 from ._session import SessionLog, has_header, next_turn_number
 from ._skills import SkillProvider, inject_skills
 from ._steps import StepFolder, Write
+from ._supervisor import ChildSupervisor
 from ._thread import Thread, Turn, image_input, text_input
 
 log = logging.getLogger("codexmini.agent")
@@ -58,61 +76,21 @@ ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Reply]]
 EventListener = Callable[[Event], None]
 Content = Union[str, Sequence[Mapping[str, Any]]]
 
-PROVIDER_ID = "codexmini"
-API_KEY_ENV = "CODEXMINI_API_KEY"
-
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
 
 
-@dataclass(frozen=True)
-class ModelEndpoint:
-    """Where codex should send model requests (the model handover, SPEC §4.7)."""
-
-    base_url: str
-    api_key: str = ""
-    wire_api: str = "responses"
-
-    def __post_init__(self) -> None:
-        if self.wire_api != "responses":
-            # codex 0.149.1 refuses `wire_api = "chat"` at config load and the
-            # app-server dies before answering; say so before spawning anything.
-            raise ConfigError(
-                f"wire_api {self.wire_api!r} is not supported by codex {CODEX_VERSION}: "
-                "only the Responses API (wire_api='responses') works"
-            )
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"model endpoint must be an http(s) URL, not {self.base_url!r}")
-
-    def config(self) -> List[str]:
-        # codex rejects a provider without a name at config load (seed 003 §4.5).
-        # env_key only when there is a key: codex fails a turn whose env_key
-        # variable is missing or empty, while a keyless local endpoint is fine.
-        key = f',env_key="{API_KEY_ENV}"' if self.api_key else ""
-        table = f'{{name="{PROVIDER_ID}",base_url={_toml(self.base_url)},wire_api="{self.wire_api}"{key}}}'
-        return [f'model_provider="{PROVIDER_ID}"', f"model_providers.{PROVIDER_ID}={table}"]
-
-    def env(self) -> Dict[str, str]:
-        return {API_KEY_ENV: self.api_key} if self.api_key else {}
-
-
 def _uncancel() -> None:
-    """We absorbed our own cancel(): tell the task so (Python 3.11+ counts them)."""
+    """We absorbed our own cancel(): tell the task so (Python 3.11+ counts
+    cancellations; earlier versions have nothing to undo)."""
     task = asyncio.current_task()
-    if task is not None and hasattr(task, "uncancel"):
-        task.uncancel()
-
-
-def _toml(value: str) -> str:
-    # A TOML basic string; JSON's escapes are a subset TOML accepts.
-    import json
-
-    return json.dumps(value)
+    getattr(task, "uncancel", lambda: None)()
 
 
 @dataclass
 class AgentConfig:
     """How the agent runs codex.  ``sandbox``/``approval_policy`` pin the
-    thread's fields over the log's knobs, each on its own."""
+    thread's fields over the log's knobs, each on its own.  Invalid pins are a
+    :class:`~codexmini.ConfigError` here, not an error mid-turn."""
 
     cwd: str
     model: Optional[str] = None
@@ -130,10 +108,23 @@ class AgentConfig:
     codex_home: Optional[str] = None
     skills: bool = True
     tap: Optional[Tap] = None
+    #: Replaces the child process (``codexmini.testing`` has an in-memory fake).
+    launcher: Optional[Launcher] = None
+
+    def __post_init__(self) -> None:
+        if self.sandbox is not None and self.sandbox not in SANDBOX_MODES:
+            raise ConfigError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
+        if self.approval_policy is not None and self.approval_policy not in APPROVAL_POLICIES:
+            raise ConfigError(f"approval_policy must be one of {APPROVAL_POLICIES}, not {self.approval_policy!r}")
+        bad = [item for item in self.config if "=" not in item]
+        if bad:
+            raise ConfigError(f"config items must be KEY=VALUE, not {bad[0]!r}")
 
 
 class Agent:
-    """Drives codex over a session log.  ``await agent.run("prompt")`` for one turn."""
+    """Drives codex over a session log.  ``await agent.run("prompt")`` runs one
+    turn and returns its ``turn/end`` data; ``async with Agent(...)`` closes
+    the child at the end."""
 
     def __init__(
         self,
@@ -149,14 +140,10 @@ class Agent:
         self.approvals = approvals
         self.on_event = on_event
         self.new_id = new_id
-        self.phase = IDLE
-        self._followups: List[List[Dict[str, Any]]] = []
-        self._current: List[Dict[str, Any]] = []  # steer/inject for the running turn
-        self._driver: Optional[asyncio.Task] = None
-        self._client: Optional[AppServerClient] = None
-        self._client_key: Optional[Tuple[Any, ...]] = None
-        self._idle_timer: Optional[asyncio.TimerHandle] = None
-        self._maintenance: Optional[asyncio.Task] = None
+        self.inbox = Inbox()
+        self.child = ChildSupervisor(config.child_idle_s)
+        self._running = False
+        self._driver: Optional["asyncio.Task[None]"] = None
         self._turn: Optional[Turn] = None
         self._folder: Optional[StepFolder] = None
         self._turn_usage = Usage()
@@ -169,11 +156,22 @@ class Agent:
         self.last_turn_end: Optional[Dict[str, Any]] = None
         self.stats: Dict[str, int] = {"steps": 0, "tool_calls": 0, "approvals": 0, "ignored_items": 0}
 
+    @property
+    def phase(self) -> str:
+        """``running`` (a turn), ``maintenance`` (an idle shutdown) or ``idle``."""
+        if self._running:
+            return RUNNING
+        return MAINTENANCE if self.child.maintaining else IDLE
+
+    @property
+    def _client(self) -> Optional[AppServerClient]:
+        return self.child.client
+
     # -- inbox ---------------------------------------------------------------
 
     def followup(self, content: Content) -> None:
         """Queue a user message for the next turn and wake the driver."""
-        self._followups.append([self._user_message(content)])
+        self.inbox.followup(self._user_message(content))
         self._wake()
 
     async def steer(self, content: Content) -> None:
@@ -182,7 +180,7 @@ class Agent:
         turn, folder = self._turn, self._folder
         if turn is not None and turn.id is not None and not turn.done and folder is not None:
             # Logged when codex echoes it as a userMessage item, so the log
-            # keeps the order the model saw (steps.StepFolder.steer).
+            # keeps the order the model saw (_steps.StepFolder.steer).
             folder.steer(message)
             try:
                 await turn.steer(self._as_input(message))
@@ -190,19 +188,18 @@ class Agent:
             except RpcError as exc:  # the codex turn ended meanwhile: next step instead
                 log.info("turn/steer refused (%s); the message goes to the next step", exc.message)
                 folder.unsteer(message)
-        self._current.append(message)
+        self.inbox.add(message)
         self._wake()
 
     def inject(self, content: Content) -> None:
         """Add a user message for the current turn's next step, without waking."""
-        self._current.append(self._user_message(content))
+        self.inbox.add(self._user_message(content))
 
     def cancel(self, keep_inbox: bool = False) -> None:
         """Abort the running turn (``turn/interrupt``); drop the inbox unless kept."""
         if not keep_inbox:
-            self._followups.clear()
-            self._current.clear()
-        if self.phase == RUNNING:
+            self.inbox.drop()
+        if self._running:
             self._cancelled = True
             if self._driver is not None:
                 self._driver.cancel()
@@ -217,8 +214,7 @@ class Agent:
 
     async def wait_idle(self) -> None:
         """Wait until no turn runs and no maintenance (idle shutdown) is under way."""
-        if self._maintenance is not None:
-            await asyncio.shield(self._maintenance)
+        await self.child.wait_maintenance()
         while self._driver is not None and not self._driver.done():
             try:
                 await asyncio.shield(self._driver)
@@ -229,7 +225,7 @@ class Agent:
     async def start(self) -> None:
         """Start the codex child (if needed) and write the session header once.
 
-        Raises :class:`~.errors.BinaryNotFound` before anything is logged when
+        Raises :class:`~codexmini.BinaryNotFound` before anything is logged when
         there is no codex to run."""
         await self._ensure_client()
         if not self._header_written:
@@ -249,14 +245,16 @@ class Agent:
 
     def set_knob(self, kind: str, value: str) -> None:
         """Log a ``sandbox/mode`` or ``approval/policy`` knob (applies next step)."""
-        key = {"sandbox/mode": "mode", "approval/policy": "policy"}[kind]
+        key = {"sandbox/mode": "mode", "approval/policy": "policy"}.get(kind)
+        if key is None:
+            raise ConfigError(f"unknown knob {kind!r}: expected 'sandbox/mode' or 'approval/policy'")
         self._append(kind, {key: value}, turn=None, step=None)
 
     async def close(self) -> None:
         """Cancel anything running and shut the child down."""
         self.cancel()
         await self.wait_idle()
-        await self._close_child()
+        await self.child.close()
 
     async def __aenter__(self) -> "Agent":
         return self
@@ -271,19 +269,17 @@ class Agent:
             self._driver = asyncio.get_running_loop().create_task(self._drive())
 
     async def _drive(self) -> None:
-        self._cancel_idle_timer()
-        if self._maintenance is not None:  # a followup waits for the idle shutdown to finish
-            await asyncio.shield(self._maintenance)
+        self.child.cancel_idle()
+        await self.child.wait_maintenance()  # a followup waits for the idle shutdown to finish
         try:
-            while self._followups or (self._current and self.phase == IDLE):
-                batch = self._followups.pop(0) if self._followups else []
-                await self._run_turn(batch)
+            while self.inbox.has_turn(idle=not self._running):
+                await self._run_turn(self.inbox.next_turn())
         finally:
-            self.phase = IDLE
-            self._arm_idle_timer()
+            self._running = False
+            self.child.arm_idle(lambda: not self._running)
 
-    async def _run_turn(self, batch: List[Dict[str, Any]]) -> None:
-        self.phase = RUNNING
+    async def _run_turn(self, messages: List[Message]) -> None:
+        self._running = True
         self._cancelled = False
         try:
             await self.start()
@@ -291,6 +287,7 @@ class Agent:
             if not self._cancelled:
                 raise
             _uncancel()  # cancel() before anything was logged: no turn at all
+            self._running = False
             return
         turn_no = self._turn_no = max(self._turn_no, next_turn_number(self.log.events))
         self._step = 0
@@ -298,7 +295,6 @@ class Agent:
         end: Dict[str, Any] = {"reason": "completed"}
         self._turn_usage = Usage()
         try:
-            messages = batch + self._claim()
             while True:
                 reason, error = await self._run_step(messages)
                 if reason != "completed":
@@ -306,7 +302,7 @@ class Agent:
                     if error is not None:
                         end["error"] = error
                     break
-                messages = self._claim()
+                messages = self.inbox.claim()
                 if not messages:
                     break
         except asyncio.CancelledError:
@@ -328,15 +324,11 @@ class Agent:
         self._append("turn/end", end, step=None)
         self.last_turn_end = end
         self._turn_no = turn_no + 1
-        self.phase = IDLE
-
-    def _claim(self) -> List[Dict[str, Any]]:
-        claimed, self._current = self._current, []
-        return claimed
+        self._running = False
 
     # -- one step ------------------------------------------------------------
 
-    async def _run_step(self, messages: List[Dict[str, Any]]) -> Tuple[str, Optional[Dict[str, str]]]:
+    async def _run_step(self, messages: List[Message]) -> Tuple[str, Optional[Dict[str, str]]]:
         self._step += 1
         self.stats["steps"] += 1
         self._append("step/start", {})
@@ -345,16 +337,18 @@ class Agent:
             self._append("user/message", message)
         permissions = resolve_permissions(self.log.events, self.config.sandbox, self.config.approval_policy)
         folder = self._folder = StepFolder(step=self._step, model=self._model_label(), new_id=self.new_id)
+        generation = self.inbox.generation
         try:
             return await self._codex_turn(messages, permissions, folder)
         finally:
             self._folder = None
-            self._turn_usage = self._turn_usage + folder.usage
-            self._current[:0] = folder.unechoed()  # steered, never echoed: the next step logs them
+            # Steered, never echoed: the next step logs them (unless cancel() dropped the inbox).
+            self.inbox.requeue(folder.unechoed(), generation)
 
     async def _codex_turn(
-        self, messages: List[Dict[str, Any]], permissions: ThreadPermissions, folder: StepFolder
+        self, messages: List[Message], permissions: ThreadPermissions, folder: StepFolder
     ) -> Tuple[str, Optional[Dict[str, str]]]:
+        turn: Optional[Turn] = None
         try:
             client = await self._ensure_client()
             thread = await Thread.start(
@@ -371,25 +365,34 @@ class Agent:
             finally:
                 self._turn = None
                 thread.close()
-                # The turn also counts usage it drained after an interrupt.
-                folder.usage = turn.usage
         except asyncio.CancelledError:
-            self._apply(folder.finish(None), folder)
-            self._append("step/end", {"reason": "aborted"}, step=folder.step)
+            self._settle(folder, turn, "aborted")
             raise
         except TransportError as exc:
             # The stream ended without turn/completed (the child died).
-            self._apply(folder.finish(None), folder)
-            self._append("step/end", {"reason": "error"}, step=folder.step)
+            self._settle(folder, turn, "error")
             return "error", {"message": str(exc), "code": "CODEX_NO_RESULT"}
         except RpcError as exc:  # codex refused thread/start or turn/start
-            self._apply(folder.finish(None), folder)
-            self._append("step/end", {"reason": "error"}, step=folder.step)
+            self._settle(folder, turn, "error")
             return "error", {"message": exc.message, "code": "CODEX_ERROR"}
-        self._apply(folder.finish(completed), folder)
+        except Exception:
+            # Anything else (a listener that raised, a bug): what the step
+            # committed before it is written all the same; the driver logs
+            # the error and ends the turn.
+            self._settle(folder, turn, "error")
+            raise
         reason, error = self._outcome(completed)
-        self._append("step/end", {"reason": reason}, step=folder.step)
+        self._settle(folder, turn, reason, completed=True)
         return reason, error
+
+    def _settle(self, folder: StepFolder, turn: Optional[Turn], reason: str, completed: bool = False) -> None:
+        """The codex turn is over: write what the fold still holds, end the step."""
+        if turn is not None:
+            self._apply(folder.finish(turn.books, completed), folder)
+            # The turn also counts usage it drained after an interrupt.
+            self._turn_usage = self._turn_usage + turn.usage
+        self.stats["ignored_items"] += sum(folder.ignored.values())
+        self._append("step/end", {"reason": reason}, step=folder.step)
 
     async def _consume(self, turn: Turn, folder: StepFolder) -> TurnCompleted:
         async with turn:
@@ -413,12 +416,13 @@ class Agent:
     def _apply(self, writes: List[Write], folder: StepFolder) -> None:
         for w in writes:
             self._append(w.type, w.data, step=w.step)
+            if w.type == "tool/call":
+                self.stats["tool_calls"] += 1
+            elif w.type == "step/start":
+                self.stats["steps"] += 1
         self._step = folder.step
-        self.stats["tool_calls"] += sum(1 for w in writes if w.type == "tool/call")
-        self.stats["steps"] += sum(1 for w in writes if w.type == "step/start")
-        self.stats["ignored_items"] = sum(folder.ignored.values())
 
-    def _step_input(self, messages: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    def _step_input(self, messages: List[Message]) -> List[Dict[str, Any]]:
         self._transcript.extend(self.log.events[self._seen :])
         self._seen = len(self.log.events)
         items = [text_input(self._transcript.text())]
@@ -426,7 +430,7 @@ class Agent:
             items += [image_input(b["path"]) for b in message["content"] if b.get("type") == "image"]
         return items
 
-    def _inject_skills(self, messages: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    def _inject_skills(self, messages: List[Message]) -> List[Message]:
         if not self.config.skills:
             return messages
         provider = SkillProvider(self.config.cwd, codex_home=self.config.codex_home)
@@ -435,35 +439,37 @@ class Agent:
     # -- the child -----------------------------------------------------------
 
     async def _ensure_client(self) -> AppServerClient:
-        endpoint = self.config.endpoint
-        key = (endpoint, tuple(self.config.config), self.config.codex_bin)
-        if self._client is not None and (self._client.closed or key != self._client_key):
-            await self._close_child()
-        if self._client is None:
-            # The endpoint's provider table first: a later `-c` assigning the
-            # whole table would replace the caller's model_providers.* flags.
-            config = (endpoint.config() if endpoint else []) + list(self.config.config)
-            env = dict(self.config.env)
-            env.update(endpoint.env() if endpoint else {})
-            if self.config.codex_home:
-                env["CODEX_HOME"] = self.config.codex_home
-            client = await AppServerClient.start(
-                codex_bin=self.config.codex_bin,
-                config=config,
-                env=env,
-                pass_env=self.config.pass_env,
-                cwd=self.config.cwd,
-                tap=self.config.tap,
-                request_timeout=self.config.request_timeout,
-                handler_timeout=self.config.handler_timeout,
-            )
-            if self.approvals is not None:
-                for method in REQUESTS:
-                    if build_answer(method, {}, Reply("decline")).error is None:
-                        client.on_request(method, self._answer)
-            client.on_answer(self._log_answer)
-            self._client, self._client_key = client, key
-        return self._client
+        cfg = self.config
+        key = (cfg.endpoint, tuple(cfg.config), cfg.codex_bin)
+        return await self.child.ensure(key, self._start_client)
+
+    async def _start_client(self) -> AppServerClient:
+        cfg = self.config
+        endpoint = cfg.endpoint
+        # The endpoint's provider table first: a later `-c` assigning the
+        # whole table would replace the caller's model_providers.* flags.
+        config = (endpoint.config() if endpoint else []) + list(cfg.config)
+        env = dict(cfg.env)
+        env.update(endpoint.env() if endpoint else {})
+        if cfg.codex_home:
+            env["CODEX_HOME"] = cfg.codex_home
+        client = await AppServerClient.start(
+            codex_bin=cfg.codex_bin,
+            config=config,
+            env=env,
+            pass_env=cfg.pass_env,
+            cwd=cfg.cwd,
+            launcher=cfg.launcher,
+            tap=cfg.tap,
+            request_timeout=cfg.request_timeout,
+            handler_timeout=cfg.handler_timeout,
+        )
+        if self.approvals is not None:
+            for method in REQUESTS:
+                if build_answer(method, {}, Reply("decline")).error is None:
+                    client.on_request(method, self._answer)
+        client.on_answer(self._log_answer)
+        return client
 
     async def _answer(self, method: str, params: Dict[str, Any]) -> Any:
         assert self.approvals is not None
@@ -476,42 +482,12 @@ class Agent:
         data = {"method": method, "itemId": item, "decision": decision_of(frame), "by": by}
         self._append("approval/decision", data, step=self._step or None)
 
-    async def _close_child(self) -> None:
-        self._cancel_idle_timer()
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
-
-    def _arm_idle_timer(self) -> None:
-        if self.config.child_idle_s > 0 and self._client is not None:
-            loop = asyncio.get_running_loop()
-            self._idle_timer = loop.call_later(self.config.child_idle_s, self._idle_shutdown)
-
-    def _cancel_idle_timer(self) -> None:
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
-
-    def _idle_shutdown(self) -> None:
-        self._idle_timer = None
-        if self.phase == IDLE and self._client is not None:
-            log.info("closing the idle codex app-server")
-            self.phase = MAINTENANCE
-            self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
-
-    async def _maintain(self) -> None:
-        try:
-            await self._close_child()
-        finally:
-            self._maintenance = None
-            if self.phase == MAINTENANCE:
-                self.phase = IDLE
-
     # -- log helpers -----------------------------------------------------------
 
     def _codex_version(self) -> str:
-        agent = (self._client.server_info.get("userAgent") if self._client else None) or ""
-        return parse_version(agent.split(" ")[0]) or CODEX_VERSION
+        client = self.child.client
+        agent = (client.server_info.get("userAgent") if client else None) or ""
+        return parse_version(str(agent).split(" ")[0]) or CODEX_VERSION
 
     def _model_label(self) -> str:
         return self.config.model or "default"
@@ -524,7 +500,7 @@ class Agent:
             step=(self._step or None) if step == -1 else step,
         )
 
-    def _user_message(self, content: Content) -> Dict[str, Any]:
+    def _user_message(self, content: Content) -> Message:
         if isinstance(content, str):
             blocks = [text_block(content)]
         else:
@@ -542,11 +518,10 @@ class Agent:
 
 
 __all__ = [
-    "API_KEY_ENV",
     "Agent",
     "AgentConfig",
     "ApprovalHandler",
-    "ModelEndpoint",
+    "EventListener",
     "IDLE",
     "MAINTENANCE",
     "RUNNING",

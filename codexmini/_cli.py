@@ -26,7 +26,8 @@ import time
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
 from . import CODEX_VERSION, __version__
-from ._agent import Agent, AgentConfig, ModelEndpoint
+from ._agent import Agent, AgentConfig
+from ._endpoint import ModelEndpoint
 from ._binary import codex_version, find_codex
 from ._errors import BinaryNotFound, CodexminiError, ConfigError, SessionLogError
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply

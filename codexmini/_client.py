@@ -1,43 +1,44 @@
-"""The client: one ``codex app-server`` process and its JSON-RPC conversation.
+"""The client: the asyncio shell around one JSON-RPC conversation with codex.
 
 Theory of operation
 -------------------
-:meth:`AppServerClient.start` spawns ``codex app-server [-c key=value …]`` in
-its own process group with an allowlisted environment, then performs the
-handshake (``initialize``, then the ``initialized`` notification).  Three
-kinds of task run beside the caller:
+All protocol state lives in the pure :class:`~._rpc.Connection`; this module
+only moves bytes and runs tasks.  :meth:`AppServerClient.start` finds codex,
+builds the child's environment (an allowlist, :mod:`._environment`), launches
+``codex app-server [-c key=value …]`` through a *launcher* (by default a
+:class:`~._process.ChildProcess`; :mod:`codexmini.testing` has an in-memory
+one) and performs the handshake (``initialize``, then ``initialized``).
+Beside the caller run:
 
-* **the reader** feeds stdout bytes to the sans-IO :class:`~.wire.LineDecoder`
-  (never ``readline``: asyncio's 64 KiB line limit would kill it on the first
-  big command output) and dispatches each frame: responses resolve the
-  pending request with that id; notifications are routed; server requests
-  start a handler task.  A malformed line is logged, counted and skipped.
-* **the stderr drain** reads stderr in chunks so the child never blocks on a
-  full pipe, and keeps a bounded tail for :class:`~.errors.ProcessExited`.
+* **the reader**: transport bytes → :meth:`Connection.receive` → events, each
+  handled by one row of :data:`_HANDLERS`: a response resolves its future, a
+  notification goes to the subscriptions of its route, a server request
+  starts a handler task (or gets the connection's fail-closed answer at once),
+  a ``serverRequest/resolved`` cancels its handler, a skipped line is logged
+  and counted.  Handling an event can never end the reader: whatever a frame
+  does to a handler is logged, counted in ``stats["handler_errors"]`` and
+  the next frame is read.
 * **handler tasks**, one per server request, so a slow approval never stalls
   the reader.  A handler that raises or misses its deadline gets the
-  fail-closed answer from :mod:`.permission`; a request whose method nobody
-  knows gets ``-32601``; ``serverRequest/resolved`` cancels a pending handler.
+  fail-closed answer; when the child dies, running handlers are cancelled.
+* **the exit watcher**: when the child exits, whatever is left of its process
+  group is killed, the reader gets a moment to drain the pipe, and every
+  pending request and subscription fails at once with
+  ``ProcessExited(returncode, stderr_tail)``.
 
-Routing.  A notification with ``params.threadId`` (for ``thread/started``,
-``params.thread.id``) goes to the subscribers of that thread; one without a
-thread goes to the global subscribers.  codex can name a thread before the
-response that creates it arrives (a ``warning`` during ``thread/start``), so
-notifications for a thread nobody subscribed to yet wait in a small bounded
-buffer that :meth:`subscribe` drains.  Every queue is bounded; what is dropped
-is counted in :attr:`stats` and logged.  Frames that end or shape a turn are
-never dropped, only deltas.
+Routing.  The connection decides who gets a notification: the subscribers of
+its thread, the global ones (a frame that names no thread), or -- for a thread
+nobody subscribed to yet, such as the ``warning`` codex sends *during*
+``thread/start`` -- a bounded buffer that :meth:`subscribe` drains.
+Subscriptions to :attr:`AppServerClient.ALL` see everything.  Every queue is
+bounded; what is dropped is counted in :attr:`stats` and logged.  Frames that
+end or shape a turn (:data:`~._rpc.NEVER_DROP`) are never dropped, only deltas.
 
-Exit.  When stdout ends the reader waits for the process, kills whatever is
-left of its process group, and fails every pending request at once with
-``ProcessExited(returncode, stderr_tail)``; subscriptions end with the same
-error.  :meth:`close` is idempotent: it closes stdin (codex exits at once),
-waits, then terminates and kills the group.
-
-A **frame tap** -- a callable ``tap(direction, frame)`` with direction ``"out"``
-or ``"in"`` -- sees every frame.  :func:`observe_clients` registers a factory
-that gives every new client a tap; the conformance suite uses it to validate
-every frame of every test.
+:meth:`close` is idempotent: it closes stdin (codex exits at once), waits,
+then terminates and kills the group.  A **frame tap** -- ``tap(direction,
+frame)`` with direction ``"out"`` or ``"in"`` -- sees every frame;
+:func:`observe_clients` gives every new client a tap (the conformance suite
+validates every frame of every test that way).
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ import asyncio
 import collections
 import logging
 import os
-import re
 import signal
 from typing import (
     Any,
@@ -58,19 +58,20 @@ from typing import (
     List,
     Mapping,
     Optional,
+    Protocol,
     Sequence,
     Tuple,
+    Type,
 )
 
-from . import __version__
+from . import __version__, _rpc
 from . import _wire as wire
-from ._binary import INSTALL_HINT, find_codex
+from ._binary import find_codex
 from ._environment import child_environment
-from ._errors import BinaryNotFound, ClientClosed, ProcessExited, ProtocolError, RequestTimeout, RpcError, TransportError
-from ._permission import REQUESTS, fail_closed
+from ._errors import ClientClosed, CodexminiError, ProcessExited, ProtocolError, RequestTimeout, TransportError
+from ._process import ChildProcess
 
 log = logging.getLogger("codexmini.client")
-stderr_log = logging.getLogger("codexmini.codex")
 
 Frame = Dict[str, Any]
 Tap = Callable[[str, Frame], None]
@@ -80,20 +81,39 @@ Handler = Callable[[str, Dict[str, Any]], Awaitable[Any]]
 #: ``by`` is ``"handler"``, ``"default"``, ``"timeout"`` or ``"error"``.
 AnswerObserver = Callable[[str, Dict[str, Any], Frame, str], None]
 
-GLOBAL = None  # subscription key for notifications that name no thread
+
+class Transport(Protocol):
+    """What the client needs of the other side: a byte stream each way, an
+    exit, signals.  :class:`~._process.ChildProcess` is the real one."""
+
+    @property
+    def pid(self) -> Optional[int]: ...
+
+    @property
+    def returncode(self) -> Optional[int]: ...
+
+    @property
+    def stderr_tail(self) -> str: ...
+
+    async def read(self) -> bytes: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    def close_input(self) -> None: ...
+
+    async def wait_exited(self) -> None: ...
+
+    def signal(self, sig: int) -> None: ...
+
+    async def aclose(self, timeout: float) -> None: ...
+
+
+#: Starts the server side: ``await launcher(argv, env, cwd)`` → a transport.
+#: ``argv[0]`` is the codex binary found (or given), the rest its arguments.
+Launcher = Callable[[Sequence[str], Mapping[str, str], Optional[str]], Awaitable[Transport]]
+
+GLOBAL: Optional[str] = _rpc.GLOBAL  # subscription key for notifications that name no thread
 ALL = "*"  # subscription key for every notification
-
-METHOD_NOT_FOUND = -32601
-INTERNAL_ERROR = -32603
-READ_CHUNK = 1 << 16
-EXIT_POLL_S = 0.05
-
-#: Notifications that end or shape a turn; never dropped by a full queue.
-NEVER_DROP = frozenset(
-    {"turn/started", "turn/completed", "item/started", "item/completed", "error", "thread/tokenUsage/updated"}
-)
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 _observers: List[Callable[[], Optional[Tap]]] = []
 
@@ -112,22 +132,13 @@ def observe_clients(factory: Callable[[], Optional[Tap]]) -> Callable[[], None]:
     return remove
 
 
-def thread_of(frame: Mapping[str, Any]) -> Optional[str]:
-    """The thread a notification belongs to, if it names one."""
-    params = frame.get("params")
-    if not isinstance(params, dict):
-        return None
-    tid = params.get("threadId")
-    if isinstance(tid, str):
-        return tid
-    thread = params.get("thread")
-    if frame.get("method") == "thread/started" and isinstance(thread, dict) and isinstance(thread.get("id"), str):
-        return thread["id"]
-    return None
+async def launch_process(argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str]) -> Transport:
+    """The default launcher: a real child process."""
+    return await ChildProcess.spawn(argv, env, cwd)
 
 
 class Subscription:
-    """A bounded queue of notifications for one key (a thread id, GLOBAL or ALL).
+    """A bounded queue of notifications for one key (a thread id, ``GLOBAL`` or ``ALL``).
 
     ``await sub.get()`` returns the next frame; once the client has ended and
     the queue is empty it raises the client's terminal error.
@@ -138,29 +149,30 @@ class Subscription:
         self.key = key
         self.maxsize = maxsize
         self._items: Deque[Frame] = collections.deque()
-        self._waiter: Optional[asyncio.Future] = None
-        self._error: Optional[BaseException] = None
+        self._waiter: Optional["asyncio.Future[None]"] = None
+        self._error: Optional[TransportError] = None
         self.dropped = 0
 
     def _put(self, frame: Frame) -> None:
-        if len(self._items) >= self.maxsize and frame.get("method") not in NEVER_DROP:
+        if len(self._items) >= self.maxsize and frame.get("method") not in _rpc.NEVER_DROP:
             self.dropped += 1
             self._client.stats["dropped"] += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 log.warning("subscription %r is full: %d notification(s) dropped", self.key, self.dropped)
             return
         self._items.append(frame)
-        self._wake()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
-    def _finish(self, error: BaseException) -> None:
+    def _finish(self, error: TransportError) -> None:
         self._error = error
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def pending(self) -> int:
+        """How many frames are queued."""
         return len(self._items)
 
     def get_nowait(self) -> Optional[Frame]:
@@ -172,7 +184,7 @@ class Subscription:
         return None
 
     async def get(self, timeout: Optional[float] = None) -> Frame:
-        """Wait for the next frame (``asyncio.TimeoutError`` after ``timeout``)."""
+        """Wait for the next frame; ``asyncio.TimeoutError`` after ``timeout`` seconds."""
         while True:
             frame = self.get_nowait()
             if frame is not None:
@@ -198,58 +210,64 @@ class Subscription:
 
 
 class AppServerClient:
-    """One ``codex app-server`` child and the JSON-RPC conversation with it."""
+    """One ``codex app-server`` and the JSON-RPC conversation with it.
+
+    Create it with :meth:`start` (``async with await AppServerClient.start()
+    as client``).  :meth:`request` sends a request and returns its result;
+    :meth:`subscribe` receives notifications; :meth:`on_request` answers
+    codex's own requests (approvals, questions) -- unanswered ones get the
+    fail-closed answer.
+    """
+
+    #: :meth:`subscribe` key: every notification.
+    ALL = ALL
+    #: :meth:`subscribe` key: notifications that name no thread.
+    GLOBAL = GLOBAL
 
     def __init__(
         self,
-        argv: Sequence[str],
+        transport: Transport,
         *,
-        env: Optional[Mapping[str, str]] = None,
-        cwd: Optional[str] = None,
+        argv: Sequence[str] = (),
         tap: Optional[Tap] = None,
         request_timeout: float = 120.0,
         handler_timeout: float = 300.0,
         max_frame_bytes: int = wire.DEFAULT_MAX_FRAME_BYTES,
         queue_size: int = 10000,
         unclaimed_threads: int = 32,
-        unclaimed_per_thread: int = 512,
-        stderr_tail_lines: int = 40,
+        unclaimed_bytes: int = 8 * 1024 * 1024,
         close_timeout: float = 5.0,
     ) -> None:
+        """Wrap a started ``transport`` (use :meth:`start`); needs a running loop."""
         self.argv = list(argv)
-        self.env = dict(env) if env is not None else None
-        self.cwd = cwd
         self.request_timeout = request_timeout
         self.handler_timeout = handler_timeout
         self.queue_size = queue_size
         self.close_timeout = close_timeout
+        self._conn = _rpc.Connection(
+            max_frame_bytes=max_frame_bytes, unclaimed_threads=unclaimed_threads, unclaimed_bytes=unclaimed_bytes
+        )
+        self.stats = self._conn.stats
+        self.stats.update(handler_errors=0, timeouts=0)
+        self._transport = transport
         self._taps: List[Tap] = [t for t in [tap] + [f() for f in list(_observers)] if t is not None]
-        self._decoder = wire.LineDecoder(max_frame_bytes)
-        self._proc: Optional[asyncio.subprocess.Process] = None
-        self._next_id = 1
-        self._pending: Dict[Any, Tuple[str, asyncio.Future]] = {}
+        self._futures: Dict[_rpc.RequestId, "asyncio.Future[Any]"] = {}
         self._handlers: Dict[str, Handler] = {}
         self._answer_observers: List[AnswerObserver] = []
-        self._inflight: Dict[Any, asyncio.Task] = {}
+        self._inflight: Dict[_rpc.RequestId, "asyncio.Task[None]"] = {}
         self._subs: Dict[Optional[str], List[Subscription]] = {}
-        self._unclaimed: "collections.OrderedDict[str, Deque[Frame]]" = collections.OrderedDict()
-        self._unclaimed_threads = unclaimed_threads
-        self._unclaimed_per_thread = unclaimed_per_thread
-        self._stderr_tail: Deque[str] = collections.deque(maxlen=stderr_tail_lines)
-        self._write_lock: Optional[asyncio.Lock] = None
-        self._reader: Optional[asyncio.Task] = None
-        self._stderr_task: Optional[asyncio.Task] = None
-        self._exit_watcher: Optional[asyncio.Task] = None
-        self._ended: Optional[asyncio.Future] = None
         self._terminal: Optional[TransportError] = None
         self._closing = False
-        self._close_task: Optional[asyncio.Task] = None
+        self._close_task: Optional["asyncio.Task[None]"] = None
+        self._healthy = True
         self.server_info: Dict[str, Any] = {}
-        #: The last few lines that were not frames (reported and skipped, never fatal).
+        #: The last few lines and frames that broke the rules (logged and skipped, never fatal).
         self.protocol_errors: Deque[ProtocolError] = collections.deque(maxlen=20)
-        self.stats: Dict[str, int] = collections.Counter(
-            frames_in=0, frames_out=0, malformed=0, dropped=0, unrouted=0, unknown_responses=0
-        )
+        loop = asyncio.get_running_loop()
+        self._write_lock = asyncio.Lock()
+        self._ended: "asyncio.Future[None]" = loop.create_future()
+        self._reader = loop.create_task(self._read())
+        self._exit_watcher = loop.create_task(self._watch_exit())
 
     # -- life cycle --------------------------------------------------------
 
@@ -264,27 +282,49 @@ class AppServerClient:
         pass_env: Iterable[str] = (),
         parent_env: Optional[Mapping[str, str]] = None,
         cwd: Optional[str] = None,
+        launcher: Optional[Launcher] = None,
         initialize: bool = True,
         client_name: str = "codexmini",
         experimental_api: bool = True,
         opt_out_notifications: Iterable[str] = (),
         initialize_timeout: float = 60.0,
-        **options: Any,
+        tap: Optional[Tap] = None,
+        request_timeout: float = 120.0,
+        handler_timeout: float = 300.0,
+        max_frame_bytes: int = wire.DEFAULT_MAX_FRAME_BYTES,
+        queue_size: int = 10000,
+        close_timeout: float = 5.0,
     ) -> "AppServerClient":
-        """Find codex, spawn ``codex app-server`` and (by default) initialize.
+        """Find codex, launch ``codex app-server`` and (by default) initialize.
 
         ``config`` items are ``key=value`` strings passed as ``-c`` (values are
-        TOML); ``env`` is added to the allowlisted parent environment and
-        ``pass_env`` names parent variables (secrets) to pass through.
+        TOML).  The child's environment is the allowlisted ``parent_env``
+        (default ``os.environ``) plus ``env``; ``pass_env`` names parent
+        variables (secrets) to pass through -- nothing else reaches codex.
+        ``launcher`` replaces the child process (the in-memory fake of
+        :mod:`codexmini.testing`); then no binary is looked up.
+
+        Raises :class:`~codexmini.BinaryNotFound` (no codex, or it cannot be
+        executed), :class:`~codexmini.ConfigError` (``cwd`` does not exist) and
+        whatever ``initialize`` raises.
         """
         parent = dict(os.environ if parent_env is None else parent_env)
-        binary = find_codex(codex_bin, env=parent, cwd=cwd)
-        argv = [binary.path, "app-server"]
+        binary = (codex_bin or "codex") if launcher is not None else find_codex(codex_bin, env=parent, cwd=cwd).path
+        argv = [binary, "app-server"]
         for item in config:
             argv += ["-c", item]
         argv += list(args)
-        client = cls(argv, env=child_environment(parent, env, pass_env), cwd=cwd, **options)
-        await client.spawn()
+        transport = await (launcher or launch_process)(argv, child_environment(parent, env, pass_env), cwd)
+        client = cls(
+            transport,
+            argv=argv,
+            tap=tap,
+            request_timeout=request_timeout,
+            handler_timeout=handler_timeout,
+            max_frame_bytes=max_frame_bytes,
+            queue_size=queue_size,
+            close_timeout=close_timeout,
+        )
         if initialize:
             try:
                 await client.initialize(
@@ -298,29 +338,6 @@ class AppServerClient:
                 raise
         return client
 
-    async def spawn(self) -> None:
-        """Start the child process and the reader tasks."""
-        if self._proc is not None:
-            raise RuntimeError("already spawned")
-        loop = asyncio.get_running_loop()
-        self._write_lock = asyncio.Lock()
-        try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self.env,
-                cwd=self.cwd,
-                start_new_session=True,  # its own process group: close() kills the whole tree
-            )
-        except OSError as exc:  # missing, not executable, bad cwd, exec format error
-            raise BinaryNotFound(f"cannot start {self.argv[0]!r}: {exc}; {INSTALL_HINT}") from exc
-        self._ended = loop.create_future()  # only a started process can end
-        self._stderr_task = loop.create_task(self._drain_stderr())
-        self._reader = loop.create_task(self._read_stdout())
-        self._exit_watcher = loop.create_task(self._watch_exit())
-
     async def initialize(
         self,
         *,
@@ -329,6 +346,7 @@ class AppServerClient:
         opt_out_notifications: Iterable[str] = (),
         timeout: Optional[float] = None,
     ) -> Dict[str, Any]:
+        """The handshake: ``initialize``, then the ``initialized`` notification."""
         capabilities: Dict[str, Any] = {"experimentalApi": experimental_api}
         opt_out = list(opt_out_notifications)
         if opt_out:
@@ -343,25 +361,34 @@ class AppServerClient:
 
     @property
     def pid(self) -> Optional[int]:
-        return self._proc.pid if self._proc else None
+        """The child's process id (``None`` for a transport without one)."""
+        return self._transport.pid
 
     @property
     def returncode(self) -> Optional[int]:
-        return self._proc.returncode if self._proc else None
+        """The child's exit status once it exited."""
+        return self._transport.returncode
 
     @property
     def stderr_tail(self) -> str:
-        return "\n".join(self._stderr_tail)
+        """The child's last stderr lines (ANSI colours stripped)."""
+        return self._transport.stderr_tail
 
     @property
     def closed(self) -> bool:
         """True once the client was closed or the process ended."""
         return self._closing or self._terminal is not None
 
+    @property
+    def healthy(self) -> bool:
+        """False once the client ended or a request went unanswered past its
+        deadline (codex answers every well-formed request, so a child that
+        does not is stuck or stopped reading): replace it."""
+        return self._healthy and not self.closed
+
     async def wait_closed(self) -> None:
         """Wait until the conversation has ended (process exit or close)."""
-        if self._ended is not None:
-            await asyncio.shield(self._ended)
+        await asyncio.shield(self._ended)
 
     async def close(self) -> None:
         """End the child: close stdin, wait, terminate, kill the group.  Idempotent."""
@@ -378,57 +405,38 @@ class AppServerClient:
     async def _close(self) -> None:
         self._closing = True
         self._fail_all(ClientClosed())
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.stdin is not None and not proc.stdin.is_closing():
-            proc.stdin.close()
+        self._transport.close_input()
         for sig, grace in ((None, self.close_timeout), (signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
             if sig is not None:
-                self._signal_group(sig)
+                self._transport.signal(sig)
             try:
-                await asyncio.wait_for(self._exited(), grace)
+                await asyncio.wait_for(self._transport.wait_exited(), grace)
                 break
             except asyncio.TimeoutError:
                 continue
-        await self._join_tasks()
-
-    async def _join_tasks(self) -> None:
-        for task in list(self._inflight.values()):
-            task.cancel()
-        tasks = [t for t in (self._exit_watcher, *self._inflight.values()) if t is not None]
-        if tasks:
-            await asyncio.wait(tasks, timeout=self.close_timeout + 1.0)
-
-    def _signal_group(self, sig: int) -> None:
-        pid = self.pid
-        if pid is None:
-            return
-        try:
-            os.killpg(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        await asyncio.wait([self._exit_watcher], timeout=self.close_timeout + 1.0)
+        self._cancel_handlers()
+        if self._inflight:
+            await asyncio.wait(list(self._inflight.values()), timeout=self.close_timeout)
 
     # -- requests ----------------------------------------------------------
 
-    async def request(self, method: str, params: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None) -> Any:
+    async def request(
+        self, method: str, params: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None
+    ) -> Any:
         """Send a request and wait for its result.
 
-        Raises :class:`RpcError`, :class:`RequestTimeout`,
-        :class:`ProcessExited` or :class:`ClientClosed`.
+        Raises :class:`~codexmini.RpcError`, :class:`~codexmini.RequestTimeout`,
+        :class:`~codexmini.ProcessExited` or :class:`~codexmini.ClientClosed`.
         """
         self._check_open()
-        rid = self._next_id
-        self._next_id += 1
-        future = asyncio.get_running_loop().create_future()
-        self._pending[rid] = (method, future)
-        frame: Frame = {"id": rid, "method": method}
-        if params is not None:
-            frame["params"] = dict(params)
+        rid, out = self._conn.request(method, params)
+        future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
+        self._futures[rid] = future
         limit = self.request_timeout if timeout is None else timeout
 
         async def exchange() -> Any:
-            await self._send(frame)
+            await self._send(out)
             return await asyncio.shield(future)
 
         try:
@@ -436,20 +444,21 @@ class AppServerClient:
             # its stdin must not hang the caller.
             return await asyncio.wait_for(exchange(), limit)
         except asyncio.TimeoutError:
+            self._healthy = False
+            self.stats["timeouts"] += 1
             raise RequestTimeout(method, limit) from None
         finally:
-            self._pending.pop(rid, None)
+            self._futures.pop(rid, None)
+            self._conn.forget(rid)
             if not future.done():
                 future.cancel()
             elif not future.cancelled():
                 future.exception()  # retrieved: the error (if any) was raised another way
 
     async def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> None:
+        """Send a notification (no answer comes)."""
         self._check_open()
-        frame: Frame = {"method": method}
-        if params is not None:
-            frame["params"] = dict(params)
-        await self._send(frame)
+        await self._send(self._conn.notify(method, params))
 
     def on_request(self, method: str, handler: Optional[Handler]) -> None:
         """Register (or with ``None`` remove) the handler for a server-request method."""
@@ -473,48 +482,41 @@ class AppServerClient:
             raise ClientClosed()
         if self._terminal is not None:
             raise self._terminal
-        if self._proc is None:
-            raise ClientClosed("the client was never started")
 
-    async def _send(self, frame: Frame) -> None:
-        data = wire.encode(frame)
-        self._tap("out", frame)
-        assert self._proc is not None and self._proc.stdin is not None and self._write_lock is not None
+    async def _send(self, out: _rpc.Outgoing) -> None:
+        for tap in self._taps:
+            self._call_tap(tap, "out", out.frame)
+        failed: Optional[BaseException] = None
         async with self._write_lock:
             try:
-                self._proc.stdin.write(data)
-                await self._proc.stdin.drain()
+                await self._transport.write(out.data)
             except (ConnectionError, OSError, RuntimeError) as exc:
-                failed: Optional[BaseException] = exc
-            else:
-                failed = None
+                failed = exc
         if failed is not None:
             # The pipe broke: the child is exiting (or stopped reading).  Wait,
             # without holding the write lock, for the exit error to report it.
             log.debug("write failed: %s", failed)
-            if self._ended is not None:
-                await asyncio.wait([self._ended], timeout=self.close_timeout)
+            await asyncio.wait([self._ended], timeout=self.close_timeout)
             raise self._terminal or TransportError(f"codex stopped reading its stdin ({failed})") from None
-        self.stats["frames_out"] += 1
 
-    def _tap(self, direction: str, frame: Frame) -> None:
-        for tap in self._taps:
-            try:
-                tap(direction, frame)
-            except Exception:  # a broken observer must not break the conversation
-                log.exception("frame tap failed")
+    @staticmethod
+    def _call_tap(tap: Tap, direction: str, frame: Frame) -> None:
+        try:
+            tap(direction, frame)
+        except Exception:  # a broken observer must not break the conversation
+            log.exception("frame tap failed")
 
     # -- subscriptions -----------------------------------------------------
 
     def subscribe(self, key: Optional[str] = GLOBAL, maxsize: Optional[int] = None) -> Subscription:
         """Subscribe to one thread's notifications (``key`` = thread id), to the
-        global ones (``GLOBAL``) or to all (``ALL``).  Notifications that
-        arrived for the thread before anyone subscribed are delivered first."""
+        global ones (:attr:`GLOBAL`) or to all (:attr:`ALL`).  Notifications
+        that arrived for the thread before anyone subscribed come first."""
         sub = Subscription(self, key, maxsize or self.queue_size)
         self._subs.setdefault(key, []).append(sub)
-        if key not in (GLOBAL, ALL):
-            for frame in self._unclaimed.pop(key, ()):
-                sub._put(frame)
+        if key is not GLOBAL and key != ALL:
+            for note in self._conn.claim(key):
+                sub._put(note.frame)
         if self._terminal is not None:
             sub._finish(self._terminal)
         return sub
@@ -525,147 +527,96 @@ class AppServerClient:
             subs.remove(sub)
             if not subs:
                 del self._subs[sub.key]
-
-    def _route(self, frame: Frame) -> None:
-        tid = thread_of(frame)
-        delivered = False
-        for sub in list(self._subs.get(ALL, ())) + list(self._subs.get(tid, ())):
-            sub._put(frame)
-            delivered = delivered or sub.key == tid
-        if delivered:
-            return
-        if tid is None:
-            self.stats["unrouted"] += 1
-            return
-        queue = self._unclaimed.get(tid)
-        if queue is None:
-            if len(self._unclaimed) >= self._unclaimed_threads:
-                _, evicted = self._unclaimed.popitem(last=False)
-                self.stats["dropped"] += len(evicted)
-            queue = self._unclaimed[tid] = collections.deque()
-        if len(queue) >= self._unclaimed_per_thread:
-            queue.popleft()
-            self.stats["dropped"] += 1
-        queue.append(frame)
+            if sub.key is not GLOBAL and sub.key != ALL:
+                self._conn.release(sub.key)
 
     # -- reading -----------------------------------------------------------
 
-    async def _read_stdout(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        stream = self._proc.stdout
-        try:
-            while True:
-                chunk = await stream.read(READ_CHUNK)
-                if not chunk:
-                    break
-                for item in self._decoder.feed(chunk):
-                    self._dispatch(item)
-            for item in self._decoder.close():
-                self._dispatch(item)
-        except (ConnectionError, OSError) as exc:  # pragma: no cover - pipe errors are platform noise
-            log.debug("stdout read failed: %s", exc)
+    async def _read(self) -> None:
+        transport = self._transport
+        while True:
+            data = await transport.read()
+            if not data:
+                break
+            self._handle(self._conn.receive(data))
+        self._handle(self._conn.receive_eof())
         # stdout ended: the process is exiting, or it closed stdout and is of no
         # further use.  Give it the close timeout, then kill its group.
         try:
-            await asyncio.wait_for(self._exited(), self.close_timeout)
+            await asyncio.wait_for(transport.wait_exited(), self.close_timeout)
         except asyncio.TimeoutError:
-            self._signal_group(signal.SIGKILL)
+            transport.signal(signal.SIGKILL)
 
-    def _dispatch(self, item: wire.Decoded) -> None:
-        if isinstance(item, wire.Malformed):
-            self.stats["malformed"] += 1
-            error = ProtocolError(f"skipped a line from codex: {item.reason} ({item.preview!r})")
-            self.protocol_errors.append(error)
-            log.warning("%s", error)
+    def _handle(self, events: List[_rpc.Event]) -> None:
+        for event in events:
+            try:
+                if self._taps and event.frame is not None:
+                    for tap in self._taps:
+                        self._call_tap(tap, "in", event.frame)
+                _HANDLERS[type(event)](self, event)
+            except Exception:  # the boundary no frame crosses: log, count, read on
+                self.stats["handler_errors"] += 1
+                log.exception("handling a frame from codex failed; skipped")
+
+    def _on_response(self, event: _rpc.Response) -> None:
+        future = self._futures.get(event.id)
+        if future is not None and not future.done():
+            future.set_result(event.result)
+
+    def _on_error(self, event: _rpc.ErrorResponse) -> None:
+        future = self._futures.get(event.id)
+        if future is not None and not future.done():
+            future.set_exception(event.error)
+
+    def _on_notification(self, event: _rpc.Notification) -> None:
+        frame = event.frame
+        for sub in self._subs.get(ALL, ()):
+            sub._put(frame)
+        route = event.route
+        if route == _rpc.UNCLAIMED:
+            return  # held by the connection until a subscriber claims the thread
+        subs = self._subs.get(route)
+        if not subs:
+            self.stats["unrouted"] += 1
             return
-        self.stats["frames_in"] += 1
-        self._tap("in", item)
-        kind = wire.classify(item)
-        if kind == wire.NOTIFICATION:
-            if item["method"] == "serverRequest/resolved":
-                self._resolved(item.get("params") or {})
-            self._route(item)
-        elif kind == wire.REQUEST:
-            self._start_handler(item)
-        else:
-            self._settle(item, kind)
+        for sub in subs:
+            sub._put(frame)
 
-    def _settle(self, frame: Frame, kind: Optional[str]) -> None:
-        entry = self._pending.get(frame["id"])
-        if entry is None:
-            self.stats["unknown_responses"] += 1
-            log.warning("response to unknown request id %r", frame["id"])
-            return
-        method, future = entry
-        if future.done():
-            return
-        if kind == wire.RESPONSE:
-            future.set_result(frame["result"])
-        else:
-            err = frame["error"]
-            future.set_exception(RpcError(err["code"], err["message"], err.get("data"), method))
+    def _on_skipped(self, event: _rpc.Skipped) -> None:
+        self.protocol_errors.append(event.error)
+        log.warning("skipped a frame from codex: %s", event.error)
 
-    async def _drain_stderr(self) -> None:
-        assert self._proc is not None and self._proc.stderr is not None
-        stream = self._proc.stderr
-        partial = bytearray()
-        max_line = 8192
-        while True:
-            chunk = await stream.read(READ_CHUNK)
-            if not chunk:
-                break
-            partial += chunk
-            lines = partial.split(b"\n")
-            partial = bytearray(lines.pop())
-            if len(partial) > max_line:  # a huge line: keep its head, drop the rest
-                lines.append(bytes(partial[:max_line]) + b"...")
-                partial.clear()
-            for raw in lines:
-                self._stderr_line(raw)
-        if partial:
-            self._stderr_line(bytes(partial))
+    def _on_server_request(self, event: _rpc.ServerRequest) -> None:
+        handler = self._handlers.get(event.method)
+        coro = self._run_handler(event, handler) if handler is not None else self._default_answer(event)
+        task = asyncio.get_running_loop().create_task(coro)
+        self._inflight[event.id] = task
+        task.add_done_callback(lambda _t, rid=event.id: self._inflight.pop(rid, None))
 
-    def _stderr_line(self, raw: bytes) -> None:
-        text = _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
-        if len(text) > 2000:
-            text = text[:2000] + "..."
-        if text:
-            self._stderr_tail.append(text)
-            stderr_log.debug("%s", text)
+    def _on_resolved(self, event: _rpc.ServerRequestResolved) -> None:
+        task = self._inflight.get(event.id)
+        if task is not None and not task.done():
+            log.info("server resolved request %r before it was answered", event.id)
+            task.cancel()
+        self._on_notification(event.note)
 
-    async def _exited(self) -> None:
-        """Wait until the child has exited.
-
-        ``Process.wait()`` also waits until every pipe is closed, which a
-        descendant holding them can delay forever; the return code is set as
-        soon as the child is reaped, so poll that instead.
-        """
-        assert self._proc is not None
-        while self._proc.returncode is None:
-            await asyncio.sleep(EXIT_POLL_S)
+    # -- exit --------------------------------------------------------------
 
     async def _watch_exit(self) -> None:
         """Wait for the child to exit, then end the conversation.
 
-        Its descendants may still hold our stdout and stderr pipes open (they
-        inherit them), so EOF alone is not a reliable exit signal: the leader's
-        exit is.  Whatever is left of its process group is killed, the reader
-        gets a moment to drain what the pipe still holds, and every pending
-        request fails with ``ProcessExited``.
+        Its descendants may still hold our stdout pipe open (they inherit it),
+        so EOF alone is not a reliable exit signal: the leader's exit is.
         """
-        proc = self._proc
-        assert proc is not None and self._ended is not None
-        await self._exited()
-        self._signal_group(signal.SIGKILL)
-        for task in (self._reader, self._stderr_task):
-            if task is not None:
-                await asyncio.wait([task], timeout=self.close_timeout)
-                task.cancel()
-        try:  # lets asyncio close the transport now that the pipes are drained
-            await asyncio.wait_for(proc.wait(), self.close_timeout)
-        except asyncio.TimeoutError:  # pragma: no cover - a descendant outside our group holds a pipe
-            log.warning("codex exited but a pipe stayed open; abandoning it")
-        error: TransportError = ClientClosed() if self._closing else ProcessExited(proc.returncode, self.stderr_tail)
+        transport = self._transport
+        await transport.wait_exited()
+        self._cancel_handlers()  # nobody is left to answer: stop asking the caller
+        await transport.aclose(self.close_timeout)
+        await asyncio.wait([self._reader], timeout=self.close_timeout)
+        self._reader.cancel()
+        error: TransportError = (
+            ClientClosed() if self._closing else ProcessExited(transport.returncode, transport.stderr_tail)
+        )
         if not self._closing:
             log.warning("%s", error)
         self._fail_all(error)
@@ -674,78 +625,70 @@ class AppServerClient:
     def _fail_all(self, error: TransportError) -> None:
         if self._terminal is None:
             self._terminal = error
-        for _, future in list(self._pending.values()):
+        for future in list(self._futures.values()):
             if not future.done():
                 future.set_exception(error)
         for subs in self._subs.values():
             for sub in subs:
                 sub._finish(self._terminal)
 
-    # -- server requests ---------------------------------------------------
-
-    def _start_handler(self, frame: Frame) -> None:
-        rid, method = frame["id"], frame["method"]
-        params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
-        task = asyncio.get_running_loop().create_task(self._answer(rid, method, params))
-        self._inflight[rid] = task
-        task.add_done_callback(lambda _t: self._inflight.pop(rid, None))
-
-    def _resolved(self, params: Mapping[str, Any]) -> None:
-        task = self._inflight.get(params.get("requestId"))
-        if task is not None and not task.done():
-            log.info("server resolved request %r before it was answered", params.get("requestId"))
+    def _cancel_handlers(self) -> None:
+        for task in list(self._inflight.values()):
             task.cancel()
 
-    async def _answer(self, rid: Any, method: str, params: Dict[str, Any]) -> None:
-        handler = self._handlers.get(method)
-        if handler is None and method not in REQUESTS:
-            reply: Frame = {"id": rid, "error": {"code": METHOD_NOT_FOUND, "message": f"method not found: {method}"}}
-            await self._reply(method, params, reply, "default")
-            return
-        by = "default"
-        result: Any = None
-        if handler is not None:
-            try:
-                result = await asyncio.wait_for(handler(method, params), self.handler_timeout)
-                by = "handler"
-            except asyncio.CancelledError:
-                raise  # resolved by the server, or closing: nothing to answer
-            except asyncio.TimeoutError:
-                by = "timeout"
-                log.warning("handler for %s missed its %gs deadline; answering fail-closed", method, self.handler_timeout)
-            except Exception:
-                by = "error"
-                log.exception("handler for %s failed; answering fail-closed", method)
-        if by == "handler":
-            reply = {"id": rid, "result": result}
-        elif method not in REQUESTS:  # a caller's own method whose handler failed
-            reply = {"id": rid, "error": {"code": INTERNAL_ERROR, "message": f"handler for {method} failed"}}
-        else:
-            answer = fail_closed(method, params)
-            reply = {"id": rid, "error": answer.error} if answer.error else {"id": rid, "result": answer.result}
-        await self._reply(method, params, reply, by)
+    # -- server requests ---------------------------------------------------
 
-    async def _reply(self, method: str, params: Dict[str, Any], reply: Frame, by: str) -> None:
+    async def _default_answer(self, event: _rpc.ServerRequest) -> None:
+        await self._reply(event, self._conn.decline(event.id), "default")
+
+    async def _run_handler(self, event: _rpc.ServerRequest, handler: Handler) -> None:
         try:
-            await self._send(reply)
-        except TransportError:
+            result = await asyncio.wait_for(handler(event.method, event.params), self.handler_timeout)
+        except asyncio.CancelledError:
+            raise  # resolved by the server, or the child is gone: nothing to answer
+        except asyncio.TimeoutError:
+            log.warning("handler for %s missed its %gs deadline; answering fail-closed", event.method, self.handler_timeout)
+            await self._reply(event, self._conn.decline(event.id, handler_failed=True), "timeout")
+        except Exception:
+            log.exception("handler for %s failed; answering fail-closed", event.method)
+            await self._reply(event, self._conn.decline(event.id, handler_failed=True), "error")
+        else:
+            await self._reply(event, self._conn.answer(event.id, result), "handler")
+
+    async def _reply(self, event: _rpc.ServerRequest, out: Optional[_rpc.Outgoing], by: str) -> None:
+        if out is None:  # answered or resolved meanwhile
+            return
+        try:
+            await self._send(out)
+        except CodexminiError:
             return
         for observer in list(self._answer_observers):
             try:
-                observer(method, params, reply, by)
+                observer(event.method, event.params, out.frame, by)
             except Exception:
                 log.exception("answer observer failed")
+
+
+_HANDLERS: Dict[Type[Any], Callable[[AppServerClient, Any], None]] = {
+    _rpc.Response: AppServerClient._on_response,
+    _rpc.ErrorResponse: AppServerClient._on_error,
+    _rpc.Notification: AppServerClient._on_notification,
+    _rpc.ServerRequest: AppServerClient._on_server_request,
+    _rpc.ServerRequestResolved: AppServerClient._on_resolved,
+    _rpc.Skipped: AppServerClient._on_skipped,
+}
 
 
 __all__ = [
     "ALL",
     "GLOBAL",
-    "NEVER_DROP",
     "AnswerObserver",
     "AppServerClient",
     "Handler",
+    "Launcher",
     "Subscription",
     "Tap",
+    "Transport",
+    "launch_process",
     "observe_clients",
-    "thread_of",
 ]

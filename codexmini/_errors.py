@@ -1,25 +1,34 @@
 """The one error hierarchy of codexmini.
 
-Every exception codexmini raises on purpose is a :class:`CodexminiError`.
-Lower-level exceptions (``OSError`` from a pipe, ``json.JSONDecodeError``,
+Every exception codexmini raises on purpose is a :class:`CodexminiError`;
+no documented failure of the public API raises a built-in exception.  Lower-
+level exceptions (``OSError`` from a pipe or a log file, ``json`` errors,
 ``asyncio.TimeoutError``) are mapped to these at exactly one boundary each:
-the client for the process and the wire, the session module for the log file.
+the wire decoder for bytes, the client for the process and the conversation,
+the turn for its stream, the session module for the log file.
 
 ::
 
     CodexminiError
-    ├── ProtocolError            a line broke the wire rules (bad JSON, too big,
-    │                            not a JSON-RPC shape); logged, kept in
-    │                            ``client.protocol_errors`` and skipped, never raised
+    ├── ProtocolError            a line or frame broke the wire rules (bad JSON,
+    │                            too big, no JSON-RPC shape, an answer to an id
+    │                            nobody asked); a *value* the reader logs, counts
+    │                            and keeps in ``client.protocol_errors``, never raised
     ├── RpcError                 the server answered a request with an error
     │                            (code, message, data); codex uses -32600 for all
     ├── TransportError           the conversation with the process is over
     │   ├── ProcessExited        the child exited (returncode, stderr_tail)
     │   ├── ClientClosed         close() was called before or during the request
     │   └── RequestTimeout       no answer in time (malformed requests get none)
-    ├── BinaryNotFound           no codex binary where we looked
-    ├── ConfigError              a setting codexmini refuses up front
+    ├── CodexTimeout             a deadline passed: RequestTimeout, TurnTimeout
+    │   └── TurnTimeout          a turn was silent longer than its idle_timeout
+    ├── BinaryNotFound           no codex binary where we looked, or it cannot run
+    ├── ConfigError              a setting codexmini refuses up front (a bad pin,
+    │                            a missing cwd, an unsupported wire API)
     └── SessionLogError          a session log line is corrupt (names the line)
+
+``RequestTimeout`` is both a ``TransportError`` (the request is lost) and a
+``CodexTimeout`` (a deadline passed), so either ``except`` clause catches it.
 
 A turn that fails is not an exception: it is an outcome, written to the
 session log as ``turn/end`` with reason ``error`` and a code
@@ -36,8 +45,20 @@ class CodexminiError(Exception):
 
 
 class ProtocolError(CodexminiError):
-    """A line from the peer is not a valid frame.  Never fatal: the reader logs,
-    counts and skips it."""
+    """A line or a frame from the peer broke the wire rules.
+
+    Never fatal and never raised by the reader: the wire decoder and the RPC
+    core return it as a value; the client logs it, counts it and keeps the
+    last few in ``client.protocol_errors``.  ``reason`` says what was wrong,
+    ``size`` is the line's length in bytes (0 for a frame-level problem) and
+    ``preview`` its first bytes, decoded leniently.
+    """
+
+    def __init__(self, reason: str, size: int = 0, preview: str = "") -> None:
+        self.reason = reason
+        self.size = size
+        self.preview = preview
+        super().__init__(f"{reason} ({preview!r})" if preview else reason)
 
 
 class RpcError(CodexminiError):
@@ -74,18 +95,34 @@ class ClientClosed(TransportError):
         super().__init__(message)
 
 
-class RequestTimeout(TransportError):
+class CodexTimeout(CodexminiError):
+    """A deadline passed.  ``timeout`` is the deadline, in seconds."""
+
+    def __init__(self, message: str, timeout: float) -> None:
+        self.timeout = timeout
+        super().__init__(message)
+
+
+class RequestTimeout(TransportError, CodexTimeout):
     """No response arrived in time.  codex never answers a malformed line, so
     every request carries a deadline."""
 
     def __init__(self, method: str, timeout: float) -> None:
         self.method = method
-        self.timeout = timeout
-        super().__init__(f"no response to {method} within {timeout:g}s")
+        CodexTimeout.__init__(self, f"no response to {method} within {timeout:g}s", timeout)
+
+
+class TurnTimeout(CodexTimeout):
+    """A turn received nothing for longer than its ``idle_timeout``."""
+
+    def __init__(self, turn_id: Optional[str], timeout: float) -> None:
+        self.turn_id = turn_id
+        super().__init__(f"turn {turn_id} was silent for {timeout:g}s", timeout)
 
 
 class BinaryNotFound(CodexminiError):
-    """No codex binary was found; the message says how to install one."""
+    """No codex binary was found, or it cannot be executed; the message says how
+    to install one."""
 
 
 class ConfigError(CodexminiError):
@@ -93,7 +130,8 @@ class ConfigError(CodexminiError):
 
 
 class SessionLogError(CodexminiError):
-    """A session log cannot be read back (a corrupt line that is not the last)."""
+    """A session log cannot be read back (a corrupt line that is not the last)
+    or written (the disk refused an append)."""
 
     def __init__(self, message: str, path: str = "", line: int = 0) -> None:
         self.path = path
@@ -102,14 +140,16 @@ class SessionLogError(CodexminiError):
 
 
 __all__ = [
-    "CodexminiError",
-    "ProtocolError",
-    "RpcError",
-    "TransportError",
-    "ProcessExited",
-    "ClientClosed",
-    "RequestTimeout",
     "BinaryNotFound",
+    "ClientClosed",
+    "CodexTimeout",
+    "CodexminiError",
     "ConfigError",
+    "ProcessExited",
+    "ProtocolError",
+    "RequestTimeout",
+    "RpcError",
     "SessionLogError",
+    "TransportError",
+    "TurnTimeout",
 ]

@@ -28,7 +28,8 @@ import time
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import CODEX_VERSION
-from ._agent import Agent, AgentConfig, ModelEndpoint
+from ._agent import Agent, AgentConfig
+from ._endpoint import ModelEndpoint
 from ._binary import codex_version, find_codex
 from ._events import AgentMessageDelta, Event
 from ._permission import ACCEPT, ApprovalRequest, Reply

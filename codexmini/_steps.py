@@ -30,14 +30,16 @@ Rules, each from the seed and the recorded scenarios:
   message is held (a retried ``response.incomplete``) replaces its text.
 * **Usage** is known for certain only at ``turn/completed`` (each model
   call's ``thread/tokenUsage/updated`` races with the tool items that call
-  started), so the codex turn's usage is attached to the last message written
-  at completion and returned to the agent for ``turn/end``; never lost when
-  the turn ends right after a tool.
+  started), so the codex turn's usage -- read from the turn's own books, a
+  :class:`~._turnfold.TurnFold`, never counted twice -- is attached to the last
+  message written at completion; never lost when the turn ends right after a
+  tool.
 * **Steered input** (``turn/steer``) is logged where codex echoes it as a
   ``userMessage`` item, after the answer it interrupted: the log keeps the
   order the model saw.
-* **Abandoned tool items** (started, never completed: an interrupt) get an
-  explicit error result, so the next prompt shows the call was cut short.
+* **Abandoned tool items** (started per the turn's books, never seen
+  completed here: an interrupt) get an explicit error result, so the next
+  prompt shows the call was cut short.
   Abandoned agent messages (a retried cut stream) are dropped, as in the seed.
 """
 
@@ -46,22 +48,19 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ._events import (
-    AgentMessageDelta,
     Event,
     ItemCompleted,
-    ItemStarted,
     PlanDelta,
     ReasoningSummaryDelta,
     ReasoningTextDelta,
-    TokenUsage,
-    TurnCompleted,
     Usage,
 )
 from ._mapping import TOOL_ITEMS, ToolCall, tool_call, tool_result
 from ._prompt import reasoning_block, text_block, tool_call_block
+from ._turnfold import TurnFold
 
 
 @dataclass(frozen=True)
@@ -88,8 +87,7 @@ class StepFolder:
         self.pending_reasoning: List[str] = []
         self.streamed: Dict[Tuple[str, str], Dict[int, str]] = {}  # (item, summary|content) → parts
         self.settled = 0
-        self.usage = Usage()
-        self.open_tools: Dict[str, Mapping[str, Any]] = {}
+        self._tools_seen: Set[str] = set()  # tool call ids settled in this fold
         self._text_at: Dict[str, int] = {}  # agent message id → its block in the held message
         self.ignored = Counter()  # item types that are not tools, by type
         self.messages = 0  # assistant messages written
@@ -111,15 +109,10 @@ class StepFolder:
             parts[event.content_index] = parts.get(event.content_index, "") + event.delta
         elif isinstance(event, PlanDelta):
             self._begin_segment(out)
-        elif isinstance(event, ItemStarted):
-            if event.item_type in TOOL_ITEMS:
-                self.open_tools[event.item_id] = event.item
         elif isinstance(event, ItemCompleted):
             self._completed(event.item, out)
-        elif isinstance(event, TokenUsage):
-            self.usage = self.usage + event.last
-        elif isinstance(event, AgentMessageDelta):
-            pass  # streamed for display; the finished item carries the text
+        # Anything else (agent text deltas, usage, item starts) is for display
+        # or for the turn's books: the finished items carry the text.
         return out
 
     def steer(self, message: Dict[str, Any]) -> None:
@@ -138,18 +131,20 @@ class StepFolder:
         pending, self._steered = self._steered, []
         return pending
 
-    def finish(self, completed: Optional[TurnCompleted] = None) -> List[Write]:
-        """The turn is over (``completed`` is None when it ended without
-        ``turn/completed``): settle abandoned tools, flush what is held with
-        the turn's usage."""
+    def finish(self, books: TurnFold, completed: bool = True) -> List[Write]:
+        """The turn is over: settle the tools it started that never finished
+        here, flush what is held -- with the turn's usage when the turn was
+        consumed to its ``turn/completed`` (``completed``; not after a cancel
+        or a dead child, where the usage is not certain)."""
         out: List[Write] = []
-        for item in list(self.open_tools.values()):
-            self._abandoned_tool(item, out)
+        for item in books.started_items(TOOL_ITEMS):
+            if str(item.get("id")) not in self._tools_seen:
+                self._abandoned_tool(item, out)
         self._flush(out)
-        if completed is not None and self.usage != Usage():
+        if completed and books.done and books.usage != Usage():
             for write in reversed(out):
                 if write.type == "assistant/message":
-                    write.data["usage"] = self.usage.to_log()
+                    write.data["usage"] = books.usage.to_log()
                     break
         return out
 
@@ -183,7 +178,6 @@ class StepFolder:
                 self._text_at[item_id] = len(held["content"])
                 held["content"].append(text_block(str(item["text"])))
         elif kind in TOOL_ITEMS:
-            self.open_tools.pop(str(item.get("id")), None)
             call = tool_call(item)
             result = tool_result(item)
             assert call is not None and result is not None
@@ -194,10 +188,10 @@ class StepFolder:
     def _abandoned_tool(self, item: Mapping[str, Any], out: List[Write]) -> None:
         call = tool_call(item)
         assert call is not None
-        self.open_tools.pop(call.call_id, None)
         self._tool(call, "the tool call did not finish (the turn ended first)", True, "abandoned", out)
 
     def _tool(self, call: ToolCall, text: str, is_error: bool, status: str, out: List[Write]) -> None:
+        self._tools_seen.add(call.call_id)
         self._begin_segment(out)
         held = self._held()
         self._fold_reasoning(held)

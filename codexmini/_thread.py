@@ -11,18 +11,15 @@ dropped between turns.
 :meth:`Thread.turn` returns a :class:`Turn`.  Iterating it sends
 ``turn/start`` -- after the subscription exists, since codex may stream before
 it answers -- learns the turn id from the response, and then yields events:
-frames of other turns are skipped, everything else goes through
-:func:`.mapping.to_event`.  The turn keeps the books the wire does not:
+every notification goes through the turn's :class:`~._turnfold.TurnFold`,
+which skips other turns' frames, maps the rest to events and keeps the books
+the wire does not (items by id, last completion winning; items that started
+and never completed; usage summed per model call; the last fatal error).
+:attr:`Turn.books` is that fold; the agent's step fold reads the same one.
 
-* items by id, the last completion winning (a retried ``response.incomplete``
-  starts and completes the same id several times, reference §0.5), plus the
-  ids that started and never completed (interrupts, cut streams);
-* usage, summed from ``thread/tokenUsage/updated`` (``last`` is one model
-  call; the 0.149.1 ``Turn`` has no usage field);
-* the last non-retrying ``error``, in case ``turn/completed`` is missing one.
-
-The stream ends after :class:`~.events.TurnCompleted`.  If the process dies
-first, iteration raises :class:`~.errors.ProcessExited`.  Cancelling the
+The stream ends after :class:`~._events.TurnCompleted`.  If the process dies
+first, iteration raises :class:`~._errors.ProcessExited`; if nothing arrives
+for ``idle_timeout`` seconds, :class:`~._errors.TurnTimeout`.  Cancelling the
 consuming task, leaving ``async with turn`` early or calling
 :meth:`Turn.aclose` sends ``turn/interrupt`` (best effort) and waits a short
 grace period for ``turn/completed`` -- even when the cancel lands while
@@ -34,14 +31,13 @@ another task, call :meth:`Turn.interrupt` (the consumer then sees
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._client import AppServerClient, Subscription
-from ._errors import CodexminiError, RpcError, TransportError
-from ._events import Event, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
-from ._mapping import to_event
+from ._errors import CodexminiError, RpcError, TransportError, TurnTimeout
+from ._events import Event, TurnCompleted, Usage
+from ._turnfold import TurnFold
 
 log = logging.getLogger("codexmini.thread")
 
@@ -138,16 +134,32 @@ class Turn:
         self.params = params
         self.interrupt_grace = interrupt_grace
         self.idle_timeout = idle_timeout
-        self.id: Optional[str] = None
         self.done = False
-        self.completed: Optional[TurnCompleted] = None
-        self.usage = Usage()
-        self.items: Dict[str, Mapping[str, Any]] = {}  # completed, last writer wins
-        self._order: List[str] = []
-        self._open: Dict[str, Mapping[str, Any]] = {}  # started, not (yet) completed
-        self._last_error: Optional[Mapping[str, Any]] = None
+        #: The turn's books (items, open items, usage, the last fatal error),
+        #: shared with whoever else folds the same turn (the agent's step fold).
+        self.books = TurnFold()
         self._started = False
         self._interrupting = False
+
+    @property
+    def id(self) -> Optional[str]:
+        """The turn id, once ``turn/start`` answered."""
+        return self.books.turn_id
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used so far (summed per model call)."""
+        return self.books.usage
+
+    @property
+    def items(self) -> Mapping[str, Mapping[str, Any]]:
+        """Completed items by id (the last completion wins)."""
+        return self.books.items
+
+    @property
+    def completed(self) -> Optional[TurnCompleted]:
+        """The :class:`TurnCompleted` event, once the turn ended."""
+        return self.books.completed
 
     # -- iteration ---------------------------------------------------------
 
@@ -161,7 +173,11 @@ class Turn:
             if not self._started:
                 await self._begin()
             while True:
-                event = self._take(await self.thread._sub.get(self.idle_timeout))
+                try:
+                    frame = await self.thread._sub.get(self.idle_timeout)
+                except asyncio.TimeoutError:
+                    raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
+                event = self._take(frame)
                 if event is not None:
                     return event
         except asyncio.CancelledError:
@@ -181,47 +197,19 @@ class Turn:
             # can interrupt it instead of leaving it running.
             done, _ = await asyncio.wait([starting], timeout=self.interrupt_grace)
             if starting in done and not starting.cancelled() and starting.exception() is None:
-                self.id = str(starting.result()["turn"]["id"])
+                self.books.turn_id = str(starting.result()["turn"]["id"])
             else:
                 starting.cancel()
             raise
-        self.id = str(result["turn"]["id"])
+        self.books.turn_id = str(result["turn"]["id"])
 
     def _take(self, frame: Mapping[str, Any]) -> Optional[Event]:
-        """Book-keep one notification of this thread; the event to yield, if any."""
-        method = frame.get("method", "")
-        params = frame.get("params") or {}
-        turn_id = params.get("turnId")
-        if method == "turn/completed":
-            turn_id = (params.get("turn") or {}).get("id")
-        if turn_id is not None and turn_id != self.id:
-            return None  # another turn of this thread
-        if method == "error" and not params.get("willRetry"):
-            self._last_error = params.get("error")
-        event = to_event(method, params)
-        if isinstance(event, ItemStarted):
-            self._open[event.item_id] = event.item
-        elif isinstance(event, ItemCompleted):
-            self._open.pop(event.item_id, None)
-            if event.item_id not in self.items:
-                self._order.append(event.item_id)
-            self.items[event.item_id] = event.item
-        elif isinstance(event, TokenUsage):
-            self.usage = self.usage + event.last
-        elif isinstance(event, TurnCompleted):
-            event = self._finish(event)
+        """Fold one notification of this thread; the event to yield, if any."""
+        params = frame.get("params")
+        event = self.books.feed(str(frame.get("method", "")), params if isinstance(params, dict) else {})
+        if self.books.done:
+            self.done = True
         return event
-
-    def _finish(self, event: TurnCompleted) -> TurnCompleted:
-        self.done = True
-        self.completed = dataclasses.replace(
-            event,
-            error=event.error or (self._last_error if event.status == "failed" else None),
-            items=tuple(self.items[i] for i in self._order),
-            abandoned=tuple(self._open),
-            usage=self.usage,
-        )
-        return self.completed
 
     # -- control -----------------------------------------------------------
 

@@ -11,14 +11,15 @@ maximum frame size.  A line over the cap is *discarded as it streams in* (the
 buffer never holds more than the cap) and reported once when its newline
 arrives; the frames after it decode normally.
 
-Anything that is not a frame -- invalid UTF-8, invalid JSON, JSON that is not
-an object, an object that is none of the four JSON-RPC shapes -- comes out of
-:meth:`LineDecoder.feed` as a :class:`Malformed` value instead of raising, so
-one bad line can never kill a reader.  This module reads no clock, spawns
-nothing and touches no file; the client feeds it bytes (h11's receive buffer
-is the model).
+Anything that is not a JSON object -- invalid UTF-8, invalid JSON, JSON that
+is an array or a number -- comes out of :meth:`LineDecoder.feed` as a
+:class:`~codexmini._errors.ProtocolError` *value* instead of raising, so one
+bad line can never kill a reader.  This module reads no clock, spawns nothing
+and touches no file; the client feeds it bytes (h11's receive buffer is the
+model).
 
-Classification is by key presence (SPEC §3): ``id`` + ``method`` is a request,
+:func:`classify` holds the JSON-RPC shape rules (SPEC §3), applied once per
+frame by the RPC core (:mod:`._rpc`): ``id`` + ``method`` is a request,
 ``method`` alone a notification, ``id`` + ``result`` a response, ``id`` +
 ``error`` an error.  codex drops frames whose ``id`` is ``null`` or a float
 without a reply, so such ids are malformed here too.
@@ -27,8 +28,9 @@ without a reply, so such ids are malformed here too.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Union
+
+from ._errors import ConfigError, ProtocolError
 
 #: Default cap on one frame, in bytes.  The largest frame seen from codex
 #: 0.149.1 was 1.21 MB; users report 4 MiB.  64 MiB leaves room for both.
@@ -42,16 +44,8 @@ ERROR = "error"
 Frame = Dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Malformed:
-    """A line that is not a frame.  ``preview`` holds its first bytes."""
-
-    reason: str
-    size: int
-    preview: str = ""
-
-
-Decoded = Union[Frame, Malformed]
+#: What the decoder yields for one line: a JSON object, or why it is not one.
+Decoded = Union[Frame, ProtocolError]
 
 _PREVIEW = 120
 
@@ -74,9 +68,10 @@ def classify(obj: Any) -> Optional[str]:
         return None
     method = obj.get("method")
     if "method" in obj:
+        # Whatever its params: a request must be answered (an unanswered one
+        # blocks codex), and what a notification's params hold is for the
+        # mapping to judge.
         if not isinstance(method, str):
-            return None
-        if "params" in obj and not isinstance(obj["params"], (dict, list)):
             return None
         return REQUEST if has_id else NOTIFICATION
     if not has_id:
@@ -92,18 +87,18 @@ def classify(obj: Any) -> Optional[str]:
 
 
 def decode_line(line: bytes) -> Decoded:
-    """Decode one line (without its newline) into a frame or a :class:`Malformed`."""
+    """Decode one line (without its newline) into a JSON object, or a
+    :class:`~codexmini._errors.ProtocolError` saying why it is not one."""
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return Malformed(f"invalid UTF-8 at byte {exc.start}", len(line), _preview(line))
+        return ProtocolError(f"invalid UTF-8 at byte {exc.start}", len(line), _preview(line))
     try:
         obj = json.loads(text)
     except ValueError as exc:
-        return Malformed(f"invalid JSON: {exc}", len(line), _preview(line))
-    if classify(obj) is None:
-        shape = type(obj).__name__ if not isinstance(obj, dict) else "object"
-        return Malformed(f"not a JSON-RPC frame ({shape})", len(line), _preview(line))
+        return ProtocolError(f"invalid JSON: {exc}", len(line), _preview(line))
+    if not isinstance(obj, dict):
+        return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(line), _preview(line))
     return obj
 
 
@@ -122,7 +117,7 @@ class LineDecoder:
 
     def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
         if max_frame_bytes < 1:
-            raise ValueError("max_frame_bytes must be positive")
+            raise ConfigError("max_frame_bytes must be positive")
         self.max_frame_bytes = max_frame_bytes
         self._buf = bytearray()
         self._scanned = 0  # bytes of _buf already known to hold no newline
@@ -178,13 +173,13 @@ class LineDecoder:
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > self.max_frame_bytes:
-            return Malformed(self._too_big(len(line)), len(line), _preview(line))
+            return ProtocolError(self._too_big(len(line)), len(line), _preview(line))
         return decode_line(line)
 
-    def _oversized(self) -> Malformed:
+    def _oversized(self) -> ProtocolError:
         size, preview = self._skipping, self._skip_preview
         self._skipping, self._skip_preview = 0, ""
-        return Malformed(self._too_big(size), size, preview)
+        return ProtocolError(self._too_big(size), size, preview)
 
     def _too_big(self, size: int) -> str:
         return f"frame of {size} bytes exceeds the cap of {self.max_frame_bytes} bytes"
@@ -197,7 +192,6 @@ __all__ = [
     "RESPONSE",
     "ERROR",
     "Frame",
-    "Malformed",
     "Decoded",
     "LineDecoder",
     "classify",

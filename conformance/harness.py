@@ -6,7 +6,7 @@ runs the scenario's prompts.  Only where frames come from differs:
 
 * ``live``: the pinned binary, talking to a :class:`~codexmini.testing.scripted_model.ScriptedModel`
   serving the scenario's script;
-* ``replay``: :mod:`conformance.replay_server` in place of the binary, playing
+* ``replay``: :class:`codexmini.testing.replay.Replay`, in memory, playing
   ``fixtures/<version>/<scenario>.frames.jsonl`` and checking that the client
   sends what the binary received.
 
@@ -25,25 +25,25 @@ import itertools
 import json
 import os
 import shutil
-import stat
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from codexmini import CODEX_VERSION, __version__
-from codexmini._agent import Agent, AgentConfig, ModelEndpoint
+from codexmini import Agent, AgentConfig, ModelEndpoint
 from codexmini._client import AppServerClient
 from codexmini._events import Event
 from codexmini._permission import ApprovalRequest, Reply
 from codexmini.testing.scripted_model import ScriptedModel
 from codexmini._session import SessionLog
 
-from .normalize import Normaliser, normalise_argv
+from codexmini.testing import FakeAppServer
+from codexmini.testing.normalize import Normaliser, normalise_argv
+from codexmini.testing.replay import Replay, load_transcript
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(REPO, "fixtures", CODEX_VERSION)
-REPLAY_SERVER = os.path.join(REPO, "conformance", "replay_server.py")
 SCRATCH_ENV = "CODEXMINI_SCRATCH"
 
 #: A step of a scenario: a user message for a new turn, or a coroutine.
@@ -146,7 +146,13 @@ class Run:
         env.update(cfg.endpoint.env() if cfg.endpoint else {})
         env["CODEX_HOME"] = cfg.codex_home or ""
         client = await AppServerClient.start(
-            codex_bin=cfg.codex_bin, config=config, env=env, cwd=cfg.cwd, tap=cfg.tap, handler_timeout=cfg.handler_timeout
+            codex_bin=cfg.codex_bin,
+            config=config,
+            env=env,
+            cwd=cfg.cwd,
+            launcher=cfg.launcher,
+            tap=cfg.tap,
+            handler_timeout=cfg.handler_timeout,
         )
         self.clients.append(client)
         return client
@@ -192,14 +198,6 @@ def fixture_path(name: str, suffix: str, root: str = FIXTURES) -> str:
     return os.path.join(root, f"{name}.{suffix}")
 
 
-def _replay_wrapper(paths: Paths) -> str:
-    wrapper = os.path.join(paths.root, "codex-replay")
-    with open(wrapper, "w") as fh:
-        fh.write(f'#!/bin/sh\nexec "{sys.executable}" "{REPLAY_SERVER}" "$@"\n')
-    os.chmod(wrapper, os.stat(wrapper).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return wrapper
-
-
 def _write_files(paths: Paths, files: Mapping[str, Union[str, bytes]]) -> None:
     for rel, content in files.items():
         target = os.path.join(paths.ws, rel)
@@ -233,24 +231,24 @@ async def execute(
         raise ValueError(f"mode must be live or replay, not {mode!r}")
     paths = Paths.create(scenario.name)
     model: Optional[ScriptedModel] = None
-    report_path = os.path.join(paths.root, "replay-report.json")
+    replay: Optional[Replay] = None
     try:
         _write_files(paths, scenario.files)
         env = {"HOME": paths.root}
+        launcher = None
         if mode == "live":
             model = ScriptedModel(paths.substitute(dict(scenario.script))).start()
             endpoint = ModelEndpoint(model.url, "sk-fake")
         else:
+            # The server side of the recording, played in memory by the one
+            # fake app-server (codexmini.testing): no process, same bytes.
             endpoint = ModelEndpoint("http://127.0.0.1:9/v1", "sk-fake")  # never called
-            codex_bin = _replay_wrapper(paths)
-            env.update(
-                {
-                    "CODEXMINI_REPLAY_TRANSCRIPT": transcript or fixture_path(scenario.name, "frames.jsonl", fixtures),
-                    "CODEXMINI_REPLAY_PATHS": json.dumps(paths.placeholders()),
-                    "CODEXMINI_REPLAY_REPORT": report_path,
-                    "CODEXMINI_REPLAY_VERSION": __version__,
-                }
+            replay = Replay(
+                load_transcript(transcript or fixture_path(scenario.name, "frames.jsonl", fixtures)),
+                Normaliser(paths.placeholders(), version=__version__),
             )
+            launcher = FakeAppServer(replay).launch
+            codex_bin = "codex"
         run = Run(
             scenario,
             mode,
@@ -266,15 +264,13 @@ async def execute(
                 endpoint=endpoint,
                 codex_home=paths.home,
                 handler_timeout=scenario.handler_timeout,
+                launcher=launcher,
             ),
         )
         run.config.tap = run.tap
         argv = await _drive(run)
         session = list(run.log.events) if run.log is not None else []
-        report = None
-        if mode == "replay" and os.path.exists(report_path):
-            with open(report_path, encoding="utf-8") as fh:
-                report = json.load(fh)
+        report = replay.report if replay is not None else None
         return RunResult(
             scenario,
             mode,

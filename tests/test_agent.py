@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 import pytest
 
 from codexmini import _agent as agent_mod
-from codexmini._agent import Agent, AgentConfig, ModelEndpoint
+from codexmini import Agent, AgentConfig, ModelEndpoint
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError
 from codexmini._events import ItemStarted

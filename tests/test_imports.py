@@ -41,8 +41,21 @@ def _dotted(path: Path) -> str:
 
 MODULES: Dict[str, Path] = {_dotted(path): path for path in sorted(PACKAGE_DIR.rglob("*.py"))}
 
-PURE = ("_wire", "_mapping", "_permission", "_prompt", "_environment", "_errors", "_events", "_steps")
-PURE_REQUIRED = ("_wire", "_permission", "_prompt", "_environment")
+PURE = (
+    "_wire",
+    "_rpc",
+    "_turnfold",
+    "_inbox",
+    "_endpoint",
+    "_mapping",
+    "_permission",
+    "_prompt",
+    "_environment",
+    "_errors",
+    "_events",
+    "_steps",
+)
+PURE_REQUIRED = ("_wire", "_rpc", "_turnfold", "_inbox", "_permission", "_prompt", "_environment")
 FORBIDDEN_IN_PURE = frozenset({"asyncio", "subprocess", "threading", "socket", "selectors", "signal", "time"})
 ENVIRON_READERS = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
 

@@ -28,7 +28,9 @@ from codexmini._events import (
     Unmapped,
     Usage,
 )
+from codexmini._mapping import TOOL_ITEMS
 from codexmini._steps import StepFolder, Write
+from codexmini._turnfold import TurnFold
 
 MODEL = "gpt-fake"
 SOURCE = {"provider": "codex", "model": MODEL}
@@ -105,12 +107,42 @@ def completed(status: str = "completed", error=None) -> TurnCompleted:
     return TurnCompleted(TURN, status, error)
 
 
-def folder(step: int = 1) -> StepFolder:
-    counter = itertools.count(1)
-    return StepFolder(step=step, model=MODEL, new_id=lambda: f"id-{next(counter)}")
+class Folded:
+    """A step fold beside the turn's books, as the agent runs them: every
+    event is booked by the TurnFold, then folded; finish() reads the books."""
+
+    def __init__(self, step: int, steps: Optional[StepFolder] = None) -> None:
+        counter = itertools.count(1)
+        self.books = TurnFold(TURN)
+        self.steps = steps or StepFolder(step=step, model=MODEL, new_id=lambda: f"id-{next(counter)}")
+
+    def feed(self, event: Any) -> List[Write]:
+        self.books.book(event)
+        return self.steps.feed(event)
+
+    def finish(self, end: Optional[TurnCompleted]) -> List[Write]:
+        if end is not None and not self.books.done:
+            self.books.book(end)
+        return self.steps.finish(self.books, completed=end is not None)
+
+    @property
+    def usage(self) -> Usage:
+        return self.books.usage
+
+    @property
+    def open_tools(self) -> Dict[str, Any]:
+        """Tools started that the fold has not settled yet."""
+        return {i["id"]: i for i in self.books.started_items(TOOL_ITEMS) if i["id"] not in self.steps._tools_seen}
+
+    def __getattr__(self, name: str) -> Any:  # step, messages, tool_calls, ignored, steer, …
+        return getattr(self.steps, name)
 
 
-def fold(events, end: Optional[TurnCompleted] = None, *, step: int = 1, f: Optional[StepFolder] = None) -> List[Write]:
+def folder(step: int = 1) -> Folded:
+    return Folded(step)
+
+
+def fold(events, end: Optional[TurnCompleted] = None, *, step: int = 1, f: Optional[Folded] = None) -> List[Write]:
     f = f or folder(step)
     out: List[Write] = []
     for event in events:
@@ -565,7 +597,7 @@ def test_steps_counters_over_a_mixed_turn():
 
 
 def test_steps_default_ids_are_unique_hex():
-    f = StepFolder(step=1, model=MODEL)
+    f = Folded(1, StepFolder(step=1, model=MODEL))
     writes = fold([*streamed_message("m1", ["a"]), *tool_events(command()), *streamed_message("m2", ["b"])], f=f)
     ids = [w.data["id"] for w in writes if w.type == "assistant/message"]
     assert len(ids) == 2 and len(set(ids)) == 2

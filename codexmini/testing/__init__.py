@@ -3,6 +3,10 @@
 * :class:`ScriptedModel` -- a loopback OpenAI Responses API server driven by a
   JSON script, so a real codex binary runs offline (the smoke run, the fixture
   recorder and the live tests use it).
+* :class:`FakeAppServer` -- one fake ``codex app-server`` playing a scripted
+  behaviour, in memory (a launcher for ``AppServerClient.start``) or as a
+  child process over real pipes; :class:`CodexLike` is a behaviour with the
+  real shapes of threads and turns.
 
 Public: downstream projects may use these in their own tests.  Nothing here
 is imported by ``import codexmini``.
@@ -10,6 +14,17 @@ is imported by ``import codexmini``.
 
 from __future__ import annotations
 
+from .codex_like import CodexLike
+from .fake_appserver import FakeAppServer, FakeError, MemoryTransport, ServerSide
 from .scripted_model import ScriptedModel, provider_flags, validate_script
 
-__all__ = ["ScriptedModel", "provider_flags", "validate_script"]
+__all__ = [
+    "CodexLike",
+    "FakeAppServer",
+    "FakeError",
+    "MemoryTransport",
+    "ScriptedModel",
+    "ServerSide",
+    "provider_flags",
+    "validate_script",
+]

@@ -11,7 +11,7 @@ body and the Response to send.  The first rule that matches wins; a rule with
 turned into SSE events by one table (:data:`ITEMS`, item type → builder), so
 adding an output kind is one row.  Every request is logged in
 :attr:`ScriptedModel.requests`.  It powers the smoke run, the fixture recorder
-and the live tests; ``python -m codexmini.testing.scripted_model SCRIPT.json [--port N]``
+and the live tests; ``python -m codexmini.testing model SCRIPT.json [--port N]``
 serves a script by hand.
 
 Script format (validated up front; a bad script raises ConfigError naming the
@@ -707,7 +707,7 @@ def provider_flags(
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m codexmini.scripted_model",
+        prog="python -m codexmini.testing model",
         description="Serve a scripted Responses API on 127.0.0.1.",
     )
     parser.add_argument("script", help="the JSON script")
@@ -741,5 +741,3 @@ def main(argv: Optional[List[str]] = None) -> int:
 __all__ = ["ITEMS", "RequestView", "ScriptedModel", "WHEN", "main", "matches", "provider_flags", "stream_events", "validate_script"]
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())  # pragma: no cover

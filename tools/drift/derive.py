@@ -16,7 +16,7 @@ The surface is mapped onto the OLD bundle from these sources:
   params generated from the schema -- one sample per ``ThreadItem`` type for
   item notifications -- wrapped in a recording dict, so the paths they actually
   touch are reads (a variant of which only the discriminator and ``id`` were
-  touched is mere dispatch and not counted); ``client.thread_of`` the same way.
+  touched is mere dispatch and not counted); ``_rpc.thread_of`` the same way.
   Each method of ``permission.REQUESTS`` is answered: ``describe`` and
   ``build_answer`` run on generated params (reads), and every answer
   ``build_answer`` gives for every ``Reply`` decision is mapped through the
@@ -52,7 +52,7 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, Iterator, List, Map
 from codexmini import CODEX_VERSION
 from codexmini import _mapping as mapping
 from codexmini import _permission as permission
-from codexmini._client import thread_of
+from codexmini._rpc import thread_of
 from codexmini._steps import StepFolder
 
 from .bundle import (
@@ -227,7 +227,7 @@ class SurfaceBuilder:
     def _run_pipeline(self, method: str, params: Any, source: str) -> ReadLog:
         log = ReadLog()
         frame = watch({"method": method, "params": params}, (), log)
-        log.source = "code:client.thread_of"
+        log.source = "code:rpc.thread_of"
         _quietly(lambda: thread_of(frame))
         log.source = source
         event = _quietly(lambda: mapping.to_event(method, frame["params"]))

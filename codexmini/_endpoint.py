@@ -1,0 +1,62 @@
+"""Where codex sends model requests: the model handover (SPEC §4.7).  Pure.
+
+``ModelEndpoint(base_url, api_key)`` becomes two ``-c`` flags naming a model
+provider of codexmini's own, plus the key in the child's environment under
+:data:`API_KEY_ENV` -- never on the command line, never in the session log.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+from . import CODEX_VERSION
+from ._errors import ConfigError
+
+#: The provider id codexmini configures in codex.
+PROVIDER_ID = "codexmini"
+#: The child's environment variable that carries the endpoint's key.
+API_KEY_ENV = "CODEXMINI_API_KEY"
+
+
+def _toml(value: str) -> str:
+    # A TOML basic string; JSON's escapes are a subset TOML accepts.
+    return json.dumps(value)
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """Where codex should send model requests: a Responses API ``base_url``
+    and its ``api_key`` (kept out of ``repr``, argv and the log)."""
+
+    base_url: str
+    api_key: str = field(default="", repr=False)
+    wire_api: str = "responses"
+
+    def __post_init__(self) -> None:
+        if self.wire_api != "responses":
+            # codex 0.149.1 refuses `wire_api = "chat"` at config load and the
+            # app-server dies before answering; say so before spawning anything.
+            raise ConfigError(
+                f"wire_api {self.wire_api!r} is not supported by codex {CODEX_VERSION}: "
+                "only the Responses API (wire_api='responses') works"
+            )
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"model endpoint must be an http(s) URL, not {self.base_url!r}")
+
+    def config(self) -> List[str]:
+        """The ``-c`` items that select this endpoint."""
+        # codex rejects a provider without a name at config load (seed 003 §4.5).
+        # env_key only when there is a key: codex fails a turn whose env_key
+        # variable is missing or empty, while a keyless local endpoint is fine.
+        key = f',env_key="{API_KEY_ENV}"' if self.api_key else ""
+        table = f'{{name="{PROVIDER_ID}",base_url={_toml(self.base_url)},wire_api="{self.wire_api}"{key}}}'
+        return [f'model_provider="{PROVIDER_ID}"', f"model_providers.{PROVIDER_ID}={table}"]
+
+    def env(self) -> Dict[str, str]:
+        """The child's environment additions (the key, if any)."""
+        return {API_KEY_ENV: self.api_key} if self.api_key else {}
+
+
+__all__ = ["API_KEY_ENV", "PROVIDER_ID", "ModelEndpoint"]

@@ -1,0 +1,165 @@
+"""The codex child process: spawn, stderr, exit, signals.  One job: the process.
+
+:class:`ChildProcess` is the transport :class:`~._client.AppServerClient` uses
+by default (any object with the same methods works, e.g. the in-memory fake of
+:mod:`codexmini.testing`).  It owns nothing of the JSON-RPC conversation.
+
+* **Spawn** in its own process group (``start_new_session``), so signalling the
+  group reaches every descendant codex starts; the environment is whatever the
+  caller built (:func:`._environment.child_environment` scrubs it).  A binary
+  that cannot be executed is :class:`~._errors.BinaryNotFound`; a working
+  directory that does not exist is a :class:`~._errors.ConfigError` -- not the
+  same mistake, so not the same error.
+* **stderr** is drained in chunks by a task of its own, so the child never
+  blocks on a full pipe; a bounded, ANSI-stripped tail is kept for
+  :class:`~._errors.ProcessExited` and every line goes to the
+  ``codexmini.codex`` logger.  A huge line keeps its head only.
+* **Exit** is detected by polling the return code: ``Process.wait()`` also
+  waits for the pipes, which a descendant holding them can keep open forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import re
+import signal
+from typing import Deque, List, Mapping, Optional, Sequence
+
+from ._binary import INSTALL_HINT
+from ._errors import BinaryNotFound, ConfigError
+
+stderr_log = logging.getLogger("codexmini.codex")
+
+READ_CHUNK = 1 << 16
+EXIT_POLL_S = 0.05
+#: stderr lines longer than this keep their head only (the tail and the log).
+MAX_STDERR_LINE = 2000
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+class ChildProcess:
+    """One spawned ``codex app-server``: its pipes, its stderr tail, its exit."""
+
+    def __init__(self, proc: "asyncio.subprocess.Process", stderr_tail_lines: int = 40) -> None:
+        self._proc = proc
+        self._tail: Deque[str] = collections.deque(maxlen=stderr_tail_lines)
+        self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
+
+    @classmethod
+    async def spawn(
+        cls,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Optional[str] = None,
+        stderr_tail_lines: int = 40,
+    ) -> "ChildProcess":
+        """Start ``argv`` in its own process group with exactly ``env``."""
+        if cwd is not None and not os.path.isdir(cwd):
+            raise ConfigError(f"working directory {cwd!r} does not exist (or is not a directory)")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,  # its own process group: close() kills the whole tree
+            )
+        except OSError as exc:  # missing, not executable, exec format error
+            raise BinaryNotFound(f"cannot start {argv[0]!r}: {exc}; {INSTALL_HINT}") from exc
+        return cls(proc, stderr_tail_lines)
+
+    # -- what the client reads ---------------------------------------------
+
+    @property
+    def pid(self) -> Optional[int]:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return self._proc.returncode
+
+    @property
+    def stderr_tail(self) -> str:
+        return "\n".join(self._tail)
+
+    async def read(self) -> bytes:
+        """The next chunk of stdout; ``b""`` once it ended."""
+        assert self._proc.stdout is not None
+        try:
+            return await self._proc.stdout.read(READ_CHUNK)
+        except (ConnectionError, OSError):  # pragma: no cover - pipe errors are platform noise
+            return b""
+
+    async def write(self, data: bytes) -> None:
+        """Write one or more lines to stdin; raises ``OSError`` when codex stopped reading."""
+        stdin = self._proc.stdin
+        assert stdin is not None
+        if stdin.is_closing():
+            raise BrokenPipeError("stdin is closed")
+        stdin.write(data)
+        await stdin.drain()
+
+    def close_input(self) -> None:
+        """Close stdin: codex exits at once, even mid-turn (reference §0.10)."""
+        stdin = self._proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            stdin.close()
+
+    async def wait_exited(self) -> None:
+        """Until the child has exited (the return code is set)."""
+        while self._proc.returncode is None:
+            await asyncio.sleep(EXIT_POLL_S)
+
+    def signal(self, sig: int) -> None:
+        """Signal the whole process group (a no-op once it is gone)."""
+        try:
+            os.killpg(self._proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def aclose(self, timeout: float) -> None:
+        """After exit: kill what is left of the group, let stderr drain and
+        asyncio release the pipes (bounded by ``timeout`` each)."""
+        self.signal(signal.SIGKILL)
+        await asyncio.wait([self._stderr_task], timeout=timeout)
+        self._stderr_task.cancel()
+        try:
+            await asyncio.wait_for(self._proc.wait(), timeout)
+        except asyncio.TimeoutError:  # pragma: no cover - a descendant outside our group holds a pipe
+            stderr_log.warning("codex exited but a pipe stayed open; abandoning it")
+
+    # -- stderr ----------------------------------------------------------------
+
+    async def _drain_stderr(self) -> None:
+        stream = self._proc.stderr
+        assert stream is not None
+        partial = b""
+        while True:
+            chunk = await stream.read(READ_CHUNK)
+            if not chunk:
+                break
+            lines: List[bytes] = (partial + chunk).split(b"\n")
+            partial = lines.pop()
+            if len(partial) > MAX_STDERR_LINE:  # a huge line: keep its head, drop the rest
+                lines.append(partial[:MAX_STDERR_LINE] + b"...")
+                partial = b""
+            for raw in lines:
+                self._line(raw)
+        self._line(partial)
+
+    def _line(self, raw: bytes) -> None:
+        text = _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
+        if len(text) > MAX_STDERR_LINE:
+            text = text[:MAX_STDERR_LINE] + "..."
+        if text:
+            self._tail.append(text)
+            stderr_log.debug("%s", text)
+
+
+__all__ = ["ChildProcess", "READ_CHUNK"]

@@ -1,0 +1,400 @@
+"""The JSON-RPC conversation with codex, without I/O: h11's ``Connection`` for this protocol.
+
+Theory of operation
+-------------------
+:class:`Connection` holds every piece of protocol state and no I/O object:
+no event loop, no clock, no process.  The asyncio client (:mod:`._client`) is
+a thin shell that moves bytes between a transport and this object, and turns
+its events into resolved futures, queued notifications and handler tasks.
+
+Outgoing, the connection numbers requests (ids from 1), remembers which method
+each pending id belongs to, and returns the bytes to write
+(:meth:`Connection.request`, :meth:`~Connection.notify`).  Incoming,
+:meth:`Connection.receive` takes raw bytes and returns events:
+
+* :class:`Response` / :class:`ErrorResponse` -- the answer to request *N*, with
+  the method it answers (an :class:`~._errors.RpcError` for errors);
+* :class:`Notification` -- with its thread and its **route**: the subscription
+  key that gets it (the thread id, :data:`GLOBAL` for a frame that names no
+  thread, or :data:`UNCLAIMED` when nobody subscribed to its thread yet; the
+  connection then keeps it in a bounded buffer that :meth:`claim` hands over);
+* :class:`ServerRequest` -- codex asks something and **must** be answered (an
+  unanswered request blocks the turn forever, reference §0.3);
+* :class:`ServerRequestResolved` -- codex no longer needs an answer to a
+  request it asked (``serverRequest/resolved``);
+* :class:`Skipped` -- a line or a frame that broke the rules: a
+  :class:`~._errors.ProtocolError` (bad JSON, no JSON-RPC shape, a response to
+  an id nobody asked or asked and got already).  Counted in :attr:`stats` and
+  skipped; nothing a peer sends makes :meth:`receive` raise.
+
+Answers to server requests are decided here too (:meth:`answer`,
+:meth:`decline`): a caller's result; else the fail-closed answer of
+:data:`._permission.REQUESTS`; ``-32601`` for a method nobody knows;
+``-32603`` when a caller's own handler failed.  A request answered once, or
+resolved by the server, is never answered again.
+
+Bounds.  The not-yet-claimed buffer holds at most ``unclaimed_threads``
+threads, ``unclaimed_per_thread`` frames each and ``unclaimed_bytes`` bytes in
+all (measured as the frames' JSON text); the oldest frames go first and every
+drop is counted.  The memory of settled ids (to tell a duplicate response from
+an unknown one) is bounded too.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
+
+from . import _wire
+from ._errors import ConfigError, ProtocolError, RpcError
+from ._permission import REQUESTS, fail_closed
+
+Frame = Dict[str, Any]
+RequestId = Union[int, str]
+
+#: Route of a notification that names no thread.
+GLOBAL: Optional[str] = None
+#: Route of a notification for a thread nobody claimed yet (kept by the connection).
+UNCLAIMED = "<unclaimed>"
+
+METHOD_NOT_FOUND = -32601
+INTERNAL_ERROR = -32603
+
+#: Notifications that end or shape a turn; a full subscription never drops them.
+NEVER_DROP = frozenset(
+    {"turn/started", "turn/completed", "item/started", "item/completed", "error", "thread/tokenUsage/updated"}
+)
+
+#: How many answered request ids are remembered to recognise a duplicate answer.
+SETTLED_MEMORY = 1024
+
+
+class Outgoing(NamedTuple):
+    """Bytes to write, and the frame they encode (for the frame tap)."""
+
+    data: bytes
+    frame: Frame
+
+
+class Response(NamedTuple):
+    """The result of request ``id``."""
+
+    id: RequestId
+    method: str
+    result: Any
+    frame: Frame
+
+
+class ErrorResponse(NamedTuple):
+    """The error answering request ``id``."""
+
+    id: RequestId
+    method: str
+    error: RpcError
+    frame: Frame
+
+
+class Notification(NamedTuple):
+    """A notification and who gets it: ``route`` is the thread id, :data:`GLOBAL`
+    or :data:`UNCLAIMED` (held by the connection until :meth:`Connection.claim`)."""
+
+    method: str
+    params: Dict[str, Any]
+    thread_id: Optional[str]
+    route: Optional[str]
+    frame: Frame
+
+
+class ServerRequest(NamedTuple):
+    """A request from codex.  ``params`` is ``{}`` when the frame had none (or
+    not an object); answer it with :meth:`Connection.answer` or ``decline``."""
+
+    id: RequestId
+    method: str
+    params: Dict[str, Any]
+    frame: Frame
+
+
+class ServerRequestResolved(NamedTuple):
+    """codex no longer waits for an answer to request ``id``; ``note`` is the
+    ``serverRequest/resolved`` notification itself, routed like any other."""
+
+    id: RequestId
+    note: Notification
+
+    @property
+    def frame(self) -> Frame:
+        return self.note.frame
+
+
+class Skipped(NamedTuple):
+    """A line or frame that broke the rules; ``frame`` when it decoded at all."""
+
+    error: ProtocolError
+    frame: Optional[Frame]
+
+
+Event = Union[Response, ErrorResponse, Notification, ServerRequest, ServerRequestResolved, Skipped]
+
+
+def thread_of(frame: Mapping[str, Any]) -> Optional[str]:
+    """The thread a notification belongs to, if it names one."""
+    params = frame.get("params")
+    if not isinstance(params, dict):
+        return None
+    tid = params.get("threadId")
+    if isinstance(tid, str):
+        return tid
+    thread = params.get("thread")
+    if frame.get("method") == "thread/started" and isinstance(thread, dict) and isinstance(thread.get("id"), str):
+        return str(thread["id"])
+    return None
+
+
+def _size(frame: Frame) -> int:
+    return len(json.dumps(frame, separators=(",", ":")))
+
+
+class Connection:
+    """The client side of one JSON-RPC conversation with ``codex app-server``."""
+
+    def __init__(
+        self,
+        *,
+        max_frame_bytes: int = _wire.DEFAULT_MAX_FRAME_BYTES,
+        unclaimed_threads: int = 32,
+        unclaimed_per_thread: int = 512,
+        unclaimed_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
+        if min(max_frame_bytes, unclaimed_threads, unclaimed_per_thread, unclaimed_bytes) < 1:
+            raise ConfigError("frame and buffer limits must be positive")
+        self._decoder = _wire.LineDecoder(max_frame_bytes)
+        self._next_id = 1
+        self._pending: Dict[RequestId, str] = {}  # id → method, not answered yet
+        self._settled: "collections.OrderedDict[RequestId, str]" = collections.OrderedDict()  # answered or forgotten
+        self._asked: Dict[RequestId, Tuple[str, Dict[str, Any]]] = {}  # server requests not answered yet
+        self._claimed: Dict[str, int] = {}  # thread id → subscribers
+        self._unclaimed: "collections.OrderedDict[str, Deque[Tuple[Notification, int]]]" = collections.OrderedDict()
+        self._unclaimed_size = 0
+        self.unclaimed_threads = unclaimed_threads
+        self.unclaimed_per_thread = unclaimed_per_thread
+        self.unclaimed_bytes = unclaimed_bytes
+        self.stats: Dict[str, int] = collections.Counter(
+            frames_in=0, frames_out=0, malformed=0, dropped=0, unrouted=0, unknown_responses=0
+        )
+
+    # -- sending ---------------------------------------------------------------
+
+    def request(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Tuple[int, Outgoing]:
+        """A new request: its id and the bytes to write."""
+        rid = self._next_id
+        self._next_id += 1
+        frame: Frame = {"id": rid, "method": method}
+        if params is not None:
+            frame["params"] = dict(params)
+        self._pending[rid] = method
+        return rid, self._out(frame)
+
+    def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Outgoing:
+        frame: Frame = {"method": method}
+        if params is not None:
+            frame["params"] = dict(params)
+        return self._out(frame)
+
+    def forget(self, rid: RequestId) -> None:
+        """The caller stopped waiting for ``rid`` (a deadline, a cancel): a late
+        answer is then a counted problem, not a crash."""
+        method = self._pending.pop(rid, None)
+        if method is not None:
+            self._remember(rid, method)
+
+    @property
+    def pending(self) -> Mapping[RequestId, str]:
+        """Requests sent and not answered (id → method)."""
+        return self._pending
+
+    def _out(self, frame: Frame) -> Outgoing:
+        self.stats["frames_out"] += 1
+        return Outgoing(_wire.encode(frame), frame)
+
+    # -- answering server requests ------------------------------------------------
+
+    def answer(self, rid: RequestId, result: Any) -> Optional[Outgoing]:
+        """Answer server request ``rid`` with ``result``; ``None`` if it is no
+        longer open (answered already, or resolved by codex)."""
+        if self._asked.pop(rid, None) is None:
+            return None
+        return self._out({"id": rid, "result": result})
+
+    def decline(self, rid: RequestId, handler_failed: bool = False) -> Optional[Outgoing]:
+        """The answer nobody chose: fail-closed for codex's own methods,
+        ``-32603`` when a caller's handler for another method failed, else
+        ``-32601``.  ``None`` if the request is no longer open."""
+        asked = self._asked.pop(rid, None)
+        if asked is None:
+            return None
+        method, params = asked
+        frame: Frame
+        if method in REQUESTS:
+            answer = fail_closed(method, params)
+            frame = {"id": rid, "error": answer.error} if answer.error else {"id": rid, "result": answer.result}
+        elif handler_failed:
+            frame = {"id": rid, "error": {"code": INTERNAL_ERROR, "message": f"handler for {method} failed"}}
+        else:
+            frame = {"id": rid, "error": {"code": METHOD_NOT_FOUND, "message": f"method not found: {method}"}}
+        return self._out(frame)
+
+    @property
+    def open_requests(self) -> Mapping[RequestId, Tuple[str, Dict[str, Any]]]:
+        """Server requests asked and not answered (id → (method, params))."""
+        return self._asked
+
+    # -- receiving ---------------------------------------------------------------
+
+    def receive(self, data: bytes) -> List[Event]:
+        """Feed bytes from codex; the events they complete, in order."""
+        return [self._event(item) for item in self._decoder.feed(data)]
+
+    def receive_eof(self) -> List[Event]:
+        """codex's stdout ended: what an unterminated last line held."""
+        return [self._event(item) for item in self._decoder.close()]
+
+    def _event(self, item: _wire.Decoded) -> Event:
+        if isinstance(item, ProtocolError):
+            self.stats["malformed"] += 1
+            return Skipped(item, None)
+        self.stats["frames_in"] += 1
+        kind = _wire.classify(item)
+        if kind == _wire.NOTIFICATION:
+            return self._notification(item)
+        if kind == _wire.REQUEST:
+            return self._server_request(item)
+        if kind == _wire.RESPONSE or kind == _wire.ERROR:
+            return self._answered(item, kind)
+        return self._skip(item, "not a JSON-RPC frame (object)")
+
+    def _skip(self, frame: Frame, reason: str, counter: str = "malformed") -> Skipped:
+        self.stats[counter] += 1
+        text = json.dumps(frame, ensure_ascii=False)
+        return Skipped(ProtocolError(reason, len(text), text[:120]), frame)
+
+    def _notification(self, frame: Frame) -> Event:
+        params = frame.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        method: str = frame["method"]
+        tid = thread_of(frame)
+        if tid is None:
+            note = Notification(method, params, None, GLOBAL, frame)
+        elif tid in self._claimed:
+            note = Notification(method, params, tid, tid, frame)
+        else:
+            note = Notification(method, params, tid, UNCLAIMED, frame)
+            self._hold(note)
+        if method == "serverRequest/resolved":
+            rid = params.get("requestId")
+            # An id of the wrong type (a list, an object) is not one codex
+            # asked; it must not reach a dict lookup as an unhashable key.
+            if _wire.is_valid_id(rid) and self._asked.pop(rid, None) is not None:
+                return ServerRequestResolved(rid, note)
+        return note
+
+    def _server_request(self, frame: Frame) -> ServerRequest:
+        params = frame.get("params")
+        if not isinstance(params, dict):
+            params = {}  # null or absent: still answered (fail-closed when nobody decides)
+        rid: RequestId = frame["id"]
+        self._asked[rid] = (frame["method"], params)
+        return ServerRequest(rid, frame["method"], params, frame)
+
+    def _answered(self, frame: Frame, kind: str) -> Event:
+        rid: RequestId = frame["id"]
+        method = self._pending.pop(rid, None)
+        if method is None:
+            late = self._settled.get(rid)
+            why = f"a second answer to request {rid!r} ({late})" if late else f"an answer to unknown request id {rid!r}"
+            return self._skip(frame, why, "unknown_responses")
+        self._remember(rid, method)
+        if kind == _wire.RESPONSE:
+            return Response(rid, method, frame["result"], frame)
+        err = frame["error"]
+        return ErrorResponse(rid, method, RpcError(err["code"], err["message"], err.get("data"), method), frame)
+
+    def _remember(self, rid: RequestId, method: str) -> None:
+        self._settled[rid] = method
+        if len(self._settled) > SETTLED_MEMORY:
+            self._settled.popitem(last=False)
+
+    # -- routing -------------------------------------------------------------------
+
+    def claim(self, thread_id: str) -> List[Notification]:
+        """A subscriber for ``thread_id`` appeared: from now on its
+        notifications are routed to it; returns what was held for it."""
+        self._claimed[thread_id] = self._claimed.get(thread_id, 0) + 1
+        held = self._unclaimed.pop(thread_id, None)
+        if not held:
+            return []
+        self._unclaimed_size -= sum(size for _, size in held)
+        return [note._replace(route=thread_id) for note, _ in held]
+
+    def release(self, thread_id: str) -> None:
+        """One subscriber of ``thread_id`` went away."""
+        left = self._claimed.get(thread_id, 0) - 1
+        if left > 0:
+            self._claimed[thread_id] = left
+        else:
+            self._claimed.pop(thread_id, None)
+
+    @property
+    def unclaimed(self) -> Tuple[int, int, int]:
+        """(threads, frames, bytes) held for threads nobody claimed yet."""
+        return len(self._unclaimed), sum(len(q) for q in self._unclaimed.values()), self._unclaimed_size
+
+    def _hold(self, note: Notification) -> None:
+        tid = str(note.thread_id)
+        queue = self._unclaimed.get(tid)
+        if queue is None:
+            if len(self._unclaimed) >= self.unclaimed_threads:
+                self._drop_thread()
+            queue = self._unclaimed[tid] = collections.deque()
+        size = _size(note.frame)
+        queue.append((note, size))
+        self._unclaimed_size += size
+        if len(queue) > self.unclaimed_per_thread:
+            self._drop_from(queue)
+        while self._unclaimed_size > self.unclaimed_bytes and self._unclaimed:
+            oldest = next(iter(self._unclaimed.values()))
+            self._drop_from(oldest)
+            if not oldest:
+                self._unclaimed.popitem(last=False)
+
+    def _drop_from(self, queue: Deque[Tuple[Notification, int]]) -> None:
+        _, size = queue.popleft()
+        self._unclaimed_size -= size
+        self.stats["dropped"] += 1
+
+    def _drop_thread(self) -> None:
+        _, evicted = self._unclaimed.popitem(last=False)
+        self._unclaimed_size -= sum(size for _, size in evicted)
+        self.stats["dropped"] += len(evicted)
+
+
+__all__ = [
+    "GLOBAL",
+    "INTERNAL_ERROR",
+    "METHOD_NOT_FOUND",
+    "NEVER_DROP",
+    "UNCLAIMED",
+    "Connection",
+    "ErrorResponse",
+    "Event",
+    "Notification",
+    "Outgoing",
+    "RequestId",
+    "Response",
+    "ServerRequest",
+    "ServerRequestResolved",
+    "Skipped",
+    "thread_of",
+]

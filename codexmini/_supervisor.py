@@ -1,0 +1,94 @@
+"""One app-server child for the agent: reuse it, replace it, let it go idle.
+
+:class:`ChildSupervisor` owns the agent's :class:`~._client.AppServerClient`.
+:meth:`~ChildSupervisor.ensure` returns a client fit for the next step: the
+running one, unless it ended, stopped answering (``client.healthy`` is False
+after a request timed out) or was started for another configuration (``key``:
+the model endpoint, the ``-c`` flags, the binary) -- then it is closed and a
+new one started.  After a turn the agent arms an idle timer
+(``child_idle_s``); when it fires with nothing running, the child is closed in
+a *maintenance* task that the next :meth:`ensure` waits for, so a followup
+never races a shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Awaitable, Callable, Optional
+
+from ._client import AppServerClient
+
+log = logging.getLogger("codexmini.agent")
+
+Starter = Callable[[], Awaitable[AppServerClient]]
+
+
+class ChildSupervisor:
+    """Starts, reuses, replaces and idles out the agent's codex child."""
+
+    def __init__(self, idle_s: float = 0.0) -> None:
+        self.idle_s = idle_s
+        self.client: Optional[AppServerClient] = None
+        self.key: Any = None
+        self.restarts = 0
+        self._idle_timer: Optional[asyncio.TimerHandle] = None
+        self._maintenance: Optional["asyncio.Task[None]"] = None
+
+    @property
+    def maintaining(self) -> bool:
+        """An idle shutdown is under way."""
+        return self._maintenance is not None
+
+    async def ensure(self, key: Any, start: Starter) -> AppServerClient:
+        """A usable client for ``key``, started with ``start()`` if needed."""
+        self.cancel_idle()
+        await self.wait_maintenance()
+        client = self.client
+        if client is not None and (not client.healthy or key != self.key):
+            if not client.closed:
+                log.info("replacing the codex app-server (%s)", "unhealthy" if not client.healthy else "new config")
+            self.restarts += 1
+            await self.close()
+        if self.client is None:
+            self.client = await start()
+            self.key = key
+        return self.client
+
+    async def wait_maintenance(self) -> None:
+        if self._maintenance is not None:
+            await asyncio.shield(self._maintenance)
+
+    def arm_idle(self, is_idle: Callable[[], bool]) -> None:
+        """Close the child after ``idle_s`` if ``is_idle()`` still holds then."""
+        self.cancel_idle()
+        if self.idle_s > 0 and self.client is not None:
+            loop = asyncio.get_running_loop()
+            self._idle_timer = loop.call_later(self.idle_s, self._idle_shutdown, is_idle)
+
+    def cancel_idle(self) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _idle_shutdown(self, is_idle: Callable[[], bool]) -> None:
+        self._idle_timer = None
+        if is_idle() and self.client is not None:
+            log.info("closing the idle codex app-server")
+            self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
+
+    async def _maintain(self) -> None:
+        try:
+            await self.close()
+        finally:
+            self._maintenance = None
+
+    async def close(self) -> None:
+        """Close the child (if any) and forget it."""
+        self.cancel_idle()
+        client, self.client = self.client, None
+        if client is not None:
+            await client.close()
+
+
+__all__ = ["ChildSupervisor", "Starter"]

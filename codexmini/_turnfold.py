@@ -1,0 +1,120 @@
+"""One codex turn's books, kept from its notifications.  Pure.
+
+Theory of operation
+-------------------
+The wire does not hand a client the turn's history: ``turn/completed`` carries
+only the last agent message (reference §0.4), items can start and never
+complete (§0.5: an interrupt, a cut stream codex retries), the same item id
+can be started and completed several times (a retried
+``response.incomplete``), and usage arrives per model call
+(``thread/tokenUsage/updated``).  :class:`TurnFold` keeps those books, once,
+for every reader of a turn: :class:`~._thread.Turn` (which yields the events)
+and the agent's step fold (:mod:`._steps`, which reads :attr:`TurnFold.usage`
+and :meth:`TurnFold.started_items` instead of counting on its own).
+
+* frames of other turns of the same thread are filtered out by turn id;
+* items by id, the last completion winning, in the order first completed;
+* the items started and not (yet) completed -- *open* -- and every item ever
+  started, in start order;
+* usage, summed from ``tokenUsage.last`` of each model call;
+* the last ``error`` that codex will not retry, in case ``turn/completed``
+  carries none.
+
+:meth:`TurnFold.feed` turns one notification into the event to yield (via
+:func:`._mapping.to_event`, the one place that decides what a notification --
+malformed or not -- becomes) and keeps the books; after ``turn/completed`` the
+fold is :attr:`~TurnFold.done` and its :attr:`~TurnFold.completed` event holds
+the items, the abandoned ids and the usage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+from ._events import Event, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
+from ._mapping import to_event
+
+Item = Mapping[str, Any]
+
+
+class TurnFold:
+    """The books of one turn (``turn_id``); feed it the thread's notifications."""
+
+    def __init__(self, turn_id: Optional[str] = None) -> None:
+        self.turn_id = turn_id
+        self.items: Dict[str, Item] = {}  # completed, last writer wins
+        self.open: Dict[str, Item] = {}  # started, not completed since
+        self.started: Dict[str, Item] = {}  # every item started (first start), in start order
+        self.usage = Usage()
+        self.last_error: Optional[Mapping[str, Any]] = None
+        self.completed: Optional[TurnCompleted] = None
+        self._order: List[str] = []  # completed ids, in order of first completion
+
+    @property
+    def done(self) -> bool:
+        """``turn/completed`` was folded."""
+        return self.completed is not None
+
+    def started_items(self, types: Iterable[str]) -> List[Item]:
+        """Every item of ``types`` that started, in start order."""
+        wanted = frozenset(types)
+        return [item for item in self.started.values() if item.get("type") in wanted]
+
+    def feed(self, method: str, params: Mapping[str, Any]) -> Optional[Event]:
+        """Fold one notification of the thread; the event to yield, if any
+        (``None`` for another turn's frames and for ignored methods)."""
+        turn_id = params.get("turnId")
+        if method == "turn/completed":
+            turn = params.get("turn")
+            turn_id = turn.get("id") if isinstance(turn, dict) else None
+        if turn_id is not None and turn_id != self.turn_id:
+            return None  # another turn of this thread
+        if method == "error" and not params.get("willRetry") and isinstance(params.get("error"), dict):
+            self.last_error = params["error"]
+        return self.book(to_event(method, params))
+
+    def book(self, event: Optional[Event]) -> Optional[Event]:
+        """Keep the books of one event of this turn (already mapped); returns
+        it, or for ``turn/completed`` the completed event with the books."""
+        handler = _BOOKS.get(type(event))
+        return event if handler is None else handler(self, event)
+
+    # -- the books, one per event type ---------------------------------------------
+
+    def _started(self, event: ItemStarted) -> Event:
+        self.open[event.item_id] = event.item
+        self.started.setdefault(event.item_id, event.item)
+        return event
+
+    def _completed(self, event: ItemCompleted) -> Event:
+        item_id = event.item_id
+        self.open.pop(item_id, None)
+        if item_id not in self.items:
+            self._order.append(item_id)
+        self.items[item_id] = event.item
+        return event
+
+    def _usage(self, event: TokenUsage) -> Event:
+        self.usage = self.usage + event.last
+        return event
+
+    def _finish(self, event: TurnCompleted) -> Event:
+        self.completed = dataclasses.replace(
+            event,
+            error=event.error or (self.last_error if event.status == "failed" else None),
+            items=tuple(self.items[i] for i in self._order),
+            abandoned=tuple(self.open),
+            usage=self.usage,
+        )
+        return self.completed
+
+
+_BOOKS = {
+    ItemStarted: TurnFold._started,
+    ItemCompleted: TurnFold._completed,
+    TokenUsage: TurnFold._usage,
+    TurnCompleted: TurnFold._finish,
+}
+
+__all__ = ["TurnFold"]
