@@ -84,39 +84,39 @@ def __dir__() -> List[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers
-    from ._agent import Agent, AgentConfig
-    from ._endpoint import ModelEndpoint
-    from ._client import AppServerClient
-    from ._errors import (
-        BinaryNotFound,
-        ClientClosed,
-        CodexminiError,
-        ConfigError,
-        ProcessExited,
-        ProtocolError,
-        RequestTimeout,
-        RpcError,
-        SessionLogError,
-        TransportError,
-    )
-    from ._events import (
-        AgentMessageDelta,
-        CommandOutputDelta,
-        DiffUpdated,
-        Event,
-        ItemCompleted,
-        ItemStarted,
-        PlanDelta,
-        PlanUpdated,
-        ReasoningSummaryDelta,
-        ReasoningTextDelta,
-        RetryingError,
-        TokenUsage,
-        TurnCompleted,
-        Unmapped,
-        Usage,
-    )
-    from ._permission import ApprovalRequest, Reply
-    from ._session import SessionLog, read_log
-    from ._thread import Thread, Turn
+if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explicit re-exports)
+    from ._agent import Agent as Agent
+    from ._agent import AgentConfig as AgentConfig
+    from ._client import AppServerClient as AppServerClient
+    from ._endpoint import ModelEndpoint as ModelEndpoint
+    from ._errors import BinaryNotFound as BinaryNotFound
+    from ._errors import ClientClosed as ClientClosed
+    from ._errors import CodexminiError as CodexminiError
+    from ._errors import ConfigError as ConfigError
+    from ._errors import ProcessExited as ProcessExited
+    from ._errors import ProtocolError as ProtocolError
+    from ._errors import RequestTimeout as RequestTimeout
+    from ._errors import RpcError as RpcError
+    from ._errors import SessionLogError as SessionLogError
+    from ._errors import TransportError as TransportError
+    from ._events import AgentMessageDelta as AgentMessageDelta
+    from ._events import CommandOutputDelta as CommandOutputDelta
+    from ._events import DiffUpdated as DiffUpdated
+    from ._events import Event as Event
+    from ._events import ItemCompleted as ItemCompleted
+    from ._events import ItemStarted as ItemStarted
+    from ._events import PlanDelta as PlanDelta
+    from ._events import PlanUpdated as PlanUpdated
+    from ._events import ReasoningSummaryDelta as ReasoningSummaryDelta
+    from ._events import ReasoningTextDelta as ReasoningTextDelta
+    from ._events import RetryingError as RetryingError
+    from ._events import TokenUsage as TokenUsage
+    from ._events import TurnCompleted as TurnCompleted
+    from ._events import Unmapped as Unmapped
+    from ._events import Usage as Usage
+    from ._permission import ApprovalRequest as ApprovalRequest
+    from ._permission import Reply as Reply
+    from ._session import SessionLog as SessionLog
+    from ._session import read_log as read_log
+    from ._thread import Thread as Thread
+    from ._thread import Turn as Turn

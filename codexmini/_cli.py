@@ -27,8 +27,8 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
 from . import CODEX_VERSION, __version__
 from ._agent import Agent, AgentConfig
-from ._endpoint import ModelEndpoint
 from ._binary import codex_version, find_codex
+from ._endpoint import ModelEndpoint
 from ._errors import BinaryNotFound, CodexminiError, ConfigError, SessionLogError
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
 from ._render import Console, Transcript, use_color
@@ -226,7 +226,12 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
     except (SessionLogError, OSError) as exc:
         raise UsageError(f"--session {path}: {exc}") from None
     if args.json:
-        log.subscribe(lambda event, line: (stdout.write(line), stdout.flush()))
+
+        def echo(event: Dict[str, Any], line: str) -> None:
+            stdout.write(line)
+            stdout.flush()
+
+        log.subscribe(echo)
     interactive = bool(getattr(stdin, "isatty", None) and stdin.isatty()) and args.prompt != "-"
     approvals = _accept_all if args.auto_approve else (Prompter(stdin, console) if interactive else None)
     started = time.monotonic()

@@ -60,7 +60,6 @@ from typing import (
     Optional,
     Protocol,
     Sequence,
-    Tuple,
     Type,
 )
 
@@ -514,7 +513,7 @@ class AppServerClient:
         that arrived for the thread before anyone subscribed come first."""
         sub = Subscription(self, key, maxsize or self.queue_size)
         self._subs.setdefault(key, []).append(sub)
-        if key is not GLOBAL and key != ALL:
+        if key is not None and key != ALL:  # a thread id
             for note in self._conn.claim(key):
                 sub._put(note.frame)
         if self._terminal is not None:
@@ -527,7 +526,7 @@ class AppServerClient:
             subs.remove(sub)
             if not subs:
                 del self._subs[sub.key]
-            if sub.key is not GLOBAL and sub.key != ALL:
+            if sub.key is not None and sub.key != ALL:
                 self._conn.release(sub.key)
 
     # -- reading -----------------------------------------------------------
@@ -591,7 +590,11 @@ class AppServerClient:
         coro = self._run_handler(event, handler) if handler is not None else self._default_answer(event)
         task = asyncio.get_running_loop().create_task(coro)
         self._inflight[event.id] = task
-        task.add_done_callback(lambda _t, rid=event.id: self._inflight.pop(rid, None))
+
+        def done(_: "asyncio.Task[None]", rid: _rpc.RequestId = event.id) -> None:
+            self._inflight.pop(rid, None)
+
+        task.add_done_callback(done)
 
     def _on_resolved(self, event: _rpc.ServerRequestResolved) -> None:
         task = self._inflight.get(event.id)

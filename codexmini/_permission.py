@@ -155,7 +155,7 @@ def _permissions(params: Mapping[str, Any], reply: Reply) -> Answer:
 def _user_input(params: Mapping[str, Any], reply: Reply) -> Answer:
     # Answers are keyed by the question ids codex asked: inventing an id would
     # answer a question nobody saw (seed 003 §6.4).
-    asked = [q.get("id") for q in params.get("questions") or () if isinstance(q, Mapping)]
+    asked = [q["id"] for q in params.get("questions") or () if isinstance(q, Mapping) and isinstance(q.get("id"), str)]
     given = reply.answers or {}
     answers = {}
     if reply.decision in (ACCEPT, ACCEPT_FOR_SESSION):

@@ -293,10 +293,10 @@ class Connection:
             note = Notification(method, params, tid, UNCLAIMED, frame)
             self._hold(note)
         if method == "serverRequest/resolved":
-            rid = params.get("requestId")
             # An id of the wrong type (a list, an object) is not one codex
             # asked; it must not reach a dict lookup as an unhashable key.
-            if _wire.is_valid_id(rid) and self._asked.pop(rid, None) is not None:
+            rid = _wire.request_id(params.get("requestId"))
+            if rid is not None and self._asked.pop(rid, None) is not None:
                 return ServerRequestResolved(rid, note)
         return note
 

@@ -187,7 +187,7 @@ class SessionLog:
                 with open(log.path, "r+b") as f:
                     f.truncate(good_end)
                     _sync(f, fsync)
-        log._file = open(log.path, "ab")  # noqa: SIM115 - open for the log's lifetime
+        log._file = open(log.path, "ab")
         return log
 
     @property
@@ -276,11 +276,7 @@ def _sync(f: Any, fsync: bool) -> None:
 
 def next_turn_number(events: Iterable[Mapping[str, Any]]) -> int:
     """Turn numbers start at 1 and continue after a resume."""
-    turns = [
-        e.get("turn")
-        for e in events
-        if isinstance(e.get("turn"), int) and not isinstance(e.get("turn"), bool)
-    ]
+    turns = [turn for turn in (e.get("turn") for e in events) if isinstance(turn, int) and not isinstance(turn, bool)]
     return max(turns, default=0) + 1
 
 

@@ -180,7 +180,7 @@ def inject_skills(
     for name in invoked_names(messages):
         try:
             skill = load(name)
-        except Exception as exc:  # noqa: BLE001 - any load failure skips the skill
+        except Exception as exc:
             logger.debug("skill %r failed to load: %s", name, exc)
             skill = None
         if is_cancelled():

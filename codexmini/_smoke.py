@@ -29,13 +29,13 @@ from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from . import CODEX_VERSION
 from ._agent import Agent, AgentConfig
-from ._endpoint import ModelEndpoint
 from ._binary import codex_version, find_codex
+from ._endpoint import ModelEndpoint
 from ._events import AgentMessageDelta, Event
 from ._permission import ACCEPT, ApprovalRequest, Reply
 from ._render import Console, Transcript, use_color
-from .testing import ScriptedModel
 from ._session import SessionLog, read_log
+from .testing import ScriptedModel
 
 NOTE = "hello from the codexmini smoke run\n"
 FINAL = ["All ", "three ", "tools ", "worked."]

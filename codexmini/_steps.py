@@ -89,7 +89,7 @@ class StepFolder:
         self.settled = 0
         self._tools_seen: Set[str] = set()  # tool call ids settled in this fold
         self._text_at: Dict[str, int] = {}  # agent message id → its block in the held message
-        self.ignored = Counter()  # item types that are not tools, by type
+        self.ignored: "Counter[str]" = Counter()  # item types that are not tools, by type
         self.messages = 0  # assistant messages written
         self.tool_calls = 0
         self._steered: List[Dict[str, Any]] = []  # sent with turn/steer, not echoed yet

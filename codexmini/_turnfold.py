@@ -30,7 +30,7 @@ the items, the abandoned ids and the usage.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from ._events import Event, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
 from ._mapping import to_event
@@ -110,7 +110,7 @@ class TurnFold:
         return self.completed
 
 
-_BOOKS = {
+_BOOKS: Dict[type, Callable[[TurnFold, Any], Event]] = {
     ItemStarted: TurnFold._started,
     ItemCompleted: TurnFold._completed,
     TokenUsage: TurnFold._usage,

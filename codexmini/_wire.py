@@ -59,6 +59,11 @@ def is_valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+def request_id(value: Any) -> Optional[Union[int, str]]:
+    """``value`` if it is a JSON-RPC id codex accepts, else ``None``."""
+    return value if is_valid_id(value) else None
+
+
 def classify(obj: Any) -> Optional[str]:
     """Return the kind of a decoded object, or ``None`` if it is not a frame."""
     if not isinstance(obj, dict):
@@ -198,4 +203,5 @@ __all__ = [
     "decode_line",
     "encode",
     "is_valid_id",
+    "request_id",
 ]

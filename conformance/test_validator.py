@@ -370,42 +370,25 @@ def test_validator_turns_its_own_crash_into_a_problem(monkeypatch, frame_validat
 # ---------------------------------------------------------------------------
 # The plugin, end to end
 
-FAKE_CODE = textwrap.dedent(
+INNER_TESTS = textwrap.dedent(
     """
-    import json, sys
-    INIT = {"userAgent": "fake/0.149.1", "codexHome": "/var/tmp/fake-home",
-            "platformFamily": "unix", "platformOs": "linux"}
-    for line in sys.stdin:
-        frame = json.loads(line)
-        method = frame.get("method")
-        if method == "initialize":
-            answer = {"id": frame["id"], "result": INIT}
-        elif method == "thread/loaded/list":
+    import asyncio
+    import pytest
+    from codexmini import AppServerClient
+    from codexmini.testing import FakeAppServer
+
+    async def fake(server):
+        await server.handshake()
+        async for frame in server.requests():
             # Deliberately wrong when asked for the bad page: data must be an array.
             bad = (frame.get("params") or {}).get("cursor") == "bad"
-            answer = {"id": frame["id"], "result": {"data": "nope" if bad else [], "nextCursor": None}}
-        else:
-            continue
-        sys.stdout.write(json.dumps(answer) + "\\n")
-        sys.stdout.flush()
-    """
-)
-
-INNER_TESTS = textwrap.dedent(
-    '''
-    import asyncio, sys
-    import pytest
-    from codexmini._client import AppServerClient
-
-    FAKE_CODE = {fake!r}
+            server.respond(frame, {"data": "nope" if bad else [], "nextCursor": None})
 
     def exchange(cursor):
         async def main():
-            client = AppServerClient([sys.executable, "-c", FAKE_CODE])
-            await client.spawn()
+            client = await AppServerClient.start(launcher=FakeAppServer(fake).launch)
             try:
-                await client.initialize()
-                return await client.request("thread/loaded/list", {{"cursor": cursor}})
+                return await client.request("thread/loaded/list", {"cursor": cursor})
             finally:
                 await client.close()
         return asyncio.run(main())
@@ -429,14 +412,14 @@ INNER_TESTS = textwrap.dedent(
     @pytest.mark.frame_problems("thread/loaded/list")
     def test_good_marked():
         exchange("good")
-    '''
+    """
 )
 
 
 @pytest.fixture
 def inner(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    pytester.makepyfile(test_inner=INNER_TESTS.format(fake=FAKE_CODE))
+    pytester.makepyfile(test_inner=INNER_TESTS)
     return pytester
 
 

@@ -793,7 +793,7 @@ def test_scripted_model_runs_as_a_module(tmp_path: Any) -> None:
     script.write_text(json.dumps({"default": {"output": [{"type": "message", "deltas": ["hi"]}]}}))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "codexmini.testing.scripted_model", str(script)],
+        [sys.executable, "-m", "codexmini.testing", "model", str(script)],
         cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -53,9 +53,9 @@ class Normaliser:
     """Rewrites volatile values; one instance per recording (its UUID
     numbering follows the order of first appearance)."""
 
-    def __init__(self, paths: Mapping[str, str] = (), version: Optional[str] = None) -> None:
+    def __init__(self, paths: Optional[Mapping[str, str]] = None, version: Optional[str] = None) -> None:
         # Longest path first, so /root/ws is replaced before /root.
-        self.paths: List[Tuple[str, str]] = sorted(dict(paths).items(), key=lambda kv: -len(kv[0]))
+        self.paths: List[Tuple[str, str]] = sorted(dict(paths or {}).items(), key=lambda kv: -len(kv[0]))
         self.version = version
         self._uuids: Dict[str, str] = {}
 

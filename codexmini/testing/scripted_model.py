@@ -252,7 +252,7 @@ _HTTP_ERROR = _object({"http_status": _http_status, "body": _any, "headers": _he
 _STREAM = _object(
     {
         "output": _list_of(_item, "must be a list of items"),
-        "usage": _object({key: _count for key in USAGE_DEFAULTS}),
+        "usage": _object(dict.fromkeys(USAGE_DEFAULTS, _count)),
         "delay_ms": _millis,
         "cut_after_events": _nullable(_count),
         "failed": _nullable(_object({"code": _str, "message": _str}, required=("code",))),
@@ -272,7 +272,7 @@ def _response(value: Any, path: str) -> None:
 _RULE = _object(
     {
         "name": _str,
-        "when": _object({key: _str for key in WHEN}),
+        "when": _object(dict.fromkeys(WHEN, _str)),
         "times": _positive,
         "respond": _response,
     },
@@ -478,7 +478,7 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = SOCKET_TIMEOUT_S  # applied to the connection by StreamRequestHandler.setup
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's name
+    def log_message(self, format: str, *args: Any) -> None:
         log.debug("scripted model: " + format, *args)
 
     def do_POST(self) -> None:
