@@ -5,16 +5,20 @@ PY := $(VENV)/bin/python
 # The one pinned version lives in codexmini/__init__.py.
 CODEX_VERSION := $(shell sed -n 's/^CODEX_VERSION = "\(.*\)"/\1/p' codexmini/__init__.py)
 CODEX_STAMP := .codex/.installed-$(CODEX_VERSION)
-VENV_STAMP := $(VENV)/.installed
+# The venv remembers which Python made it: `make test PYTHON=python3.9` after a
+# 3.11 run rebuilds it instead of testing the wrong interpreter.
+PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+VENV_STAMP := $(VENV)/.installed-$(PYVER)
 MATRIX ?= 3.9 3.10 3.11 3.12 3.13
 TO ?= 0.171.0
 
-.PHONY: setup test test-offline test-matrix smoke record schema drift bench clean
+.PHONY: setup test lint test-offline test-matrix smoke record schema drift bench clean
 
 setup: $(VENV_STAMP) $(CODEX_STAMP)
 
 $(VENV_STAMP): pyproject.toml
-	@$(PYTHON) -m venv $(VENV)
+	@test -n "$(PYVER)" || { echo "make: $(PYTHON) does not run; set PYTHON=/path/to/python3.X"; exit 2; }
+	@$(PYTHON) -m venv --clear $(VENV)
 	@$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
 	@touch $@
 
@@ -23,12 +27,20 @@ $(CODEX_STAMP):
 	@npm install --silent --no-audit --no-fund --prefix .codex @openai/codex@$(CODEX_VERSION)
 	@touch $@
 
-# coverage (not pytest-cov's --cov) so that the conformance plugin, loaded
-# before pytest-cov would start, does not hide codexmini's import-time lines.
-test: setup
+# The gates, each of which fails the target: mypy --strict on codexmini/, ruff
+# lint and format on the whole repo, the suite (live tests included) under
+# coverage with 100% of lines and branches of codexmini/.  coverage run (not
+# pytest-cov's --cov) so that the conformance plugin, loaded before pytest-cov
+# would start, does not hide codexmini's import-time lines.
+test: setup lint
 	$(PY) -m coverage erase
 	$(PY) -m coverage run -m pytest -q
 	$(PY) -m coverage report --fail-under=100
+
+lint: setup
+	$(PY) -m mypy
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 test-offline: setup
 	$(PY) -m pytest -q -m "not live"

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
+from ._errors import ConfigError
+
 # ---------------------------------------------------------------------------
 # The fold
 
@@ -77,9 +79,9 @@ def resolve_permissions(
     events = list(events)
     folded = fold(last_knob(events, "sandbox/mode"), last_knob(events, "approval/policy"))
     if pin_sandbox is not None and pin_sandbox not in SANDBOX_MODES:
-        raise ValueError(f"sandbox pin must be one of {SANDBOX_MODES}, not {pin_sandbox!r}")
+        raise ConfigError(f"sandbox pin must be one of {SANDBOX_MODES}, not {pin_sandbox!r}")
     if pin_approval is not None and pin_approval not in APPROVAL_POLICIES:
-        raise ValueError(f"approval pin must be one of {APPROVAL_POLICIES}, not {pin_approval!r}")
+        raise ConfigError(f"approval pin must be one of {APPROVAL_POLICIES}, not {pin_approval!r}")
     return ThreadPermissions(pin_sandbox or folded.sandbox, pin_approval or folded.approval_policy)
 
 
@@ -108,7 +110,7 @@ class Reply:
 
     def __post_init__(self) -> None:
         if self.decision not in DECISIONS:
-            raise ValueError(f"decision must be one of {DECISIONS}, not {self.decision!r}")
+            raise ConfigError(f"decision must be one of {DECISIONS}, not {self.decision!r}")
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ crash can therefore leave at most one damaged line, and only at the end: the
 line whose write was cut short.  Reading back (:func:`read_log`) drops such a
 *torn last line* with a warning and refuses everything else -- a bad line in
 the middle, a ``seq`` out of order, an event missing a key -- with a
-:class:`~codexmini.errors.SessionLogError` naming the file and the 1-based
+:class:`~codexmini.SessionLogError` naming the file and the 1-based
 line, because silently skipping history would change what the model sees.
 
 A torn last line is one that has no trailing newline (its write never
@@ -216,11 +216,11 @@ class SessionLog:
         """Write one event durably and return it.  The event holds ``data``
         itself, not a copy: do not mutate it after appending."""
         if type not in EVENT_TYPES:
-            raise ValueError(f"unknown session log event type {type!r}")
+            raise SessionLogError(f"unknown session log event type {type!r}", path=self.path)
         if not isinstance(data, dict):
-            raise TypeError(f"event data must be a dict, not {data.__class__.__name__}")
+            raise SessionLogError(f"event data must be a dict, not {data.__class__.__name__}", path=self.path)
         if self._file is None:
-            raise ValueError(f"session log {self.path} is closed")
+            raise SessionLogError(f"session log {self.path} is closed", path=self.path)
         event: Event = {
             "v": LOG_VERSION,
             "seq": len(self._events),

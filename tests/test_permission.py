@@ -14,6 +14,7 @@ import dataclasses
 
 import pytest
 
+from codexmini import ConfigError
 from codexmini import _permission as permission
 from conformance import recorded
 from codexmini._permission import (
@@ -290,7 +291,7 @@ def test_resolve_permissions_pins_win_over_later_knobs():
     ],
 )
 def test_resolve_permissions_invalid_pins_raise_value_error(pins, field, bad):
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(ConfigError) as info:
         resolve_permissions([], **pins)
     message = str(info.value)
     assert message.startswith(f"{field} must be one of ")
@@ -311,7 +312,7 @@ def test_reply_accepts_every_decision(decision):
 @pytest.mark.parametrize("decision", ["approve", "Accept", "approved", "", None, "acceptWithExecpolicyAmendment"])
 def test_reply_rejects_unknown_decisions(decision):
     expected = r"decision must be one of \('accept', 'acceptForSession', 'decline', 'cancel'\)"
-    with pytest.raises(ValueError, match=expected):
+    with pytest.raises(ConfigError, match=expected):
         Reply(decision)
 
 

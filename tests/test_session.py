@@ -91,9 +91,9 @@ def test_session_log_reopen_continues_seq(tmp_path):
 
 def test_session_log_rejects_unknown_type_and_non_dict_data(tmp_path):
     with SessionLog.open(tmp_path / "s.jsonl") as log:
-        with pytest.raises(ValueError, match="unknown session log event type 'user/msg'"):
+        with pytest.raises(SessionLogError, match="unknown session log event type 'user/msg'"):
             log.append("user/msg", {})
-        with pytest.raises(TypeError, match="must be a dict"):
+        with pytest.raises(SessionLogError, match="must be a dict"):
             log.append("turn/start", [])
         assert log.events == []
     assert (tmp_path / "s.jsonl").read_bytes() == b""
@@ -103,7 +103,7 @@ def test_session_log_append_after_close_fails(tmp_path):
     log = SessionLog.open(tmp_path / "s.jsonl")
     log.close()
     log.close()  # idempotent
-    with pytest.raises(ValueError, match="closed"):
+    with pytest.raises(SessionLogError, match="closed"):
         log.append("turn/start", {})
 
 

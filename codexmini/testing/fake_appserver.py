@@ -48,6 +48,7 @@ import sys
 import traceback
 from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Union
 
+from .._errors import ConfigError
 from .._wire import LineDecoder
 
 Frame = Dict[str, Any]
@@ -312,7 +313,7 @@ class FakeAppServer:
     def executable(self, directory: str, pythonpath: Sequence[str] = ()) -> str:
         """Write ``directory/codex-fake`` that runs the behaviour as a child process."""
         if not isinstance(self.behaviour, str):
-            raise TypeError("a fake run as a process needs its behaviour as a 'module:name' string")
+            raise ConfigError("a fake run as a process needs its behaviour as a 'module:name' string")
         path = os.path.join(directory, "codex-fake")
         paths = os.pathsep.join([*pythonpath, *sys.path])
         words = " ".join(_sh(w) for w in [sys.executable, "-m", "codexmini.testing", "fake", self.behaviour, *self.args, "--"])
