@@ -50,6 +50,12 @@ codex puts on every notification (``properties`` beside its ``oneOf``).  A
 response to an id nobody asked are problems.  Each :class:`Problem` names
 direction, method, id, JSON path and message, and keeps the frame.
 
+Cost (CPython 3.11, all 840 recorded frames, ``tools/bench_schema_engines.py``):
+the stdlib engine checks a frame in about 11 µs, 45 µs with the strict walk
+(which is then most of it); jsonschema takes about 245 µs and 320 µs.  Loading
+a bundle and compiling every definition with the stdlib engine takes about
+60 ms, once per run.
+
 Everything here is pure except :func:`generate_schema` (and
 :func:`bundle_for_binary`, which calls it), the one function that runs the
 codex binary, and :meth:`SchemaBundle.from_file`, which reads the bundle.

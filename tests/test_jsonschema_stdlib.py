@@ -12,7 +12,7 @@ vendored copy, so its verdicts must be jsonschema's.  Three kinds of proof:
 * **the real thing**: every recorded frame (``fixtures/*/*.frames.jsonl``)
   against the definitions it routes to, in every codex bundle found (the
   versions under ``fixtures/schema/`` plus 0.171.0 from ``.cache`` when
-  ``make drift`` has fetched it), and systematic, seeded mutations of those
+  the drift tool has generated it), and systematic, seeded mutations of those
   frames (a key dropped, a type changed, an enum value replaced ...).
 
 A failure prints the counts and the first disagreements.
@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import jsonschema
 import pytest
 
-from codexmini import _schema
+from codexmini import CODEX_VERSION, _schema
 from codexmini._jsonschema import DRAFT7, KEYWORDS, SchemaError, Validator, child_path
 from conformance.schema import JSONSCHEMA, fixture_versions
 
@@ -41,7 +41,8 @@ from recorded_frames import FRAME_FILES, frame_count, recorded, routed  # noqa: 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Versions checked even before their schema is a fixture: the latest
-#: release, whose bundles ``make drift TO=0.171.0`` leaves in ``.cache``.
+#: release, whose bundles the drift tool leaves in ``.cache`` (``make drift
+#: TO=0.171.0`` for the experimental flavor, ``--flavor stable`` for the other).
 WANTED = ("0.171.0",)
 
 
@@ -530,6 +531,7 @@ def test_jsonschema_stdlib_agrees_on_random_schemas():
             if verdict != theirs.is_valid(instance) or verdict != (not ours.errors(instance)):
                 disagreements.append((root, instance))
     counts = f"{checked} random (schema, instance) pairs, {accepted} accepted, {len(disagreements)} disagreements"
+    print(counts)  # shown by pytest -s or -rP
     assert checked == 12000 and 0.2 * checked < accepted < 0.8 * checked, counts
     assert disagreements == [], f"{counts}; first: {disagreements[:3]}"
 
@@ -569,7 +571,8 @@ def bundle_pair(version: str, flavor: str) -> Tuple[_schema.SchemaBundle, _schem
     if directory is None:
         pytest.skip(
             f"no {flavor} bundle of codex {version}: neither fixtures/schema/{version}/{flavor}/ nor "
-            f".cache/codex/{version}/schema/{flavor}/ (`make drift TO={version}` fetches it)"
+            f".cache/codex/{version}/schema/{flavor}/ (`python tools/schema_drift.py {CODEX_VERSION} {version} "
+            f"--flavor {flavor}` generates it)"
         )
     stdlib = _schema.SchemaBundle.from_directory(directory, flavor, version)
     return stdlib, _schema.SchemaBundle.from_file(stdlib.path, version, flavor, JSONSCHEMA)
@@ -606,6 +609,7 @@ def test_jsonschema_stdlib_agrees_on_every_recorded_frame(version, flavor):
         f"rejected by both {verdicts[(False, False)]}, stdlib only {verdicts[(True, False)]}, "
         f"jsonschema only {verdicts[(False, True)]}; {len(disagreements)} disagreements"
     )
+    print(counts)  # shown by pytest -s or -rP
     assert frames == frame_count() and checks >= 2 * frames, counts
     assert disagreements == [], f"{counts}; first: {disagreements[:3]}"
     # The recordings are valid against the schema of the binary that made them.
@@ -727,6 +731,7 @@ def test_jsonschema_stdlib_agrees_on_mutated_frames(version, flavor):
         f"{verdicts[(True, False)]}, jsonschema only {verdicts[(False, True)]}; rejected/tried per operator "
         f"{ {op: f'{rejected_by_operator[op]}/{n}' for op, n in sorted(tried.items())} }"
     )
+    print(counts)  # shown by pytest -s or -rP
     assert frames > 100 and mutated > 5 * frames and checks >= 2 * mutated, counts
     # Not vacuous: mutants both pass and fail, and every operator breaks some frame.
     assert verdicts[(True, True)] > 0 and verdicts[(False, False)] > 0, counts
