@@ -64,7 +64,8 @@ def main() -> int:
     directory = os.path.join(REPO, "fixtures", "schema", args.version, args.flavor)
     runs = transcripts()
     count = sum(len(frames) for frames in runs)
-    print(f"{count} frames in {len(runs)} transcripts; codex {args.version} {args.flavor}; Python {sys.version.split()[0]}")
+    python = sys.version.split()[0]
+    print(f"{count} frames in {len(runs)} transcripts; codex {args.version} {args.flavor}; Python {python}")
     results = {}
     for name, engine in (("stdlib", _schema.StdlibEngine), ("jsonschema", JSONSCHEMA)):
         start = time.perf_counter()
