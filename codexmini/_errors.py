@@ -25,6 +25,8 @@ the turn for its stream, the session module for the log file.
     ├── BinaryNotFound           no codex binary where we looked, or it cannot run
     ├── ConfigError              a setting codexmini refuses up front (a bad pin,
     │                            a missing cwd, an unsupported wire API)
+    ├── SchemaError              a JSON Schema the stdlib validator cannot use, or
+    │                            one the binary failed to print
     └── SessionLogError          a session log line is corrupt (names the line)
 
 ``RequestTimeout`` is both a ``TransportError`` (the request is lost) and a
@@ -129,6 +131,12 @@ class ConfigError(CodexminiError):
     """A configuration codexmini refuses before starting anything."""
 
 
+class SchemaError(CodexminiError):
+    """A JSON Schema codexmini's validator cannot (or will not) compile -- an
+    unsupported keyword, a malformed keyword value, a ``$ref`` it cannot
+    resolve -- or a schema the codex binary failed to print."""
+
+
 class SessionLogError(CodexminiError):
     """A session log cannot be read back (a corrupt line that is not the last)
     or written (the disk refused an append)."""
@@ -149,6 +157,7 @@ __all__ = [
     "ProtocolError",
     "RequestTimeout",
     "RpcError",
+    "SchemaError",
     "SessionLogError",
     "TransportError",
     "TurnTimeout",

@@ -44,16 +44,13 @@ from collections.abc import Iterator, Mapping, Sequence, Sized
 from typing import Any, Callable, NamedTuple, Optional, Union
 from urllib.parse import unquote
 
+from ._errors import SchemaError
+
 Schema = Union[Mapping[str, Any], bool]
 #: A schema, or a local JSON pointer (``#/definitions/X``) to one in the document.
 SchemaOrPointer = Union[Schema, str]
 
 DRAFT7 = "http://json-schema.org/draft-07/schema"
-
-
-class SchemaError(Exception):
-    """A schema this validator cannot (or will not) compile: an unsupported
-    keyword, a malformed keyword value, a ``$ref`` it cannot resolve."""
 
 
 class _Error(NamedTuple):

@@ -72,6 +72,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Protocol, Union
 
+from ._errors import SchemaError
 from ._jsonschema import Schema, Validator, child_path
 
 BUNDLE_FILE = "codex_app_server_protocol.schemas.json"
@@ -640,7 +641,7 @@ class FrameValidator:
         self.frames += 1
         try:
             found = list(self._check(direction, frame))
-        except Exception as exc:  # noqa: BLE001 - a validator bug must surface, not vanish in the tap guard
+        except Exception as exc:
             found = [Problem(direction, "frame", None, None, "$", f"validator crashed: {exc!r}", frame)]
         self.problems.extend(found)
         return found
@@ -748,7 +749,7 @@ def validate_transcript(
 # The schema the binary prints (the only I/O in this module)
 
 
-class SchemaGenerationFailed(Exception):
+class SchemaGenerationFailed(SchemaError):
     """``codex app-server generate-json-schema`` did not produce a bundle."""
 
 

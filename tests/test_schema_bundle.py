@@ -32,8 +32,8 @@ from codexmini._schema import (
     generate_schema,
     validate_transcript,
 )
-from codexmini.binary import find_codex
-from codexmini.errors import BinaryNotFound
+from codexmini._binary import find_codex
+from codexmini import BinaryNotFound
 from conformance import recorded as real_frames
 from conformance import schema as reference
 
