@@ -72,7 +72,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Protocol, Union
 
-from ._errors import SchemaError
+from ._errors import ConfigError, SchemaError
 from ._jsonschema import Schema, Validator, child_path
 
 BUNDLE_FILE = "codex_app_server_protocol.schemas.json"
@@ -799,7 +799,7 @@ def bundle_for_binary(
     """The bundle ``binary`` prints, generated into ``DIRECTORY/<flavor>/``
     and checked against the engine (:meth:`SchemaBundle.from_directory`)."""
     if flavor not in FLAVORS:
-        raise ValueError(f"flavor must be one of {FLAVORS}, not {flavor!r}")
+        raise ConfigError(f"flavor must be one of {FLAVORS}, not {flavor!r}")
     out = os.path.join(directory, flavor)
     generate_schema(binary, out, experimental=flavor == "experimental", timeout=timeout, env=env)
     return SchemaBundle.from_directory(out, flavor, version, engine)

@@ -9,20 +9,21 @@ an ``apply_patch`` (codex offers it for the model slug ``gpt-5.4``) and a
 command that needs approval, which the smoke policy accepts.
 
 Every expectation is checked at the end; the exit status is 0 only if all
-held, else 1 with the list of what failed (3 when codex is missing).  When
-the repository's conformance suite and ``jsonschema`` are importable, every
-frame is validated against the pinned schema too; codexmini itself never
-depends on them.
+held, else 1 with the list of what failed (3 when codex is missing).  Every
+frame is validated, strictly, against the schema **the binary in use prints**
+(``codex app-server generate-json-schema --experimental`` into the temporary
+folder), with codexmini's own standard-library validator
+(:mod:`._jsonschema`): a vendored copy with nothing installed validates as
+much as a checkout.  A check that could not run fails; it is never printed
+as ``ok``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -31,9 +32,11 @@ from . import CODEX_VERSION
 from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex
 from ._endpoint import ModelEndpoint
+from ._errors import SchemaError
 from ._events import AgentMessageDelta, Event
 from ._permission import ACCEPT, ApprovalRequest, Reply
 from ._render import Console, Transcript, use_color
+from ._schema import FrameValidator, bundle_for_binary
 from ._session import SessionLog, read_log
 from .testing import ScriptedModel
 
@@ -108,16 +111,13 @@ def scratch_dir() -> str:
     return tempfile.mkdtemp(prefix="codexmini-smoke-")  # pragma: no cover - no writable base at all
 
 
-def optional_validator() -> Tuple[Optional[Any], str]:
-    """The repository's strict frame validator, if it and jsonschema are importable."""
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    if os.path.isfile(os.path.join(repo, "conformance", "schema.py")) and repo not in sys.path:
-        sys.path.append(repo)
+def schema_validator(binary: str, root: str, version: str) -> Tuple[Optional[FrameValidator], str]:
+    """A strict frame validator for the schema ``binary`` prints, or why there is none."""
     try:
-        schema = importlib.import_module("conformance.schema")
-        return schema.FrameValidator(strict=True), "strict, pinned schema"
-    except ImportError as exc:
-        return None, f"skipped ({exc})"
+        bundle = bundle_for_binary(binary, os.path.join(root, "schema"), "experimental", version)
+    except SchemaError as exc:
+        return None, f"no schema from the binary: {exc}"
+    return FrameValidator(bundle, strict=True), f"strict, codex {version}'s own schema"
 
 
 class Smoke:
@@ -125,7 +125,8 @@ class Smoke:
         self.console = Console(out, use_color(out, env))
         self.codex_bin = codex_bin
         self.frames = 0
-        self.validator, self.validation = optional_validator()
+        self.validator: Optional[FrameValidator] = None
+        self.validation = "not run"
         self.deltas = 0
         self.approvals: List[ApprovalRequest] = []
         self.failures: List[str] = []
@@ -150,6 +151,7 @@ class Smoke:
         binary = find_codex(self.codex_bin)
         found = codex_version(binary.path)
         c.line(f"codexmini smoke: codex {found} at {binary.path}", "bold")
+        self.validator, self.validation = schema_validator(binary.path, root, found or "?")
         ws, home = os.path.join(root, "workspace"), os.path.join(root, "codex-home")
         os.makedirs(ws)
         os.makedirs(home)
@@ -182,12 +184,12 @@ class Smoke:
         elapsed = time.monotonic() - started
         self._check(events, end, ws, log_path, found)
         usage = end.get("usage") or {}
-        problems = len(self.validator.problems) if self.validator is not None else 0
+        validated = self.validator.frames if self.validator is not None else 0
         c.line("")
         c.line(
             f"steps {stats['steps']} · tool calls {stats['tool_calls']} · approvals {stats['approvals']} · "
             f"tokens {usage.get('totalTokens', 0)} · frames seen {self.frames} · "
-            f"frames validated {self.frames - problems if self.validator is not None else 0} ({self.validation}) · "
+            f"frames validated {validated} ({self.validation}) · "
             f"{elapsed:.1f}s",
             "bold",
         )
@@ -226,7 +228,7 @@ class Smoke:
             (lambda: NOTE.strip() in result_text("call_smoke_read"), "the approved command read the note back"),
             (lambda: bool((end.get("usage") or {}).get("totalTokens")), "token usage reached turn/end"),
             (lambda: read_log(log_path).events == events, "the session log reads back intact"),
-            (lambda: self.validator is None or not self.validator.problems, "every frame is valid against the pinned schema"),
+            (self._frames_valid, f"every frame is valid against the schema this codex prints ({self.validation})"),
         ]
         for check, what in checks:
             try:
@@ -237,6 +239,12 @@ class Smoke:
         if self.validator is not None:
             for problem in self.validator.problems[:5]:
                 c.line(f"    {problem}", "red")
+
+    def _frames_valid(self) -> bool:
+        """Every frame seen was validated, and none had a problem (False when
+        the validator could not run: a check that did not run never passes)."""
+        v = self.validator
+        return v is not None and self.frames > 0 and v.frames == self.frames and not v.problems
 
 
 def smoke(args: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:

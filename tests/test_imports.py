@@ -142,11 +142,11 @@ def imports(tree: ast.AST) -> Iterator[Tuple[int, int, str]]:
                 yield node.lineno, level, node.args[0].value.lstrip(".")
 
 
-#: The one optional, non-stdlib import codexmini makes, and why: the smoke run
-#: validates its frames with the repository's conformance suite when that
-#: suite and jsonschema are importable (SPEC §4.9), and carries on without it
-#: (the import is guarded by ``except ImportError``).  Nothing else may appear.
-OPTIONAL_IMPORTS = {("_smoke", "conformance.schema")}
+#: Non-stdlib imports the package may make: none.  (The smoke run validates
+#: frames with codexmini's own stdlib validator; it no longer reaches into the
+#: repository's conformance suite.)  The set stays so that an exception would
+#: have to be written here, with its reason.
+OPTIONAL_IMPORTS: Set[Tuple[str, str]] = set()
 
 
 def import_problems(tree: ast.AST, module: str = "") -> List[str]:

@@ -1,34 +1,28 @@
-"""The smoke run's own logic, without codex: the optional validator and the
-checks that must fail loudly (the live runs are in tests/test_cli.py)."""
+"""The smoke run's own logic, without codex: where its validator comes from and
+the checks that must fail loudly (the live runs are in tests/test_cli.py)."""
 
 from __future__ import annotations
 
-import importlib
 import io
-import sys
 
 from codexmini import _smoke as smoke
 
 
-def test_smoke_uses_the_repository_validator_when_importable(monkeypatch):
-    repo = smoke.os.path.dirname(smoke.os.path.dirname(smoke.os.path.abspath(smoke.__file__)))
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in (repo, "")])
-    validator, how = smoke.optional_validator()
-    assert validator is not None and how == "strict, pinned schema"
-    assert repo in sys.path  # it put the checkout on the path to find conformance/
+def test_smoke_validator_comes_from_the_binary(tmp_path):
+    # A "binary" that cannot print its schema: the check has no validator and says why.
+    validator, how = smoke.schema_validator(str(tmp_path / "no-codex"), str(tmp_path), "0.0.1")
+    assert validator is None and how.startswith("no schema from the binary: cannot run")
 
 
-def test_smoke_runs_without_a_validator(monkeypatch):
-    def missing(name):
-        raise ImportError(f"No module named {name!r}")
-
-    monkeypatch.setattr(importlib, "import_module", missing)
-    validator, how = smoke.optional_validator()
-    assert validator is None and how.startswith("skipped (No module named")
+def test_smoke_frames_check_fails_when_the_validator_did_not_run():
+    s = smoke.Smoke(io.StringIO(), {}, None)
+    s.frames = 12
+    assert not s._frames_valid()  # never "ok" for a check that did not run
 
 
 class Problems:
     problems = ["frame 3: wrong shape", "frame 9: undeclared field"]
+    frames = 0
 
     def check(self, direction, frame):
         return []
