@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
+from ._errors import ProtocolError
+
+_USAGE_KEYS = ("inputTokens", "cachedInputTokens", "outputTokens", "reasoningOutputTokens", "totalTokens")
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -43,14 +47,21 @@ class Usage:
 
     @classmethod
     def from_wire(cls, breakdown: Optional[Mapping[str, Any]]) -> "Usage":
-        b = breakdown or {}
-        return cls(
-            int(b.get("inputTokens") or 0),
-            int(b.get("cachedInputTokens") or 0),
-            int(b.get("outputTokens") or 0),
-            int(b.get("reasoningOutputTokens") or 0),
-            int(b.get("totalTokens") or 0),
-        )
+        """A ``TokenUsageBreakdown``; a missing or null count is 0, a count that
+        is not an integer is a :class:`~codexmini.ProtocolError`."""
+        if breakdown is None:
+            return cls()
+        if not isinstance(breakdown, Mapping):
+            raise ProtocolError(f"a token usage breakdown is {type(breakdown).__name__}, not an object")
+        counts = []
+        for key in _USAGE_KEYS:
+            value = breakdown.get(key)
+            if value is None:
+                value = 0
+            elif not isinstance(value, int) or isinstance(value, bool):
+                raise ProtocolError(f"token count {key} is {type(value).__name__}, not an integer")
+            counts.append(value)
+        return cls(*counts)
 
 
 @dataclass(frozen=True)
@@ -160,6 +171,18 @@ class TurnCompleted:
 
 
 @dataclass(frozen=True)
+class InvalidNotification:
+    """A notification the turn understands, but whose fields break the schema
+    (a delta that is not a string, an item that is not an object, a token
+    count that is not a number).  Skipped by every reader and counted
+    (``turn.books.invalid``); the turn goes on."""
+
+    method: str
+    params: Mapping[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True)
 class Unmapped:
     """A notification :mod:`.mapping` has no row for (a newer codex)."""
 
@@ -180,6 +203,7 @@ Event = Union[
     DiffUpdated,
     RetryingError,
     TurnCompleted,
+    InvalidNotification,
     Unmapped,
 ]
 
@@ -188,6 +212,7 @@ __all__ = [
     "CommandOutputDelta",
     "DiffUpdated",
     "Event",
+    "InvalidNotification",
     "ItemCompleted",
     "ItemStarted",
     "PlanDelta",

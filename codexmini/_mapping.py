@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from ._errors import ProtocolError
 
 from ._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     DiffUpdated,
     Event,
+    InvalidNotification,
     ItemCompleted,
     ItemStarted,
     PlanDelta,
@@ -39,43 +42,148 @@ from ._events import (
 Params = Mapping[str, Any]
 
 
+# ---------------------------------------------------------------------------
+# Reading the wire: typed readers.  Each raises ProtocolError naming the field,
+# and to_event() -- the one place that decides -- turns that into an
+# InvalidNotification instead of letting a KeyError end the turn.
+
+_MISSING: Any = object()
+
+
+def _get(p: Params, key: str, kinds: Tuple[type, ...], what: str, optional: bool) -> Any:
+    value = p.get(key, _MISSING)
+    if value is _MISSING or value is None:
+        if optional:
+            return None
+        raise ProtocolError(f"{key} is {'missing' if value is _MISSING else 'null'}")
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise ProtocolError(f"{key} is {type(value).__name__}, not {what}")
+    return value
+
+
+def _str(p: Params, key: str) -> str:
+    value: str = _get(p, key, (str,), "a string", False)
+    return value
+
+
+def _opt_str(p: Params, key: str) -> Optional[str]:
+    value: Optional[str] = _get(p, key, (str,), "a string", True)
+    return value
+
+
+def _index(p: Params, key: str) -> int:
+    value: Optional[int] = _get(p, key, (int,), "an integer", True)
+    return value or 0
+
+
+def _obj(p: Params, key: str) -> Params:
+    value: Params = _get(p, key, (dict,), "an object", False)
+    return value
+
+
+def _opt_obj(p: Params, key: str) -> Optional[Params]:
+    value: Optional[Params] = _get(p, key, (dict,), "an object", True)
+    return value
+
+
+def _opt_list(p: Params, key: str) -> List[Any]:
+    value: Optional[List[Any]] = _get(p, key, (list,), "an array", True)
+    return value or []
+
+
+#: What the readers of a finished item (the step fold, :data:`TOOL_ITEMS`)
+#: read, per item type: field → (JSON types allowed when present, what).
+#: ``None`` is always allowed; a missing field reads as absent.
+_ITEM_FIELDS: Dict[str, Dict[str, Tuple[Tuple[type, ...], str]]] = {
+    "agentMessage": {"text": ((str,), "a string")},
+    "reasoning": {"summary": ((list,), "an array"), "content": ((list,), "an array")},
+    "commandExecution": {
+        "command": ((str,), "a string"),
+        "aggregatedOutput": ((str,), "a string"),
+        "exitCode": ((int,), "an integer"),
+        "status": ((str,), "a string"),
+    },
+    "fileChange": {"changes": ((list,), "an array"), "status": ((str,), "a string")},
+    "mcpToolCall": {
+        "server": ((str,), "a string"),
+        "tool": ((str,), "a string"),
+        "result": ((dict,), "an object"),
+        "error": ((dict,), "an object"),
+        "status": ((str,), "a string"),
+    },
+    "webSearch": {"query": ((str,), "a string"), "results": ((list,), "an array")},
+    "imageView": {"path": ((str,), "a string")},
+}
+
+#: Arrays whose elements a reader walks, per item type: field → element types.
+_ITEM_ELEMENTS: Dict[str, Dict[str, Tuple[type, ...]]] = {
+    "reasoning": {"summary": (str,), "content": (str,)},
+    "fileChange": {"changes": (dict,)},
+}
+
+
+def _item(p: Params) -> Params:
+    item = _obj(p, "item")
+    _str(item, "id")
+    kind = _str(item, "type")
+    for key, (kinds, what) in _ITEM_FIELDS.get(kind, {}).items():
+        _get(item, key, kinds, what, True)
+    for key, kinds in _ITEM_ELEMENTS.get(kind, {}).items():
+        if any(not isinstance(e, kinds) for e in item.get(key) or ()):
+            raise ProtocolError(f"item.{key} holds an element that is not {kinds[0].__name__}")
+    if kind == "mcpToolCall" and not isinstance((item.get("result") or {}).get("content") or [], list):
+        raise ProtocolError("item.result.content is not an array")
+    return item
+
+
+# ---------------------------------------------------------------------------
+# The notification table
+
+
 def _error(p: Params) -> Optional[Event]:
     # willRetry:false is followed by turn/completed{failed} carrying the same
     # error (reference §3.10); only the retrying kind is an event of its own.
     if not p.get("willRetry"):
         return None
-    err = p.get("error") or {}
-    return RetryingError(str(err.get("message") or ""), err.get("additionalDetails"), err.get("codexErrorInfo"))
+    err = _obj(p, "error")
+    return RetryingError(_opt_str(err, "message") or "", _opt_str(err, "additionalDetails"), err.get("codexErrorInfo"))
 
 
 def _plan_updated(p: Params) -> Event:
-    steps = tuple((str(s.get("step", "")), str(s.get("status", ""))) for s in p.get("plan") or ())
-    return PlanUpdated(p.get("explanation"), steps)
+    steps = []
+    for step in _opt_list(p, "plan"):
+        if not isinstance(step, dict):
+            raise ProtocolError("plan holds an element that is not an object")
+        steps.append((_str(step, "step"), _str(step, "status")))
+    return PlanUpdated(_opt_str(p, "explanation"), tuple(steps))
 
 
 def _token_usage(p: Params) -> Event:
-    usage = p.get("tokenUsage") or {}
-    return TokenUsage(Usage.from_wire(usage.get("last")), Usage.from_wire(usage.get("total")), usage.get("modelContextWindow"))
+    usage = _obj(p, "tokenUsage")
+    window: Optional[int] = _get(usage, "modelContextWindow", (int,), "an integer", True)
+    return TokenUsage(Usage.from_wire(_opt_obj(usage, "last")), Usage.from_wire(_opt_obj(usage, "total")), window)
 
 
 def _turn_completed(p: Params) -> Event:
     # items/abandoned/usage are filled in by the turn, which saw the item/*
     # notifications: turn.items is only a summary (reference §0.4).
-    turn = p.get("turn") or {}
-    return TurnCompleted(str(turn.get("id", "")), str(turn.get("status", "")), turn.get("error"))
+    turn = _obj(p, "turn")
+    return TurnCompleted(_str(turn, "id"), _str(turn, "status"), _opt_obj(turn, "error"))
 
 
 NOTIFICATIONS: Dict[str, Callable[[Params], Optional[Event]]] = {
-    "item/agentMessage/delta": lambda p: AgentMessageDelta(p["itemId"], p["delta"]),
-    "item/reasoning/summaryTextDelta": lambda p: ReasoningSummaryDelta(p["itemId"], p["delta"], p.get("summaryIndex", 0)),
-    "item/reasoning/textDelta": lambda p: ReasoningTextDelta(p["itemId"], p["delta"], p.get("contentIndex", 0)),
-    "item/plan/delta": lambda p: PlanDelta(p["itemId"], p["delta"]),
+    "item/agentMessage/delta": lambda p: AgentMessageDelta(_str(p, "itemId"), _str(p, "delta")),
+    "item/reasoning/summaryTextDelta": lambda p: ReasoningSummaryDelta(
+        _str(p, "itemId"), _str(p, "delta"), _index(p, "summaryIndex")
+    ),
+    "item/reasoning/textDelta": lambda p: ReasoningTextDelta(_str(p, "itemId"), _str(p, "delta"), _index(p, "contentIndex")),
+    "item/plan/delta": lambda p: PlanDelta(_str(p, "itemId"), _str(p, "delta")),
     "turn/plan/updated": _plan_updated,
-    "item/commandExecution/outputDelta": lambda p: CommandOutputDelta(p["itemId"], p["delta"]),
-    "item/started": lambda p: ItemStarted(p["item"]),
-    "item/completed": lambda p: ItemCompleted(p["item"]),
+    "item/commandExecution/outputDelta": lambda p: CommandOutputDelta(_str(p, "itemId"), _str(p, "delta")),
+    "item/started": lambda p: ItemStarted(_item(p)),
+    "item/completed": lambda p: ItemCompleted(_item(p)),
     "thread/tokenUsage/updated": _token_usage,
-    "turn/diff/updated": lambda p: DiffUpdated(p.get("diff") or ""),
+    "turn/diff/updated": lambda p: DiffUpdated(_str(p, "diff")),
     "error": _error,
     "turn/completed": _turn_completed,
 }
@@ -162,10 +270,19 @@ IGNORED = frozenset(
 
 
 def to_event(method: str, params: Params) -> Optional[Event]:
-    """The event for one notification; ``None`` when it is ignored."""
+    """The event for one notification; ``None`` when it is ignored.
+
+    The one place that decides what a notification becomes: a row of
+    :data:`NOTIFICATIONS`, an ignored method, :class:`~._events.Unmapped` for a
+    method this table does not know, or -- when a field the row reads is
+    missing or of the wrong type -- :class:`~._events.InvalidNotification`.
+    Nothing a server sends makes it raise."""
     handler = NOTIFICATIONS.get(method)
     if handler is not None:
-        return handler(params)
+        try:
+            return handler(params)
+        except ProtocolError as exc:
+            return InvalidNotification(method, params, f"{method}: {exc.reason}")
     if method in IGNORED:
         return None
     return Unmapped(method, params)

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from codexmini import ProtocolError
 from codexmini import _events as events
 from codexmini._events import (
     AgentMessageDelta,
@@ -176,3 +177,18 @@ def test_events_all_lists_every_public_name():
 def test_event_union_holds_every_event_class():
     members = set(events.Event.__args__)
     assert members == {getattr(events, n) for n in events.__all__ if n not in ("Event", "Usage")}
+
+
+@pytest.mark.parametrize(
+    "breakdown, reason",
+    [
+        ({"totalTokens": "12"}, "token count totalTokens is str, not an integer"),
+        ({"inputTokens": 1.5}, "token count inputTokens is float, not an integer"),
+        ({"outputTokens": True}, "token count outputTokens is bool, not an integer"),
+        ([1, 2], "a token usage breakdown is list, not an object"),
+    ],
+)
+def test_usage_from_wire_refuses_what_is_not_a_count(breakdown, reason):
+    with pytest.raises(ProtocolError) as info:
+        Usage.from_wire(breakdown)
+    assert info.value.reason == reason

@@ -17,6 +17,7 @@ from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     DiffUpdated,
+    InvalidNotification,
     ItemCompleted,
     ItemStarted,
     PlanDelta,
@@ -450,13 +451,22 @@ def test_mapping_token_usage_last_and_total_differ():
     assert event.context_window is None
 
 
-def test_mapping_token_usage_missing_tolerated():
-    assert to_event("thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN}) == TokenUsage(Usage(), Usage(), None)
+def test_mapping_token_usage_missing_is_invalid():
+    event = to_event("thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN})
+    assert event == InvalidNotification(
+        "thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN}, "thread/tokenUsage/updated: tokenUsage is missing"
+    )
+
+
+def test_mapping_token_usage_null_breakdowns_are_zero():
+    params = {"threadId": THREAD, "turnId": TURN, "tokenUsage": {"last": None, "total": None}}
+    assert to_event("thread/tokenUsage/updated", params) == TokenUsage(Usage(), Usage(), None)
 
 
 def test_mapping_diff_updated():
     assert to_event("turn/diff/updated", DIFF_UPDATED) == DiffUpdated(DIFF_UPDATED["diff"])
-    assert to_event("turn/diff/updated", dict(DIFF_UPDATED, diff=None)) == DiffUpdated("")
+    bad = to_event("turn/diff/updated", dict(DIFF_UPDATED, diff=None))
+    assert isinstance(bad, InvalidNotification) and bad.reason == "turn/diff/updated: diff is null"
 
 
 def test_mapping_retrying_error_is_an_event():
@@ -467,8 +477,14 @@ def test_mapping_retrying_error_is_an_event():
     )
 
 
-def test_mapping_retrying_error_without_error_object():
-    assert to_event("error", {"willRetry": True, "threadId": THREAD, "turnId": TURN}) == RetryingError("", None, None)
+def test_mapping_retrying_error_without_error_object_is_invalid():
+    bad = to_event("error", {"willRetry": True, "threadId": THREAD, "turnId": TURN})
+    assert isinstance(bad, InvalidNotification) and bad.reason == "error: error is missing"
+
+
+def test_mapping_retrying_error_with_only_a_message():
+    params = {"willRetry": True, "threadId": THREAD, "turnId": TURN, "error": {"message": "Reconnecting..."}}
+    assert to_event("error", params) == RetryingError("Reconnecting...", None, None)
 
 
 def test_mapping_final_error_is_not_an_event():
@@ -495,8 +511,66 @@ def test_mapping_turn_completed_interrupted():
     )
 
 
-def test_mapping_turn_completed_without_turn():
-    assert to_event("turn/completed", {"threadId": THREAD}) == TurnCompleted("", "", None)
+def test_mapping_turn_completed_without_turn_is_invalid():
+    # Skipped, not a completion: the turn goes on (and its reader's deadlines bound it).
+    bad = to_event("turn/completed", {"threadId": THREAD})
+    assert isinstance(bad, InvalidNotification) and bad.reason == "turn/completed: turn is missing"
+
+
+# Every malformed shape the reliability issue found (each raised KeyError,
+# AttributeError, TypeError or ValueError, or passed a wrong type through).
+MALFORMED = [
+    ("item/started", {"threadId": THREAD, "turnId": TURN}, "item is missing"),
+    ("item/completed", {"threadId": THREAD, "turnId": TURN, "item": "msg_1"}, "item is str, not an object"),
+    ("item/completed", {"threadId": THREAD, "turnId": TURN, "item": {"type": "agentMessage"}}, "id is missing"),
+    ("item/completed", {"threadId": THREAD, "turnId": TURN, "item": {"id": "m", "type": 3}}, "type is int, not a string"),
+    (
+        "item/completed",
+        {"threadId": THREAD, "turnId": TURN, "item": {"id": "c", "type": "commandExecution", "exitCode": "0"}},
+        "exitCode is str, not an integer",
+    ),
+    (
+        "item/completed",
+        {"threadId": THREAD, "turnId": TURN, "item": {"id": "m", "type": "mcpToolCall", "result": {"content": 5}}},
+        "item.result.content is not an array",
+    ),
+    (
+        "item/completed",
+        {"threadId": THREAD, "turnId": TURN, "item": {"id": "r", "type": "reasoning", "summary": [1]}},
+        "item.summary holds an element that is not str",
+    ),
+    (
+        "item/completed",
+        {"threadId": THREAD, "turnId": TURN, "item": {"id": "p", "type": "fileChange", "changes": ["x"]}},
+        "item.changes holds an element that is not dict",
+    ),
+    ("item/agentMessage/delta", {"threadId": THREAD, "turnId": TURN, "itemId": "msg_1"}, "delta is missing"),
+    ("item/agentMessage/delta", {"threadId": THREAD, "turnId": TURN, "itemId": "m", "delta": 42}, "delta is int, not a string"),
+    ("item/reasoning/summaryTextDelta", {"itemId": "r", "delta": "x", "summaryIndex": "0"}, "summaryIndex is str"),
+    ("item/reasoning/textDelta", {"itemId": 7, "delta": "x"}, "itemId is int, not a string"),
+    (
+        "thread/tokenUsage/updated",
+        {"threadId": THREAD, "turnId": TURN, "tokenUsage": {"last": {"totalTokens": "many"}, "total": None}},
+        "token count totalTokens is str, not an integer",
+    ),
+    (
+        "thread/tokenUsage/updated",
+        {"threadId": THREAD, "turnId": TURN, "tokenUsage": {"last": [], "total": None}},
+        "last is list, not an object",
+    ),
+    ("turn/completed", {"threadId": THREAD, "turn": "done"}, "turn is str, not an object"),
+    ("turn/completed", {"threadId": THREAD, "turn": {"id": TURN}}, "status is missing"),
+    ("turn/plan/updated", {"threadId": THREAD, "turnId": TURN, "plan": ["step"]}, "plan holds an element that is not an object"),
+    ("error", {"threadId": THREAD, "turnId": TURN, "willRetry": True, "error": "boom"}, "error is str, not an object"),
+]
+
+
+@pytest.mark.parametrize("method, params, reason", MALFORMED, ids=[f"{m}:{r}" for m, _, r in MALFORMED])
+def test_mapping_malformed_notifications_become_invalid_events(method, params, reason):
+    event = to_event(method, params)
+    assert isinstance(event, InvalidNotification), event
+    assert event.method == method and event.params is params
+    assert reason in event.reason and event.reason.startswith(f"{method}: ")
 
 
 REAL_IGNORED = {
