@@ -12,7 +12,7 @@ VENV_STAMP := $(VENV)/.installed-$(PYVER)
 MATRIX ?= 3.9 3.10 3.11 3.12 3.13
 TO ?= 0.171.0
 
-.PHONY: setup test lint test-offline test-matrix smoke record schema drift bench clean
+.PHONY: setup test lint test-offline test-matrix smoke record schema protocol drift bench clean
 
 setup: $(VENV_STAMP) $(CODEX_STAMP)
 
@@ -57,6 +57,10 @@ record: setup
 
 schema: setup
 	$(PY) tools/schema_fixtures.py --write
+
+# codexmini/protocol.py (+ _protocol_types.py) from the pinned stable schema.
+protocol: setup
+	$(PY) tools/gen_protocol.py
 
 drift: setup
 	$(PY) tools/schema_drift.py $(CODEX_VERSION) $(TO)

@@ -31,7 +31,6 @@ import logging
 import os
 import re
 import string
-import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -168,7 +167,7 @@ def inject_skills(
     messages: List[Dict[str, Any]],
     load: Callable[[str], Optional[Skill]],
     is_cancelled: Callable[[], bool] = lambda: False,
-    new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+    new_id: Callable[[], str] = lambda: os.urandom(16).hex(),
 ) -> List[Dict[str, Any]]:
     """``messages`` plus one skill-invocation message per invoked skill.
 

@@ -45,7 +45,7 @@ Rules, each from the seed and the recorded scenarios:
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
@@ -79,7 +79,7 @@ _CONTENT_ITEMS = frozenset({"agentMessage", "reasoning", "userMessage", "plan"})
 class StepFolder:
     """Folds one codex turn into session-log writes, starting at ``step``."""
 
-    def __init__(self, *, step: int, model: str, new_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
+    def __init__(self, *, step: int, model: str, new_id: Callable[[], str] = lambda: os.urandom(16).hex()) -> None:
         self.step = step
         self.model = model
         self.new_id = new_id
