@@ -3,9 +3,10 @@
 Positives are real frames (``conformance/recorded.py``); every negative
 starts from a real frame and breaks one thing, so a test fails for the reason
 its name gives.  The plugin's behaviour is checked end to end with
-``pytester``: small inner test files talk to a tiny fake app-server through a
-real :class:`~codexmini._client.AppServerClient`, in a subprocess so the outer
-test's own validator does not see their deliberately bad frames.
+``pytester``: small inner test files talk to a tiny in-memory fake app-server
+(:class:`codexmini.testing.FakeAppServer`) through a real
+:class:`~codexmini._client.AppServerClient`, in a pytest subprocess so the
+outer test's own validator does not see their deliberately bad frames.
 """
 
 from __future__ import annotations
@@ -370,42 +371,26 @@ def test_validator_turns_its_own_crash_into_a_problem(monkeypatch, frame_validat
 # ---------------------------------------------------------------------------
 # The plugin, end to end
 
-FAKE_CODE = textwrap.dedent(
-    """
-    import json, sys
-    INIT = {"userAgent": "fake/0.149.1", "codexHome": "/var/tmp/fake-home",
-            "platformFamily": "unix", "platformOs": "linux"}
-    for line in sys.stdin:
-        frame = json.loads(line)
-        method = frame.get("method")
-        if method == "initialize":
-            answer = {"id": frame["id"], "result": INIT}
-        elif method == "thread/loaded/list":
-            # Deliberately wrong when asked for the bad page: data must be an array.
-            bad = (frame.get("params") or {}).get("cursor") == "bad"
-            answer = {"id": frame["id"], "result": {"data": "nope" if bad else [], "nextCursor": None}}
-        else:
-            continue
-        sys.stdout.write(json.dumps(answer) + "\\n")
-        sys.stdout.flush()
-    """
-)
-
 INNER_TESTS = textwrap.dedent(
     '''
-    import asyncio, sys
+    import asyncio
     import pytest
     from codexmini._client import AppServerClient
+    from codexmini.testing import FakeAppServer
 
-    FAKE_CODE = {fake!r}
+    async def fake(server):
+        await server.handshake()
+        async for request in server.requests():
+            if request["method"] == "thread/loaded/list":
+                # Deliberately wrong when asked for the bad page: data must be an array.
+                bad = (request.get("params") or {}).get("cursor") == "bad"
+                server.respond(request, {"data": "nope" if bad else [], "nextCursor": None})
 
     def exchange(cursor):
         async def main():
-            client = AppServerClient([sys.executable, "-c", FAKE_CODE])
-            await client.spawn()
+            client = await AppServerClient.start(launcher=FakeAppServer(fake).launch)
             try:
-                await client.initialize()
-                return await client.request("thread/loaded/list", {{"cursor": cursor}})
+                return await client.request("thread/loaded/list", {"cursor": cursor})
             finally:
                 await client.close()
         return asyncio.run(main())
@@ -436,7 +421,7 @@ INNER_TESTS = textwrap.dedent(
 @pytest.fixture
 def inner(pytester, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    pytester.makepyfile(test_inner=INNER_TESTS.format(fake=FAKE_CODE))
+    pytester.makepyfile(test_inner=INNER_TESTS)
     return pytester
 
 
