@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import os
 import signal
@@ -60,6 +61,7 @@ from typing import (
     Optional,
     Protocol,
     Sequence,
+    Tuple,
     Type,
 )
 
@@ -81,7 +83,7 @@ Handler = Callable[[str, Dict[str, Any]], Awaitable[Any]]
 AnswerObserver = Callable[[str, Dict[str, Any], Frame, str], None]
 
 
-class Transport(Protocol):
+class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs never run
     """What the client needs of the other side: a byte stream each way, an
     exit, signals.  :class:`~._process.ChildProcess` is the real one."""
 
@@ -222,6 +224,9 @@ class AppServerClient:
     ALL = ALL
     #: :meth:`subscribe` key: notifications that name no thread.
     GLOBAL = GLOBAL
+    #: What :meth:`close` sends once stdin's end and ``close_timeout`` did not
+    #: end the child, and how long it waits after each signal (seconds).
+    SIGNAL_GRACES: Tuple[Tuple[int, float], ...] = ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0))
 
     def __init__(
         self,
@@ -405,7 +410,8 @@ class AppServerClient:
         self._closing = True
         self._fail_all(ClientClosed())
         self._transport.close_input()
-        for sig, grace in ((None, self.close_timeout), (signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        graces: Tuple[Tuple[Optional[int], float], ...] = ((None, self.close_timeout), *self.SIGNAL_GRACES)
+        for sig, grace in graces:
             if sig is not None:
                 self._transport.signal(sig)
             try:
@@ -492,8 +498,10 @@ class AppServerClient:
             except (ConnectionError, OSError, RuntimeError) as exc:
                 failed = exc
         if failed is not None:
-            # The pipe broke: the child is exiting (or stopped reading).  Wait,
-            # without holding the write lock, for the exit error to report it.
+            # The pipe broke: the child is exiting (or stopped reading; either
+            # way it is of no further use).  Wait, without holding the write
+            # lock, for the exit error to report it.
+            self._healthy = False
             log.debug("write failed: %s", failed)
             await asyncio.wait([self._ended], timeout=self.close_timeout)
             raise self._terminal or TransportError(f"codex stopped reading its stdin ({failed})") from None
@@ -590,11 +598,11 @@ class AppServerClient:
         coro = self._run_handler(event, handler) if handler is not None else self._default_answer(event)
         task = asyncio.get_running_loop().create_task(coro)
         self._inflight[event.id] = task
+        task.add_done_callback(functools.partial(self._handler_done, event.id))
 
-        def done(_: "asyncio.Task[None]", rid: _rpc.RequestId = event.id) -> None:
-            self._inflight.pop(rid, None)
-
-        task.add_done_callback(done)
+    def _handler_done(self, rid: _rpc.RequestId, task: "asyncio.Task[None]") -> None:
+        if self._inflight.get(rid) is task:  # not a later request that reused the id
+            del self._inflight[rid]
 
     def _on_resolved(self, event: _rpc.ServerRequestResolved) -> None:
         task = self._inflight.get(event.id)
@@ -663,7 +671,8 @@ class AppServerClient:
             return
         try:
             await self._send(out)
-        except CodexminiError:
+        except CodexminiError as exc:
+            log.info("answer to %s (id %r) not sent: %s", event.method, event.id, exc)
             return
         for observer in list(self._answer_observers):
             try:

@@ -140,15 +140,22 @@ class ChildProcess:
         stream = self._proc.stderr
         assert stream is not None
         partial = b""
+        skipping = False  # in a huge line whose head was kept: drop the rest, up to its newline
         while True:
             chunk = await stream.read(READ_CHUNK)
             if not chunk:
                 break
-            lines: List[bytes] = (partial + chunk).split(b"\n")
+            lines: List[bytes] = chunk.split(b"\n")
+            if skipping:
+                if len(lines) == 1:
+                    continue
+                del lines[0]
+                skipping = False
+            lines[0] = partial + lines[0]
             partial = lines.pop()
             if len(partial) > MAX_STDERR_LINE:  # a huge line: keep its head, drop the rest
                 lines.append(partial[:MAX_STDERR_LINE] + b"...")
-                partial = b""
+                partial, skipping = b"", True
             for raw in lines:
                 self._line(raw)
         self._line(partial)

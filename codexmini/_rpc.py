@@ -172,7 +172,8 @@ class Connection:
         self._decoder = _wire.LineDecoder(max_frame_bytes)
         self._next_id = 1
         self._pending: Dict[RequestId, str] = {}  # id → method, not answered yet
-        self._settled: "collections.OrderedDict[RequestId, str]" = collections.OrderedDict()  # answered or forgotten
+        # id → (method, answered): answered, or forgotten by a caller that stopped waiting
+        self._settled: "collections.OrderedDict[RequestId, Tuple[str, bool]]" = collections.OrderedDict()
         self._asked: Dict[RequestId, Tuple[str, Dict[str, Any]]] = {}  # server requests not answered yet
         self._claimed: Dict[str, int] = {}  # thread id → subscribers
         self._unclaimed: "collections.OrderedDict[str, Deque[Tuple[Notification, int]]]" = collections.OrderedDict()
@@ -207,7 +208,7 @@ class Connection:
         answer is then a counted problem, not a crash."""
         method = self._pending.pop(rid, None)
         if method is not None:
-            self._remember(rid, method)
+            self._remember(rid, method, answered=False)
 
     @property
     def pending(self) -> Mapping[RequestId, str]:
@@ -312,17 +313,22 @@ class Connection:
         rid: RequestId = frame["id"]
         method = self._pending.pop(rid, None)
         if method is None:
-            late = self._settled.get(rid)
-            why = f"a second answer to request {rid!r} ({late})" if late else f"an answer to unknown request id {rid!r}"
+            settled = self._settled.get(rid)
+            if settled is None:
+                why = f"an answer to unknown request id {rid!r}"
+            elif settled[1]:
+                why = f"a second answer to request {rid!r} ({settled[0]})"
+            else:
+                why = f"a late answer to request {rid!r} ({settled[0]}): its caller stopped waiting"
             return self._skip(frame, why, "unknown_responses")
-        self._remember(rid, method)
+        self._remember(rid, method, answered=True)
         if kind == _wire.RESPONSE:
             return Response(rid, method, frame["result"], frame)
         err = frame["error"]
         return ErrorResponse(rid, method, RpcError(err["code"], err["message"], err.get("data"), method), frame)
 
-    def _remember(self, rid: RequestId, method: str) -> None:
-        self._settled[rid] = method
+    def _remember(self, rid: RequestId, method: str, answered: bool) -> None:
+        self._settled[rid] = (method, answered)
         if len(self._settled) > SETTLED_MEMORY:
             self._settled.popitem(last=False)
 

@@ -1,26 +1,40 @@
-"""Helpers shared by the client tests: a client on the hand-written fake
-app-server (tests/fake_appserver.py), and process checks."""
+"""Helpers shared by the client tests: a client on a fake app-server playing
+a behaviour of tests/behaviours.py -- in memory (:func:`started`) or as a
+child process over real pipes (:func:`spawned`) -- and process checks."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
-import sys
 from typing import Any, Callable
 
-from codexmini._client import AppServerClient
+from codexmini._client import AppServerClient, Subscription
+from codexmini.testing import FakeAppServer
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-FAKE = os.path.join(TESTS, "fake_appserver.py")
-THREAD = "01a22cd4-86d8-7bb1-a4b3-76b6caecb517"
 
 
-async def started(behaviour: str, **options: Any) -> AppServerClient:
-    """A spawned, initialized client on the fake playing ``behaviour``."""
-    client = AppServerClient([sys.executable, FAKE, behaviour], **options)
-    await client.spawn()
-    await client.initialize()
-    return client
+async def started(behaviour: Any, **options: Any) -> AppServerClient:
+    """An initialized client on an in-memory fake playing ``behaviour``
+    (a behaviour of tests/behaviours.py, or any other)."""
+    return await AppServerClient.start(launcher=FakeAppServer(behaviour).launch, **options)
+
+
+def codex_bin(directory: Any, behaviour: str) -> str:
+    """An executable "codex" in ``directory`` that runs ``behaviours.<behaviour>``
+    as a child process (argv and environment are codex's own)."""
+    return FakeAppServer(f"behaviours:{behaviour}").executable(str(directory), pythonpath=[TESTS])
+
+
+async def spawned(directory: Any, behaviour: str, **options: Any) -> AppServerClient:
+    """An initialized client on a fake codex *process* playing ``behaviour``."""
+    return await AppServerClient.start(codex_bin=codex_bin(directory, behaviour), **options)
+
+
+async def reported(sub: Subscription) -> Any:
+    """What a behaviour reported (tests/behaviours.py:report) in its next delta."""
+    return json.loads((await sub.get(timeout=10))["params"]["delta"])
 
 
 def run(coro: Any) -> Any:
@@ -36,11 +50,11 @@ def alive(pid: int) -> bool:
     try:  # a zombie still answers kill(0): look at its state
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
+    except FileNotFoundError:  # pragma: no cover - reaped between the two looks
         return False
 
 
-async def until(predicate: Callable[[], bool], deadline: float = 10.0) -> bool:
+async def until(predicate: Callable[[], Any], deadline: float = 10.0) -> bool:
     """Poll ``predicate`` until it holds or ``deadline`` seconds pass."""
     loop = asyncio.get_running_loop()
     end = loop.time() + deadline
@@ -48,7 +62,7 @@ async def until(predicate: Callable[[], bool], deadline: float = 10.0) -> bool:
         if predicate():
             return True
         await asyncio.sleep(0.01)
-    return predicate()
+    return bool(predicate())
 
 
 async def gone(pid: int, deadline: float = 10.0) -> bool:

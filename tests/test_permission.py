@@ -16,6 +16,8 @@ import pytest
 
 from codexmini import ConfigError
 from codexmini import _permission as permission
+from codexmini._rpc import Connection, ServerRequest
+from codexmini._wire import encode
 from conformance import recorded
 from codexmini._permission import (
     ACCEPT,
@@ -505,26 +507,44 @@ DECISION_WORDS = {
 }
 
 
-def _frame(answer: Answer) -> dict:
-    """The answer as client._answer puts it on the wire."""
-    return {"id": 0, "error": answer.error} if answer.error else {"id": 0, "result": answer.result}
+def _asked(method: str) -> Connection:
+    """An RPC core that codex has just asked ``method`` (server request id 0)."""
+    conn = Connection()
+    (event,) = conn.receive(encode({"id": 0, "method": method, "params": PARAMS[method]}))
+    assert isinstance(event, ServerRequest)
+    return conn
+
+
+def _frame(method: str, answer: Answer) -> dict:
+    """The answer as the client puts it on the wire: a handler's result through
+    ``Connection.answer``; a refusal, which no result can express, is what the
+    agent leaves to ``Connection.decline`` (it registers no handler for it)."""
+    conn = _asked(method)
+    out = conn.decline(0) if answer.error else conn.answer(0, answer.result)
+    assert out is not None and out.frame.get("error") == answer.error
+    return out.frame
 
 
 @pytest.mark.parametrize("decision", DECISIONS)
 @pytest.mark.parametrize("method", sorted(REQUESTS))
 def test_decision_of_every_built_answer(method, decision):
     answer = build_answer(method, PARAMS[method], Reply(decision))
-    assert decision_of(_frame(answer)) == DECISION_WORDS[method][decision]
+    assert decision_of(_frame(method, answer)) == DECISION_WORDS[method][decision]
 
 
 @pytest.mark.parametrize("method", sorted(REQUESTS))
 def test_decision_of_a_fail_closed_answer_is_never_a_yes(method):
-    assert decision_of(_frame(fail_closed(method, PARAMS[method]))) == "decline"
+    # Nobody decided: the RPC core's own answer, as the client sends it.
+    out = _asked(method).decline(0)
+    assert out is not None
+    assert out.frame == _frame(method, fail_closed(method, PARAMS[method]))
+    assert decision_of(out.frame) == "decline"
 
 
 def test_decision_of_answered_user_input_is_accept():
-    answer = build_answer("item/tool/requestUserInput", USER_INPUT, Reply(ACCEPT, answers={"color": "Red"}))
-    assert decision_of(_frame(answer)) == "accept"
+    method = "item/tool/requestUserInput"
+    answer = build_answer(method, USER_INPUT, Reply(ACCEPT, answers={"color": "Red"}))
+    assert decision_of(_frame(method, answer)) == "accept"
 
 
 @pytest.mark.parametrize(

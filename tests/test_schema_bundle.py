@@ -33,7 +33,7 @@ from codexmini._schema import (
     validate_transcript,
 )
 from codexmini._binary import find_codex
-from codexmini import BinaryNotFound
+from codexmini import BinaryNotFound, ConfigError
 from conformance import recorded as real_frames
 from conformance import schema as reference
 
@@ -309,7 +309,7 @@ def test_bundle_for_binary_generates_the_flavor_asked_for(tmp_path, flavor):
 
 
 def test_bundle_for_binary_refuses_an_unknown_flavor(tmp_path):
-    with pytest.raises(ValueError, match="flavor must be one of"):
+    with pytest.raises(ConfigError, match="flavor must be one of"):
         bundle_for_binary("codex", str(tmp_path), "nightly")
 
 

@@ -158,6 +158,11 @@ class ServerSide:
         """Stop consuming stdin: the client's writes block once the pipe is full."""
         raise NotImplementedError
 
+    def close_input(self) -> None:
+        """Close stdin while staying alive: the client's writes fail (a broken
+        pipe) and :meth:`recv` returns ``None``."""
+        raise NotImplementedError
+
     async def handshake(self, result: Optional[Mapping[str, Any]] = None) -> Frame:
         """Answer ``initialize`` and wait for ``initialized``; the initialize request."""
         request = await self.expect("initialize")
@@ -187,6 +192,9 @@ class _MemoryServerSide(ServerSide):
 
     def stop_reading(self) -> None:
         self.reading = False
+
+    def close_input(self) -> None:
+        self._transport.close_input()
 
 
 class MemoryTransport:
@@ -344,60 +352,91 @@ def instantiate(behaviour: Union[Behaviour, str, type], args: Sequence[str] = ()
 
 
 class _StdioServerSide(ServerSide):
-    _reading: "asyncio.Task[None]"
+    """The server side over file descriptors: the fake's own stdin, stdout and
+    stderr when it runs as a process.  stdin is read without blocking, from the
+    event loop (``add_reader``): a thread blocked in ``read(0)`` would keep
+    ``asyncio.run`` from returning -- the fake would outlive its behaviour
+    until the client closed its stdin -- and would hold the pipe open past
+    :meth:`close_input`."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Optional[str],
+        args: Sequence[str] = (),
+        fds: Sequence[int] = (0, 1, 2),
+    ) -> None:
+        super().__init__(argv, env, cwd, args)
+        self._stdin, self._stdout, self._stderr = fds
+        self._reading = False
 
     def send_raw(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(1, view) :]
+            view = view[os.write(self._stdout, view) :]
 
     def stderr(self, text: str) -> None:
-        os.write(2, text.encode("utf-8", "replace") + (b"" if text.endswith("\n") else b"\n"))
+        os.write(self._stderr, text.encode("utf-8", "replace") + (b"" if text.endswith("\n") else b"\n"))
 
     def close_output(self) -> None:
-        os.close(1)
+        os.close(self._stdout)
 
     def stop_reading(self) -> None:
-        self._reading.cancel()
+        if self._reading:
+            self._reading = False
+            asyncio.get_running_loop().remove_reader(self._stdin)
 
-    def start_reading(self) -> None:
-        self._reading = asyncio.get_running_loop().create_task(self._read_stdin())
-
-    async def _read_stdin(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            data = await loop.run_in_executor(None, _read_fd0)
-            if not data:
-                break
-            self._feed(data)
+    def close_input(self) -> None:
+        self.stop_reading()
+        os.close(self._stdin)
         self._feed_eof()
 
+    def start_reading(self) -> None:
+        os.set_blocking(self._stdin, False)
+        asyncio.get_running_loop().add_reader(self._stdin, self._readable)
+        self._reading = True
 
-def _read_fd0() -> bytes:
-    try:
-        return os.read(0, PIPE_BUFFER)
-    except OSError:
-        return b""
+    def _readable(self) -> None:
+        try:
+            data = os.read(self._stdin, PIPE_BUFFER)
+        except BlockingIOError:  # pragma: no cover - a spurious wakeup
+            return
+        if data:
+            self._feed(data)
+        else:
+            self.stop_reading()
+            self._feed_eof()
 
 
-async def _serve(spec: str, args: List[str], argv: List[str]) -> int:
-    server = _StdioServerSide(argv, os.environ, os.getcwd(), args)
+async def _serve(
+    spec: str,
+    args: Sequence[str],
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    cwd: Optional[str],
+    fds: Sequence[int] = (0, 1, 2),
+) -> int:
+    server = _StdioServerSide(argv, env, cwd, args, fds)
     server.start_reading()
     try:
         code = await instantiate(spec, args)(server)
     except FakeError as exc:
         server.stderr(f"fake app-server: {exc}")
         return 3
+    finally:
+        server.stop_reading()
     return 0 if code is None else code
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
+def main(argv: Sequence[str], fds: Sequence[int] = (0, 1, 2)) -> int:
+    """``SPEC [ARGS] -- ARGV``: play SPEC over ``fds`` (stdin, stdout, stderr);
+    the exit status.  A behaviour that raises anything but :class:`FakeError`
+    ends the process with its traceback (status 1), as in memory."""
+    words = list(argv)
     cut = words.index("--") if "--" in words else len(words)
     spec, args, codex_argv = words[0], words[1:cut], words[cut + 1 :]
-    code = asyncio.run(_serve(spec, args, codex_argv))
-    sys.stdout.flush()
-    os._exit(code)  # the stdin reader thread may still block in read()
+    return asyncio.run(_serve(spec, args, codex_argv, os.environ, os.getcwd(), fds))
 
 
 __all__ = [
