@@ -68,5 +68,11 @@ drift: setup
 bench: setup
 	$(PY) tools/bench.py
 
+# Mutation testing of the pure modules (tools/mutation/), not part of make test:
+# a few minutes on two cores.  Narrow or keep it: MUTATION_ARGS="--module _session --json m.json".
+.PHONY: mutation
+mutation: setup
+	$(PY) -m tools.mutation $(MUTATION_ARGS)
+
 clean:
 	rm -rf $(VENV) .venv-* .coverage .coverage.* .pytest_cache

@@ -728,3 +728,28 @@ def test_permission_all_is_exported():
     assert sorted(permission.__all__) == sorted(set(permission.__all__))
     for name in permission.__all__:
         assert hasattr(permission, name), name
+
+
+def test_resolve_permissions_keeps_the_approval_knob_of_a_one_shot_iterator():
+    # Only the approval knob: a fold that read the sandbox knob first from the
+    # same iterator would exhaust it and fall back to read-only / never.
+    events = iter([knob("approval/policy", "ask")])
+    assert resolve_permissions(events) == ThreadPermissions("workspace-write", "on-request")
+
+
+def test_replies_requests_and_table_rows_are_frozen_values():
+    # A handler gets the request and returns the reply; neither can be edited
+    # behind the log's back, and nobody can rewire an answer in the table.
+    request = describe("item/commandExecution/requestApproval", COMMAND)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        request.item_id = "other"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Reply(DECLINE).decision = ACCEPT  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        REQUESTS["item/commandExecution/requestApproval"].build = lambda p, r: Answer(ACCEPT)  # type: ignore[misc]
+
+
+def test_decision_of_an_error_answer_is_a_decline_even_with_a_result():
+    # Fail closed: an error answer never counts as consent, whatever else the frame holds.
+    frame = {"id": 0, "error": {"code": REFUSED, "message": "no"}, "result": {"decision": "accept"}}
+    assert decision_of(frame) == DECLINE

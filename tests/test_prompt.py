@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -243,3 +244,25 @@ def test_serialize_is_pure_function_of_log_text():
     events = session_events()
     again = [json.loads(json.dumps(e)) for e in events]
     assert serialize(derive_messages(again)) == serialize(derive_messages(events))
+
+
+def test_message_is_a_frozen_value():
+    # Derived messages are a projection of the log: nothing may edit one after the fact.
+    message = derive_messages(session_events())[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        message.role = "assistant"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "block, shown",
+    [
+        ({"type": "text"}, NO_CONTENT),
+        ({"type": "tool-call", "id": "c"}, "[tool call: ()]"),
+        ({"type": "tool-call", "id": "c", "name": "bash"}, "[tool call: bash()]"),
+        ({"type": "image"}, "[image: ]"),
+    ],
+    ids=["text", "tool-call", "tool-call-without-arguments", "image"],
+)
+def test_render_section_a_block_missing_a_field_shows_it_empty(block, shown):
+    # A hand-built or truncated block: the model sees the field as empty, not a placeholder of ours.
+    assert render_section(Message("assistant", (block,))) == f"<assistant>\n{shown}\n</assistant>"

@@ -348,3 +348,85 @@ def test_next_turn_number_starts_at_one_and_continues():
 def test_has_header():
     assert not has_header([e("turn/start")])
     assert has_header([e("turn/start"), e("session/header")])
+
+
+# -- what a reader sees while the log is open, and what the table promises -------------
+
+
+def test_session_log_each_append_is_visible_to_a_reader_while_open(tmp_path):
+    # Another process (a tail -f, the CLI's --json consumer) reads the file,
+    # not our buffer: every append must be on disk before append() returns.
+    path = tmp_path / "s.jsonl"
+    with SessionLog.open(path) as log:
+        log.append("turn/start", {}, turn=1)
+        assert [e["type"] for e in read_log(path).events] == ["turn/start"]
+        log.append("turn/end", {"reason": "completed"}, turn=1)
+        with open(path, "rb") as other:
+            assert other.read().count(b"\n") == 2
+
+
+def test_session_log_open_on_a_new_file_has_no_warnings(tmp_path):
+    with SessionLog.open(tmp_path / "new.jsonl") as log:
+        assert log.warnings == [] and log.events == [] and not log.closed and log.fsync is False
+
+
+def test_session_log_never_opened_is_closed_and_writes_nothing(tmp_path):
+    path = tmp_path / "s.jsonl"
+    log = SessionLog(path)
+    assert log.closed and log.warnings == [] and log.events == [] and log.fsync is False
+    # ValueError today; SessionLogError once the error tree covers refusals.
+    with pytest.raises((ValueError, SessionLogError), match="is closed"):
+        log.append("turn/start", {})
+    assert not path.exists()
+
+
+def test_session_log_torn_line_warning_goes_to_the_codexmini_session_logger(tmp_path, caplog):
+    # Users route codexmini's warnings by logger name.
+    path = tmp_path / "s.jsonl"
+    path.write_text(good_line(0) + '{"v":1', encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        warnings = read_log(path).warnings
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        ("codexmini.session", logging.WARNING, warnings[0])
+    ]
+
+
+def test_next_turn_number_ignores_boolean_turns():
+    assert next_turn_number([{"type": "x", "turn": True}]) == 1
+    assert next_turn_number([{"type": "x", "turn": False}, e("turn/start", turn=1)]) == 2
+
+
+def test_event_types_document_the_data_keys_of_spec_section_5():
+    assert dict(EVENT_TYPES) == {
+        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion"),
+        "sandbox/mode": ("mode",),
+        "approval/policy": ("policy",),
+        "turn/start": (),
+        "step/start": (),
+        "step/end": ("reason",),
+        "user/message": ("id", "content", "source"),
+        "assistant/message": ("id", "content", "source", "usage?"),
+        "tool/call": ("callId", "name", "arguments", "kind"),
+        "tool/result": ("callId", "content", "isError", "status"),
+        "approval/decision": ("method", "itemId", "decision", "by"),
+        "turn/end": ("reason", "error?", "usage?"),
+        "agent/error": ("message", "code"),
+    }
+
+
+RECORDED_LOGS = sorted(REPO.glob("fixtures/*/*.session.jsonl"))
+
+
+def test_recorded_session_logs_exist():
+    assert RECORDED_LOGS, "no fixtures/<version>/*.session.jsonl found"
+
+
+@pytest.mark.parametrize("path", RECORDED_LOGS, ids=[f"{p.parent.name}/{p.stem}" for p in RECORDED_LOGS])
+def test_recorded_session_logs_hold_exactly_the_documented_data_keys(path):
+    # The table is what writers go by: the logs codexmini wrote against the
+    # real binary have every required key of their type and nothing else.
+    for event in read_log(path).events:
+        documented = EVENT_TYPES[event["type"]]
+        required = {k for k in documented if not k.endswith("?")}
+        allowed = required | {k[:-1] for k in documented if k.endswith("?")}
+        assert required <= set(event["data"]) <= allowed, (path.name, event["seq"], sorted(event["data"]))
