@@ -1,7 +1,17 @@
-"""The agent against the real binary and the scripted model: the behaviours a
-recorded transcript cannot show (a killed child, restarts, idle shutdown, the
-inbox) and the agent's error boundaries.  Frames are validated by the
-conformance plugin like everywhere else."""
+"""The agent: its state machine offline against the in-memory fake
+app-server, and against the real binary and the scripted model (``live``).
+
+Offline, ``tests/thread_behaviours.py`` plays codex: :class:`AgentTurns`
+answers each step by its newest user message, and a test that needs a turn to
+*stay* running holds it (``slow …``) until it says so (``release()``) or
+cancels it -- no sleeps, no timing.  The inbox, cancel, steer, idle shutdown
+and restart logic all run here, so ``make test-offline`` exercises them; one
+test kills a real fake child over real pipes (SIGKILL mid-step).
+
+Live, the same behaviours a recorded transcript cannot show (a killed codex,
+restarts, idle shutdown, the inbox) run against the pinned binary.  Frames of
+both are validated by the conformance plugin like everywhere else.
+"""
 
 from __future__ import annotations
 
@@ -11,27 +21,28 @@ import os
 import shutil
 import signal
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 
+import thread_behaviours as tb
 from codexmini import _agent as agent_mod
 from codexmini import Agent, AgentConfig, ModelEndpoint
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError
-from codexmini._events import ItemStarted
+from codexmini._events import AgentMessageDelta, Event, ItemStarted, Usage
 from codexmini._permission import Reply
 from codexmini._prompt import derive_messages, serialize
-from codexmini.testing.scripted_model import ScriptedModel
 from codexmini._session import SessionLog, read_log
+from codexmini.testing import CodexLike, FakeAppServer
+from codexmini.testing.codex_like import TURN, TURN_ERROR, USAGE_1
+from codexmini.testing.scripted_model import ScriptedModel
 
 try:
     find_codex()
     HAVE_CODEX = True
 except BinaryNotFound:
     HAVE_CODEX = False
-
-live = [pytest.mark.live, pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")]
 
 USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
 
@@ -45,29 +56,56 @@ def command(cmd: str, call_id: str = "call_1", **extra: Any) -> Dict[str, Any]:
     return {"output": [{"type": "function_call", "call_id": call_id, "name": "exec_command", "arguments": args}], "usage": USAGE}
 
 
-class Setup:
-    """A scratch root (not under /tmp), a scripted model, a session log, frames."""
+class Watch:
+    """An ``on_event`` listener a test can wait on."""
 
-    def __init__(self, script: Dict[str, Any]) -> None:
+    def __init__(self) -> None:
+        self.events: List[Event] = []
+        self._changed: Optional["asyncio.Future[None]"] = None
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+        if self._changed is not None and not self._changed.done():
+            self._changed.set_result(None)
+
+    async def until(self, predicate: Callable[[Event], bool], timeout: float = 30) -> None:
+        async def scan() -> None:
+            while not any(predicate(e) for e in self.events):
+                self._changed = asyncio.get_running_loop().create_future()
+                await self._changed
+
+        await asyncio.wait_for(scan(), timeout)
+
+    async def held(self, said: str) -> None:
+        """Until the codex turn for ``said`` streams (``AgentTurns`` holds it):
+        the agent is inside a running codex turn whose id it knows."""
+        await self.until(lambda e: isinstance(e, AgentMessageDelta) and e.delta == f"working on: {said}")
+
+
+class Setup:
+    """A scratch root (not under /tmp: codex refuses it), a session log, the frames."""
+
+    def __init__(self) -> None:
         self.root = tempfile.mkdtemp(prefix="codexmini-agent-", dir="/var/tmp")
         self.ws = os.path.join(self.root, "ws")
         self.home = os.path.join(self.root, "home")
         os.makedirs(self.ws)
         os.makedirs(self.home)
-        self.model = ScriptedModel(script).start()
         self.log = SessionLog.open(os.path.join(self.root, "session.jsonl"))
         self.frames: List[Any] = []
         self.ids = iter(range(1, 10**6))
+        self.watch = Watch()
 
-    def config(self, **overrides: Any) -> AgentConfig:
-        options = dict(
+    def options(self) -> Dict[str, Any]:
+        return dict(
             cwd=self.ws,
             model="gpt-fake",
-            env={"HOME": self.root},
-            endpoint=ModelEndpoint(self.model.url, "sk-test"),
             codex_home=self.home,
             tap=lambda d, f: self.frames.append((d, json.loads(json.dumps(f)))),
         )
+
+    def config(self, **overrides: Any) -> AgentConfig:
+        options = self.options()
         options.update(overrides)
         return AgentConfig(**options)
 
@@ -81,18 +119,64 @@ class Setup:
     def of_type(self, type_: str) -> List[Dict[str, Any]]:
         return [e for e in self.log.events if e["type"] == type_]
 
+    def ends(self) -> List[str]:
+        return [e["data"]["reason"] for e in self.of_type("turn/end")]
+
+    def users(self) -> List[Any]:
+        """(turn, step, first text) of every user message logged."""
+        return [(e["turn"], e["step"], e["data"]["content"][0]["text"]) for e in self.of_type("user/message")]
+
     def close(self) -> None:
-        self.model.stop()
         self.log.close()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-@pytest.fixture
-def setup_factory():
-    made: List[Setup] = []
+class Offline(Setup):
+    """The agent on the in-memory fake app-server playing ``behaviour``."""
 
-    def make(script: Dict[str, Any]) -> Setup:
-        s = Setup(script)
+    def __init__(self, behaviour: Any = None, *args: str) -> None:
+        super().__init__()
+        self.fake = FakeAppServer(behaviour, *args)
+
+    def options(self) -> Dict[str, Any]:
+        return dict(super().options(), launcher=self.fake.launch)
+
+
+class Live(Setup):
+    """The agent on the pinned codex and a scripted model."""
+
+    def __init__(self, script: Dict[str, Any]) -> None:
+        super().__init__()
+        self.model = ScriptedModel(script).start()
+
+    def options(self) -> Dict[str, Any]:
+        return dict(super().options(), env={"HOME": self.root}, endpoint=ModelEndpoint(self.model.url, "sk-test"))
+
+    def close(self) -> None:
+        self.model.stop()
+        super().close()
+
+
+@pytest.fixture
+def offline():
+    made: List[Offline] = []
+
+    def make(behaviour: Any = None, *args: str) -> Offline:
+        s = Offline(behaviour, *args)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+@pytest.fixture
+def live_setup():
+    made: List[Live] = []
+
+    def make(script: Dict[str, Any]) -> Live:
+        s = Live(script)
         made.append(s)
         return s
 
@@ -128,8 +212,657 @@ def test_agent_model_endpoint_flags_and_env():
         'model_providers.codexmini={name="codexmini",base_url="http://127.0.0.1:5/v1",wire_api="responses",env_key="CODEXMINI_API_KEY"}',
     ]
     assert with_key.env() == {"CODEXMINI_API_KEY": "sk-x"}
+    assert "sk-x" not in repr(with_key)
     keyless = ModelEndpoint("http://127.0.0.1:5/v1")
     assert "env_key" not in keyless.config()[1] and keyless.env() == {}
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"sandbox": "sometimes"}, "sandbox must be one of"),
+        ({"approval_policy": "bogus"}, "approval_policy must be one of"),
+        ({"config": ["model=gpt", "no-equals-sign"]}, "config items must be KEY=VALUE, not 'no-equals-sign'"),
+    ],
+    ids=["sandbox", "approval_policy", "config"],
+)
+def test_agent_config_refuses_invalid_pins_when_built(options, message):
+    # A ConfigError up front, not an agent/error mid-turn (issue 9 item 5).
+    with pytest.raises(ConfigError, match=message):
+        AgentConfig(cwd="/var/tmp", **options)
+
+
+def test_agent_config_accepts_valid_pins():
+    config = AgentConfig(cwd="/var/tmp", sandbox="read-only", approval_policy="never", config=["a=1"])
+    assert (config.sandbox, config.approval_policy) == ("read-only", "never")
+
+
+def test_agent_set_knob_refuses_an_unknown_knob(offline):
+    s = offline(CodexLike)
+    agent = s.agent()
+    with pytest.raises(ConfigError, match="unknown knob 'model'"):
+        agent.set_knob("model", "gpt-5")
+    agent.set_knob("sandbox/mode", "read-only")
+    assert [(e["type"], e["data"], e["turn"]) for e in s.log.events] == [("sandbox/mode", {"mode": "read-only"}, None)]
+
+
+# -- offline: turns and steps ---------------------------------------------------------
+
+
+def test_agent_second_prompt_is_the_serialized_log_in_memory(offline):
+    s = offline(tb.AgentTurns)
+
+    async def main() -> None:
+        async with s.agent() as agent:
+            assert agent.phase == agent_mod.IDLE
+            first = await agent.run("first")
+            await agent.run("second")
+        assert first == {"reason": "completed", "usage": Usage.from_wire(USAGE_1).to_log()}
+
+    run(main())
+    starts = s.sent("turn/start")
+    assert len(starts) == 2
+    events = s.log.events
+    for frame in starts:
+        text = frame["params"]["input"][0]["text"]
+        # The prompt is exactly the serialization of some prefix of the log.
+        assert text in [serialize(derive_messages(events[:n])) for n in range(len(events) + 1)]
+    assert starts[1]["params"]["input"][0]["text"] == "<user>\nfirst\n</user>\n\n<assistant>\nre: first\n</assistant>\n\n<user>\nsecond\n</user>"
+    # Each step is a fresh thread on the one child.
+    assert len(s.sent("thread/start")) == 2 and len(s.fake.launches) == 1
+    # The header was written once per agent instance, with the version codex reported.
+    (header,) = s.of_type("session/header")
+    assert header["data"]["reason"] == "initial" and header["data"]["codexVersion"] == "0.149.1"
+    assert [e["turn"] for e in s.of_type("turn/start")] == [1, 2]
+    # The usage of the codex turn is on the step's last message and on turn/end.
+    assert s.of_type("assistant/message")[-1]["data"]["usage"] == Usage.from_wire(USAGE_1).to_log()
+
+
+def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers_in_memory(offline):
+    s = offline(tb.AgentTurns)
+
+    async def main() -> None:
+        async with s.agent() as agent:
+            await agent.run("one")
+            await agent.start()  # started already: no second header
+        async with s.agent() as agent:
+            await agent.run("two")
+
+    run(main())
+    assert [e["data"]["reason"] for e in s.of_type("session/header")] == ["initial", "resume"]
+    assert [e["turn"] for e in s.of_type("turn/end")] == [1, 2]
+
+
+def test_agent_pins_override_only_their_own_field_in_memory(offline):
+    s = offline(CodexLike)
+
+    async def main() -> None:
+        async with s.agent(config=s.config(sandbox="workspace-write")) as agent:
+            await agent.run("one")  # knobs: none → (read-only, never); the sandbox pin wins its field
+            agent.set_knob("approval/policy", "ask")
+            await agent.run("two")  # ask → (workspace-write, on-request)
+            agent.set_knob("sandbox/mode", "danger-full-access")
+            agent.set_knob("approval/policy", "bogus")  # invalid: counts as absent
+            await agent.run("three")  # full access → (danger-full-access, never), but the pin keeps workspace-write
+        async with s.agent(config=s.config(approval_policy="untrusted")) as agent:
+            await agent.run("four")
+
+    run(main())
+    pairs = [(f["params"]["sandbox"], f["params"]["approvalPolicy"]) for f in s.sent("thread/start")]
+    assert pairs == [
+        ("workspace-write", "never"),
+        ("workspace-write", "on-request"),
+        ("workspace-write", "never"),
+        ("danger-full-access", "untrusted"),
+    ]
+    assert {f["params"]["model"] for f in s.sent("thread/start")} == {"gpt-fake"}
+    assert {f["params"]["cwd"] for f in s.sent("thread/start")} == {s.ws}
+
+
+def test_agent_skills_and_images_reach_codex_in_memory(offline):
+    s = offline(CodexLike)
+    with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
+        fh.write("Always answer <briefly>.\n")
+    os.makedirs(os.path.join(s.ws, ".git"))
+
+    async def main() -> None:
+        async with s.agent() as agent:
+            await agent.run([{"type": "text", "text": "use /agents-md and /unknown"}, {"type": "image", "path": "/nonexistent/pic.png"}])
+
+    run(main())
+    users = s.of_type("user/message")
+    assert [u["data"]["source"] for u in users] == [{"kind": "user"}, {"kind": "skill-invocation", "name": "agents-md"}]
+    assert "Always answer &lt;briefly&gt;." in users[1]["data"]["content"][0]["text"]
+    (start,) = s.sent("turn/start")
+    assert start["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/pic.png"}]
+    assert "[image: /nonexistent/pic.png]" in start["params"]["input"][0]["text"]
+
+
+def test_agent_codex_refusing_turn_start_is_a_codex_error_in_memory(offline):
+    s = offline(tb.RejectTurn)
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent() as agent:
+            return await agent.run("look")
+
+    end = run(main())
+    assert end == {"reason": "error", "error": {"message": "Invalid request: missing field `input`", "code": "CODEX_ERROR"}}
+    assert [e["data"]["reason"] for e in s.of_type("step/end")] == ["error"]
+
+
+def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
+    s = offline(tb.RejectThread)
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent() as agent:
+            return await agent.run("hi")
+
+    end = run(main())
+    assert end["reason"] == "error" and end["error"]["code"] == "CODEX_ERROR"
+    assert end["error"]["message"].startswith("Invalid request: invalid type: integer `123`")
+    assert s.sent("turn/start") == []
+    assert [e["type"] for e in s.log.events][-3:] == ["user/message", "step/end", "turn/end"]
+
+
+@pytest.mark.parametrize(
+    "variant, end",
+    [
+        ("with-error", {"reason": "error", "error": {"message": TURN_ERROR["message"], "code": "CODEX_ERROR"}}),
+        ("no-error", {"reason": "error", "error": {"message": TURN_ERROR["message"], "code": "CODEX_ERROR"}}),
+        # Interrupted, and not by us: an approval answered `cancel` stopped codex.
+        ("interrupted", {"reason": "blocked"}),
+    ],
+)
+def test_agent_codex_turn_that_did_not_complete_ends_the_agent_turn(offline, variant, end):
+    s = offline(tb.Failed, variant)
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent() as agent:
+            return await agent.run("hi")
+
+    assert run(main()) == end
+    assert [e["type"] for e in s.log.events][-2:] == ["step/end", "turn/end"]
+
+
+def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_memory(offline):
+    s = offline(tb.AgentTurns)
+
+    def boom(event: Any) -> None:
+        raise RuntimeError("listener broke")
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent(on_event=boom) as agent:
+            return await agent.run("hello")
+
+    end = run(main())
+    # The usage counts too: leaving the turn drained it to its turn/completed.
+    usage = Usage.from_wire(USAGE_1).to_log()
+    assert end == {"reason": "error", "error": {"message": "RuntimeError: listener broke", "code": "UNKNOWN"}, "usage": usage}
+    assert [e["type"] for e in s.log.events][-3:] == ["step/end", "agent/error", "turn/end"]
+    assert read_log(s.log.path).events == s.log.events
+
+
+def test_agent_without_a_codex_binary_raises_before_anything_is_logged(offline):
+    s = offline()
+
+    async def main() -> None:
+        async with s.agent(config=s.config(launcher=None, codex_bin=os.path.join(s.root, "no-codex"))) as agent:
+            with pytest.raises(BinaryNotFound):
+                await agent.run("hello")
+            assert agent.phase == agent_mod.IDLE
+
+    run(main())
+    assert s.log.events == []
+
+
+def test_agent_tool_then_answer_is_two_steps_in_memory(offline):
+    s = offline(tb.AgentTurns)
+
+    async def main() -> Agent:
+        async with s.agent() as agent:
+            await agent.run("tool please")
+            return agent
+
+    agent = run(main())
+    # One step per segment: the command, then the answer after its result.
+    steps = [(e["type"], e["step"]) for e in s.log.events if e["turn"] == 1 and e["type"] != "user/message"]
+    assert steps == [
+        ("turn/start", None),
+        ("step/start", 1),
+        ("assistant/message", 1),
+        ("tool/call", 1),
+        ("tool/result", 1),
+        ("step/end", 1),
+        ("step/start", 2),
+        ("assistant/message", 2),
+        ("step/end", 2),
+        ("turn/end", None),
+    ]
+    assert [e["data"]["reason"] for e in s.of_type("step/end")] == ["segment", "completed"]
+    assert agent.stats == {"steps": 2, "tool_calls": 1, "approvals": 0, "ignored_items": 0}
+
+
+@pytest.mark.parametrize(
+    "handler, decision, by, status",
+    [(True, "accept", "handler", "completed"), (False, "decline", "default", "declined")],
+    ids=["handler", "no-handler"],
+)
+def test_agent_approval_answers_are_logged_in_memory(offline, handler, decision, by, status):
+    s = offline(tb.Approving)
+    asked: List[Any] = []
+
+    async def approve(request: Any) -> Reply:
+        asked.append(request)
+        return Reply("accept")
+
+    async def main() -> Agent:
+        async with s.agent(approvals=approve if handler else None) as agent:
+            await agent.run("approve this")
+            return agent
+
+    agent = run(main())
+    # Without a handler codex gets the fail-closed answer; either way it is logged.
+    assert [r.kind for r in asked] == (["command"] if handler else [])
+    (logged,) = s.of_type("approval/decision")
+    method = "item/commandExecution/requestApproval"
+    assert logged["data"] == {"method": method, "itemId": "call_cmd_1", "decision": decision, "by": by}
+    assert (logged["turn"], logged["step"]) == (1, 1)
+    assert s.of_type("tool/result")[0]["data"]["status"] == status
+    assert agent.stats["approvals"] == 1
+
+
+@pytest.mark.parametrize("transport", ["memory", "pipes"])
+def test_agent_child_dead_mid_step_then_next_turn_on_a_fresh_child(offline, transport):
+    # In memory the child exits by itself once the command started; over
+    # pipes a real fake child is killed with SIGKILL, as a user's OOM killer would.
+    if transport == "memory":
+        s = offline(tb.AgentTurns, "die")
+        config = s.config()
+    else:
+        s = offline()
+        codex_bin = FakeAppServer("thread_behaviours:AgentTurns").executable(s.root, [tb.TESTS])
+        config = s.config(launcher=None, codex_bin=codex_bin)
+    killed: List[int] = []
+
+    async def main() -> List[Dict[str, Any]]:
+        agent = s.agent(config=config)
+
+        def on_event(event: Any) -> None:
+            if transport == "pipes" and isinstance(event, ItemStarted) and event.item_type == "commandExecution":
+                pid = agent.child.client.pid
+                killed.append(pid)
+                os.kill(pid, signal.SIGKILL)
+
+        agent.on_event = on_event
+        async with agent:
+            first = await agent.run("sleep please")
+            before = list(s.log.events)
+            second = await agent.run("are you there?")
+        assert first["reason"] == "error" and first["error"]["code"] == "CODEX_NO_RESULT"
+        assert f"exited with code {3 if transport == 'memory' else -9}" in first["error"]["message"]
+        assert second["reason"] == "completed"
+        return before
+
+    before = run(main())
+    assert len(killed) == (transport == "pipes")
+    # Everything logged before the death is intact on disk, in order.
+    assert read_log(s.log.path).events[: len(before)] == before
+    types = [e["type"] for e in before]
+    assert types[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert s.of_type("tool/result")[0]["data"]["status"] == "abandoned"
+    # The second turn ran on a new child (two initialize handshakes).
+    assert len(s.sent("initialize")) == 2
+    assert [b["text"] for b in s.of_type("assistant/message")[-1]["data"]["content"]] == ["re: are you there?"]
+
+
+# -- offline: the child ---------------------------------------------------------------
+
+
+def test_agent_reuses_the_child_and_restarts_it_when_the_config_changes(offline):
+    s = offline(tb.AgentTurns)
+    one = ModelEndpoint("http://127.0.0.1:9/v1", "sk-one")
+
+    async def main() -> None:
+        agent = s.agent(config=s.config(endpoint=one))
+        async with agent:
+            await agent.run("one")
+            first = agent.child.client
+            assert agent._client is first  # the compat name
+            await agent.run("two")
+            assert agent.child.client is first  # reused across turns
+            agent.config.endpoint = ModelEndpoint("http://127.0.0.1:9/v2", "sk-two")
+            await agent.run("three")
+            second = agent.child.client
+            assert second is not first and first.closed  # restarted for the new endpoint
+            agent.config.config = ['model_reasoning_effort="low"']
+            await agent.run("four")
+            assert agent.child.client is not second and second.closed  # and for new -c flags
+            assert agent.child.restarts == 2
+
+    run(main())
+    assert s.ends() == ["completed"] * 4
+    launches = s.fake.launches
+    assert len(launches) == 3
+    # The endpoint: a provider of codexmini's own on the command line, the key
+    # only in the child's environment.
+    assert launches[0].argv[1:] == ["app-server", "-c", 'model_provider="codexmini"', "-c", one.config()[1]]
+    assert [launch.env.get("CODEXMINI_API_KEY") for launch in launches] == ["sk-one", "sk-two", "sk-two"]
+    assert launches[0].env["CODEX_HOME"] == s.home
+    assert not [w for launch in launches for w in launch.argv if "sk-" in w]
+    assert launches[2].argv[-2:] == ["-c", 'model_reasoning_effort="low"']
+
+
+def test_agent_child_environment_gets_codex_home_only_when_configured(offline):
+    s = offline(CodexLike)
+
+    async def main() -> None:
+        async with s.agent(config=s.config(codex_home=None, env={"CODEXMINI_TEST_VAR": "given"})) as agent:
+            await agent.start()
+
+    run(main())
+    (launch,) = s.fake.launches
+    assert launch.env.get("CODEX_HOME") == os.environ.get("CODEX_HOME")  # the parent's, if any
+    assert launch.env["CODEXMINI_TEST_VAR"] == "given"
+    assert launch.argv[1:] == ["app-server"]  # no endpoint, no -c flags
+    assert launch.cwd == s.ws
+
+
+def test_agent_closes_the_idle_child_and_starts_a_fresh_one_on_demand(offline):
+    s = offline(tb.AgentTurns)
+
+    async def main() -> None:
+        async with s.agent(config=s.config(child_idle_s=0.01)) as agent:
+            await agent.run("one")
+            first = agent.child.client
+            await asyncio.wait_for(first.wait_closed(), 30)  # the idle timer closed it
+            await agent.wait_idle()
+            assert agent.child.client is None and first.closed
+            assert agent.phase == agent_mod.IDLE
+            await agent.run("two")  # a fresh child on demand
+            assert agent.child.client is not None and agent.child.client is not first
+            assert agent.child.restarts == 0  # an idle shutdown is no restart
+
+    run(main())
+    assert len(s.fake.launches) == 2
+    assert s.ends() == ["completed", "completed"]
+
+
+def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off_in_memory(offline):
+    s = offline(tb.AgentTurns)
+    with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
+        fh.write("never injected\n")
+
+    async def main() -> None:
+        async with s.agent(config=s.config(skills=False)) as agent:
+            await agent.run("one /agents-md")
+            first = agent.child.client
+            agent.child._idle_shutdown(lambda: True)  # as the idle timer would
+            assert agent.phase == agent_mod.MAINTENANCE
+            await agent.run("two")  # waits for the shutdown, then starts a fresh child
+            assert first.closed and agent.child.client is not first
+
+    run(main())
+    assert [e["data"]["source"]["kind"] for e in s.of_type("user/message")] == ["user", "user"]
+    assert len(s.fake.launches) == 2
+
+
+def test_agent_cancel_while_the_child_starts_logs_no_turn_in_memory(offline):
+    s = offline()
+
+    async def main() -> Dict[str, Any]:
+        behaviour = tb.SlowHandshake()
+        s.fake = FakeAppServer(behaviour)
+        async with s.agent() as agent:
+            running = asyncio.ensure_future(agent.run("hello"))
+            await asyncio.wait_for(behaviour.initializing.wait(), 30)
+            assert agent.phase == agent_mod.RUNNING and agent.child.client is None
+            agent.cancel()
+            behaviour.gate.set()
+            assert await asyncio.wait_for(running, 30) == {"reason": "aborted"}  # nothing ran
+            assert agent.phase == agent_mod.IDLE
+            assert s.log.events == []  # not even the header
+            return await agent.run("after the cancel")
+
+    end = run(main())
+    assert end["reason"] == "completed"
+    assert [e["turn"] for e in s.of_type("turn/start")] == [1]  # the cancelled one left nothing
+    assert s.users() == [(1, 1, "after the cancel")]
+
+
+def test_agent_driver_cancelled_from_outside_still_ends_the_turn_in_memory(offline):
+    s = offline()
+
+    async def main() -> None:
+        behaviour = tb.SlowHandshake()
+        behaviour.gate.set()  # the first child answers at once
+        s.fake = FakeAppServer(behaviour)
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            agent.followup("slow")
+            await s.watch.held("slow")
+            waiter = asyncio.ensure_future(agent.wait_idle())
+            await asyncio.sleep(0)
+            waiter.cancel()  # a cancelled waiter does not cancel the turn
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            assert not agent._driver.done()
+            agent._driver.cancel()  # e.g. the event loop shutting down
+            with pytest.raises(asyncio.CancelledError):
+                await agent._driver
+            assert s.ends() == ["aborted"]
+            await agent.child.close()
+            behaviour.gate.clear()
+            behaviour.initializing.clear()
+            agent.followup("again")
+            await asyncio.wait_for(behaviour.initializing.wait(), 30)  # the child is starting
+            idle = asyncio.ensure_future(agent.wait_idle())
+            await asyncio.sleep(0)
+            agent._driver.cancel()  # cancelled from outside before the turn began
+            behaviour.gate.set()
+            with pytest.raises(asyncio.CancelledError):
+                await agent._driver
+            await asyncio.wait_for(idle, 30)  # waiting for a driver that got cancelled ends
+            assert agent.phase == agent_mod.IDLE
+
+    run(main())
+    (end,) = s.of_type("turn/end")
+    assert end["data"]["reason"] == "aborted"
+    assert len(s.sent("turn/interrupt")) == 1
+
+
+# -- offline: the inbox ---------------------------------------------------------------
+
+
+def test_agent_inbox_followup_inject_and_cancel_in_memory(offline):
+    behaviour = tb.AgentTurns()
+    s = offline(behaviour)
+
+    async def main() -> None:
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            # inject during a turn: a second step of the same turn picks it up.
+            agent.followup("slow one")
+            await s.watch.held("slow one")
+            assert agent.phase == agent_mod.RUNNING
+            agent.inject("injected later")
+            behaviour.release()
+            await agent.wait_idle()
+            assert s.ends() == ["completed"]
+            steps = sorted({e["step"] for e in s.log.events if e["turn"] == 1 and e["step"]})
+            assert steps == [1, 2]
+            # followups queued while running run as the next turns, in order.
+            agent.followup("slow two")
+            agent.followup("after")
+            await s.watch.held("slow two")
+            agent.cancel(keep_inbox=True)  # abort turn 2, keep "after"
+            await agent.wait_idle()
+            # cancel() without keep_inbox drops what is queued.
+            agent.followup("slow three")
+            agent.followup("dropped")
+            await s.watch.held("slow three")
+            agent.cancel()
+            await agent.wait_idle()
+            agent.cancel()  # idle: nothing to do
+            assert agent.phase == agent_mod.IDLE
+
+    run(main())
+    assert s.ends() == ["completed", "aborted", "completed", "aborted"]
+    assert s.users() == [
+        (1, 1, "slow one"),
+        (1, 2, "injected later"),
+        (2, 1, "slow two"),
+        (3, 1, "after"),
+        (4, 1, "slow three"),
+    ]
+    assert len(s.sent("turn/interrupt")) == 2
+    # An aborted step settles what it held: the interrupted message is not lost.
+    aborted = [e for e in s.of_type("step/end") if e["data"]["reason"] == "aborted"]
+    assert [e["turn"] for e in aborted] == [2, 4]
+
+
+def test_agent_inject_while_idle_waits_for_the_next_turn(offline):
+    s = offline(tb.AgentTurns)
+
+    async def main() -> None:
+        async with s.agent() as agent:
+            agent.inject("injected while idle")
+            assert agent._driver is None and agent.phase == agent_mod.IDLE  # nothing woke
+            await agent.run("hello")
+
+    run(main())
+    # The next turn's first step delivers its followup, then what was injected.
+    assert s.users() == [(1, 1, "hello"), (1, 1, "injected while idle")]
+    assert s.ends() == ["completed"]
+
+
+def test_agent_steer_while_running_and_while_idle_in_memory(offline):
+    behaviour = tb.EchoSteer()
+    s = offline(behaviour)
+
+    async def main() -> None:
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            agent.followup("slow please")
+            await s.watch.held("slow please")
+            await agent.steer("steered message")
+            await agent.wait_idle()
+            await agent.steer("idle steer starts a turn")
+            await agent.wait_idle()
+
+    run(main())
+    (steer,) = s.sent("turn/steer")
+    assert steer["params"]["input"] == [{"type": "text", "text": "steered message"}]
+    assert steer["params"]["expectedTurnId"] == TURN  # the running codex turn's id
+    # Logged where codex echoed it: after what the model said before it.
+    assert s.users() == [(1, 1, "slow please"), (1, 1, "steered message"), (2, 1, "idle steer starts a turn")]
+    turn1 = [e["type"] for e in s.log.events if e["turn"] == 1]
+    assert turn1[turn1.index("user/message") + 1 :][:3] == ["assistant/message", "user/message", "assistant/message"]
+    assert s.ends() == ["completed", "completed"]
+
+
+def test_agent_refused_steer_goes_to_the_next_step_in_memory(offline):
+    behaviour = tb.RefuseSteer()
+    s = offline(behaviour)
+
+    async def main() -> None:
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            agent.followup("slow please")
+            await s.watch.held("slow please")
+            await agent.steer([{"type": "text", "text": "late words"}, {"type": "image", "path": "/nonexistent/x.png"}])
+            behaviour.release()
+            await agent.wait_idle()
+
+    run(main())
+    assert s.users() == [(1, 1, "slow please"), (1, 2, "late words")]
+    starts = s.sent("turn/start")
+    assert starts[1]["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/x.png"}]
+    (steer,) = s.sent("turn/steer")  # sent with its image, refused
+    assert steer["params"]["input"] == [{"type": "text", "text": "late words"}, {"type": "localImage", "path": "/nonexistent/x.png"}]
+
+
+def test_agent_steer_into_a_dying_child_goes_to_the_next_turn(offline):
+    # The child dies before it answers turn/steer: the step ends without a
+    # result (CODEX_NO_RESULT) and the message is not lost -- nor raised at
+    # the caller, who would send it twice.
+    s = offline(tb.DieOnSteer)
+
+    async def main() -> None:
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            agent.followup("slow please")
+            await s.watch.held("slow please")
+            await agent.steer("are you still there?")
+            await agent.wait_idle()
+
+    run(main())
+    assert s.ends() == ["error", "completed"]
+    assert s.of_type("turn/end")[0]["data"]["error"]["code"] == "CODEX_NO_RESULT"
+    assert s.users() == [(1, 1, "slow please"), (2, 1, "are you still there?")]
+    assert len(s.fake.launches) == 2
+
+
+def test_agent_steer_codex_never_echoed_goes_to_the_next_step(offline):
+    behaviour = tb.AgentTurns()  # accepts turn/steer, never echoes it
+    s = offline(behaviour)
+
+    async def main() -> None:
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            agent.followup("slow please")
+            await s.watch.held("slow please")
+            # A reasoning block is not shown to the model: not steered either.
+            await agent.steer([{"type": "text", "text": "unechoed words"}, {"type": "reasoning", "text": "hm"}])
+            behaviour.release()
+            await agent.wait_idle()
+
+    run(main())
+    (steer,) = s.sent("turn/steer")
+    assert steer["params"]["input"] == [{"type": "text", "text": "unechoed words"}]
+    assert s.users() == [(1, 1, "slow please"), (1, 2, "unechoed words")]
+    assert s.ends() == ["completed"]
+
+
+def test_agent_cancel_drops_a_steer_codex_never_echoed(offline):
+    # cancel() promises to drop the inbox: a steer in flight is part of it
+    # (issue 15's first race; the inbox's generations keep the promise).
+    behaviour = tb.AgentTurns()
+    s = offline(behaviour)
+
+    async def main() -> None:
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            agent.followup("slow please")
+            await s.watch.held("slow please")
+            await agent.steer("never to be seen")
+            agent.cancel()
+            await agent.wait_idle()
+            assert len(agent.inbox) == 0
+            await agent.run("next")
+
+    run(main())
+    assert s.ends() == ["aborted", "completed"]
+    assert s.users() == [(1, 1, "slow please"), (2, 1, "next")]
+    assert "never to be seen" not in s.sent("turn/start")[-1]["params"]["input"][0]["text"]
+
+
+def test_agent_cancel_keeping_the_inbox_keeps_a_steer_codex_never_echoed(offline):
+    behaviour = tb.AgentTurns()
+    s = offline(behaviour)
+
+    async def main() -> None:
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            agent.followup("slow please")
+            await s.watch.held("slow please")
+            await agent.steer("kept words")
+            agent.cancel(keep_inbox=True)
+            await agent.wait_idle()
+
+    run(main())
+    # Kept, it is the current turn's: with nothing running it starts a turn.
+    assert s.ends() == ["aborted", "completed"]
+    assert s.users() == [(1, 1, "slow please"), (2, 1, "kept words")]
 
 
 # -- live --------------------------------------------------------------------------
@@ -138,10 +871,10 @@ def test_agent_model_endpoint_flags_and_env():
 @pytest.mark.parametrize("_", [0], ids=["sigkill"])
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(setup_factory, _):
+def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(live_setup, _):
     # Every step's prompt is the whole serialized log, so the rule for the
     # later turn comes first.
-    s = setup_factory(
+    s = live_setup(
         {
             "rules": [
                 {"when": {"user_contains": "are you there"}, "respond": reply("fresh ", "child")},
@@ -156,7 +889,7 @@ def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(setup_facto
 
         def on_event(event: Any) -> None:
             if isinstance(event, ItemStarted) and event.item_type == "commandExecution" and not killed:
-                pid = agent._client.pid
+                pid = agent.child.client.pid
                 killed.append(pid)
                 os.kill(pid, signal.SIGKILL)
 
@@ -185,8 +918,8 @@ def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(setup_facto
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_pins_override_only_their_own_field(setup_factory):
-    s = setup_factory({"rules": [], "default": reply("ok")})
+def test_agent_pins_override_only_their_own_field(live_setup):
+    s = live_setup({"rules": [], "default": reply("ok")})
 
     async def main() -> None:
         async with s.agent(config=s.config(sandbox="workspace-write")) as agent:
@@ -211,8 +944,8 @@ def test_agent_pins_override_only_their_own_field(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_second_prompt_is_the_serialized_log(setup_factory):
-    s = setup_factory({"rules": [{"when": {"user_contains": "second"}, "respond": reply("two")}], "default": reply("one")})
+def test_agent_second_prompt_is_the_serialized_log(live_setup):
+    s = live_setup({"rules": [{"when": {"user_contains": "second"}, "respond": reply("two")}], "default": reply("one")})
 
     async def main() -> None:
         async with s.agent() as agent:
@@ -236,8 +969,8 @@ def test_agent_second_prompt_is_the_serialized_log(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers(setup_factory):
-    s = setup_factory({"rules": [], "default": reply("ok")})
+def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers(live_setup):
+    s = live_setup({"rules": [], "default": reply("ok")})
 
     async def main() -> None:
         async with s.agent() as agent:
@@ -252,28 +985,28 @@ def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers(setup_fa
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_when_idle(setup_factory):
-    s = setup_factory({"rules": [], "default": reply("ok")})
+def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_when_idle(live_setup):
+    s = live_setup({"rules": [], "default": reply("ok")})
 
     async def main() -> None:
         agent = s.agent(config=s.config(child_idle_s=0.2))
         async with agent:
             await agent.run("one")
-            first = agent._client
+            first = agent.child.client
             await agent.run("two")
-            assert agent._client is first  # reused across turns
+            assert agent.child.client is first  # reused across turns
             with ScriptedModel({"rules": [], "default": reply("other")}) as other:
                 agent.config.endpoint = ModelEndpoint(other.url, "sk-other")
                 await agent.run("three")
-                assert agent._client is not first and first.closed  # restarted for the new endpoint
+                assert agent.child.client is not first and first.closed  # restarted for the new endpoint
                 assert other.requests
-            second = agent._client
+            second = agent.child.client
             for _ in range(500):  # idle shutdown after child_idle_s
-                if agent.phase == agent_mod.MAINTENANCE or agent._client is None:
+                if agent.phase == agent_mod.MAINTENANCE or agent.child.client is None:
                     break
                 await asyncio.sleep(0.01)
             await agent.wait_idle()
-            assert agent._client is None and second.closed and second.returncode is not None
+            assert agent.child.client is None and second.closed and second.returncode is not None
             assert agent.phase == agent_mod.IDLE
             agent.config.endpoint = ModelEndpoint(s.model.url, "sk-test")
             await agent.run("four")  # a fresh child on demand
@@ -285,8 +1018,8 @@ def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_when_idle
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_inbox_followup_inject_and_cancel(setup_factory):
-    s = setup_factory(
+def test_agent_inbox_followup_inject_and_cancel(live_setup):
+    s = live_setup(
         {
             # The prompt is the whole log: the newest marker must be matched first.
             "rules": [
@@ -335,8 +1068,8 @@ def test_agent_inbox_followup_inject_and_cancel(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log(setup_factory):
-    s = setup_factory({"rules": [], "default": reply("ok")})
+def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log(live_setup):
+    s = live_setup({"rules": [], "default": reply("ok")})
 
     def boom(event: Any) -> None:
         raise RuntimeError("listener broke")
@@ -353,8 +1086,8 @@ def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log(setup
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_codex_refusing_turn_start_is_a_codex_error(setup_factory):
-    s = setup_factory({"rules": [], "default": reply("ok")})
+def test_agent_codex_refusing_turn_start_is_a_codex_error(live_setup):
+    s = live_setup({"rules": [], "default": reply("ok")})
 
     async def main() -> Dict[str, Any]:
         async with s.agent(on_event=None) as agent:
@@ -370,8 +1103,8 @@ def test_agent_codex_refusing_turn_start_is_a_codex_error(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_steer_while_running_and_while_idle(setup_factory):
-    s = setup_factory(
+def test_agent_steer_while_running_and_while_idle(live_setup):
+    s = live_setup(
         {
             "rules": [
                 {"when": {"user_contains": "steered"}, "respond": reply("got the steer", id_="msg_2")},
@@ -401,8 +1134,8 @@ def test_agent_steer_while_running_and_while_idle(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_skills_and_images_reach_codex(setup_factory):
-    s = setup_factory({"rules": [], "default": reply("ok")})
+def test_agent_skills_and_images_reach_codex(live_setup):
+    s = live_setup({"rules": [], "default": reply("ok")})
     with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
         fh.write("Always answer <briefly>.\n")
     os.makedirs(os.path.join(s.ws, ".git"))
@@ -422,8 +1155,8 @@ def test_agent_skills_and_images_reach_codex(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_approval_handler_answers_are_logged(setup_factory):
-    s = setup_factory(
+def test_agent_approval_handler_answers_are_logged(live_setup):
+    s = live_setup(
         {
             "rules": [{"when": {"last_item": "function_call_output"}, "respond": reply("done")}],
             "default": command("touch ok.txt", sandbox_permissions="require_escalated", justification="test"),
@@ -452,11 +1185,11 @@ def test_agent_approval_handler_answers_are_logged(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_refused_steer_goes_to_the_next_step(setup_factory, monkeypatch):
+def test_agent_refused_steer_goes_to_the_next_step(live_setup, monkeypatch):
     from codexmini._errors import RpcError
     from codexmini._thread import Turn
 
-    s = setup_factory(
+    s = live_setup(
         {
             "rules": [
                 {"when": {"user_contains": "<user>\nlate words"}, "respond": reply("got them")},
@@ -486,14 +1219,14 @@ def test_agent_refused_steer_goes_to_the_next_step(setup_factory, monkeypatch):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_cancel_while_the_child_starts_logs_no_turn(setup_factory):
-    s = setup_factory({"rules": [], "default": reply("never")})
+def test_agent_cancel_while_the_child_starts_logs_no_turn(live_setup):
+    s = live_setup({"rules": [], "default": reply("never")})
 
     async def main() -> Dict[str, Any]:
         async with s.agent() as agent:
             agent.followup("hello")
             await asyncio.sleep(0)  # the driver runs until it waits for the spawn
-            assert agent.phase == agent_mod.RUNNING and agent._client is None
+            assert agent.phase == agent_mod.RUNNING and agent.child.client is None
             agent.cancel()
             await agent.wait_idle()
             assert agent.phase == agent_mod.IDLE
@@ -506,8 +1239,8 @@ def test_agent_cancel_while_the_child_starts_logs_no_turn(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_driver_cancelled_from_outside_still_ends_the_turn(setup_factory):
-    s = setup_factory({"rules": [], "default": {**reply("a", "b", "c", "d"), "delay_ms": 200}})
+def test_agent_driver_cancelled_from_outside_still_ends_the_turn(live_setup):
+    s = live_setup({"rules": [], "default": {**reply("a", "b", "c", "d"), "delay_ms": 200}})
 
     async def main() -> None:
         agent = s.agent()
@@ -523,7 +1256,7 @@ def test_agent_driver_cancelled_from_outside_still_ends_the_turn(setup_factory):
             agent._driver.cancel()  # e.g. the event loop shutting down
             with pytest.raises(asyncio.CancelledError):
                 await agent._driver
-            await agent._close_child()
+            await agent.child.close()
             agent.followup("again")
             await asyncio.sleep(0)  # now waiting for the child to spawn
             agent._driver.cancel()  # cancelled from outside before the turn began
@@ -537,19 +1270,19 @@ def test_agent_driver_cancelled_from_outside_still_ends_the_turn(setup_factory):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(setup_factory):
-    s = setup_factory({"rules": [], "default": reply("ok")})
+def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(live_setup):
+    s = live_setup({"rules": [], "default": reply("ok")})
     with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
         fh.write("never injected\n")
 
     async def main() -> None:
         async with s.agent(config=s.config(skills=False)) as agent:
             await agent.run("one /agents-md")
-            first = agent._client
-            agent._idle_shutdown()  # as the idle timer would
+            first = agent.child.client
+            agent.child._idle_shutdown(lambda: True)  # as the idle timer would
             assert agent.phase == agent_mod.MAINTENANCE
             await agent.run("two")  # waits for the shutdown, then starts a fresh child
-            assert first.closed and agent._client is not first
+            assert first.closed and agent.child.client is not first
 
     run(main())
     assert [e["data"]["source"]["kind"] for e in s.of_type("user/message")] == ["user", "user"]

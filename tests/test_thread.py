@@ -1,11 +1,12 @@
-"""Threads and turns over real pipes, against the fake app-server in
-``tests/fake_thread_server.py``.
+"""Threads and turns against the one fake app-server, in memory.
 
-Every frame exchanged here goes through the conformance plugin's strict
-validator (it taps every client), so the fake's frames -- copied from the
-real binary -- must stay schema-valid.  What the client sent is read from its
-own frame tap; where it matters, the fake also reports what it received
-(``thread/loaded/list``).
+The behaviours live in ``tests/thread_behaviours.py`` (:class:`CodexLike`
+subclasses with the real binary's shapes).  Every frame exchanged here goes
+through the conformance plugin's strict validator (it taps every client), so
+the fake's frames must stay schema-valid.  What the client sent is read from
+its own frame tap; where it matters, the fake also reports what it received
+(``thread/loaded/list``).  Only the child that dies mid-turn also runs as a
+real process over real pipes: that test is about a process.
 """
 
 from __future__ import annotations
@@ -14,17 +15,17 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-import sys
-from typing import Any, Dict, List, Tuple
+from typing import Any, AsyncIterator, Dict, List, Optional, Tuple
 
 import pytest
 
+import thread_behaviours as tb
 from codexmini._client import AppServerClient
-from codexmini._errors import CodexminiError, ProcessExited, RpcError
+from codexmini._errors import CodexminiError, ProcessExited, RpcError, TurnTimeout
 from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
+    Event,
     ItemCompleted,
     ItemStarted,
     ReasoningSummaryDelta,
@@ -35,33 +36,29 @@ from codexmini._events import (
     Usage,
 )
 from codexmini._thread import Thread, Turn, as_input, image_input, text_input
+from codexmini.testing import CodexLike, FakeAppServer
+from codexmini.testing.codex_like import THREAD, TURN, TURN_ERROR, TURNS, USAGE_1, USAGE_2, USER_ITEM
 
-# The fake's constants; pytest puts this directory on sys.path (rootdir-less
-# "prepend" import mode, as for the other tests here).
-import fake_thread_server as fake
-
-FAKE = os.path.join(os.path.dirname(__file__), "fake_thread_server.py")
-THREAD = fake.THREAD
-TURN = fake.TURN
-U1 = Usage.from_wire(fake.USAGE_1)
-U2 = Usage.from_wire(fake.USAGE_2)
+U1 = Usage.from_wire(USAGE_1)
+U2 = Usage.from_wire(USAGE_2)
 
 Frames = List[Tuple[str, Dict[str, Any]]]
 
 
-def run(coro):
+def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
 @contextlib.asynccontextmanager
-async def server(behaviour: str, variant: str = "", **options):
-    """A client talking to the fake; yields (client, frames seen by its tap)."""
+async def server(behaviour: Any, *args: str, codex_bin: Optional[str] = None) -> AsyncIterator[Tuple[AppServerClient, Frames]]:
+    """A client talking to the fake (in memory, or the ``codex_bin`` it wrote);
+    yields (client, frames seen by its tap)."""
     seen: Frames = []
-    argv = [sys.executable, FAKE, behaviour] + ([variant] if variant else [])
-    client = AppServerClient(argv, tap=lambda direction, frame: seen.append((direction, frame)), **options)
-    await client.spawn()
+    launcher = None if codex_bin else FakeAppServer(behaviour, *args).launch
+    client = await AppServerClient.start(
+        codex_bin=codex_bin, launcher=launcher, tap=lambda d, f: seen.append((d, f)), initialize_timeout=30
+    )
     try:
-        await client.initialize(timeout=30)
         yield client, seen
     finally:
         await client.close()
@@ -82,8 +79,15 @@ async def collect(turn: Turn) -> List[Any]:
     return [event async for event in turn]
 
 
-def kinds(events) -> List[str]:
+def kinds(events: List[Event]) -> List[str]:
     return [type(e).__name__ for e in events]
+
+
+async def first_delta(turn: Turn) -> AgentMessageDelta:
+    async for event in turn:
+        if isinstance(event, AgentMessageDelta):
+            return event
+    raise AssertionError("the turn ended without a delta")
 
 
 # -- input --------------------------------------------------------------------------
@@ -115,7 +119,7 @@ def test_thread_turn_sends_image_input():
     # The localImage item is schema-checked on the way out; codex echoes it
     # in the userMessage item with detail:null (reference §3.12).
     async def main():
-        async with server("simple") as (client, seen):
+        async with server(CodexLike) as (client, seen):
             thread = await Thread.start(client)
             done = await thread.turn(["what is this?", image_input("/abs/pixel.png")]).run()
             (params,) = sent(seen, "turn/start")
@@ -130,12 +134,26 @@ def test_thread_turn_sends_image_input():
     run(main())
 
 
+def test_thread_turn_passes_other_input_items_through():
+    # A mention (UserInput's MentionUserInput) is sent as given and echoed so.
+    mention = {"type": "mention", "name": "repo", "path": "app://repo"}
+
+    async def main():
+        async with server(CodexLike) as (client, seen):
+            thread = await Thread.start(client)
+            done = await thread.turn(["see", mention]).run()
+            assert sent(seen, "turn/start")[0]["input"][1] == mention
+            assert done.items[0]["content"][1] == mention
+
+    run(main())
+
+
 # -- thread/start ---------------------------------------------------------------------
 
 
 def test_thread_start_sends_options_and_keeps_the_result():
     async def main():
-        async with server("simple") as (client, seen):
+        async with server(CodexLike) as (client, seen):
             thread = await Thread.start(
                 client,
                 cwd="/var/tmp/ws",
@@ -162,7 +180,7 @@ def test_thread_start_sends_options_and_keeps_the_result():
 
 def test_thread_start_with_no_options_sends_empty_params():
     async def main():
-        async with server("simple") as (client, seen):
+        async with server(CodexLike) as (client, seen):
             await Thread.start(client)
             assert sent(seen, "thread/start") == [{}]
 
@@ -172,7 +190,7 @@ def test_thread_start_with_no_options_sends_empty_params():
 def test_thread_warning_during_thread_start_reaches_the_thread():
     # codex sends it before the thread/start response (reference §2).
     async def main():
-        async with server("thread_warning") as (client, _seen):
+        async with server(tb.ThreadWarning) as (client, _seen):
             thread = await Thread.start(client)
             first = await thread._sub.get(timeout=30)
             assert first["method"] == "warning"
@@ -185,14 +203,34 @@ def test_thread_warning_during_thread_start_reaches_the_thread():
     run(main())
 
 
-def test_thread_close_stops_listening():
+def test_thread_warning_is_not_an_event_of_the_turn():
+    # Left in the subscription, the warning and thread/started are ignored
+    # methods (mapping.IGNORED): the turn yields neither.
     async def main():
-        async with server("simple") as (client, _seen):
+        async with server(tb.ThreadWarning) as (client, _seen):
             thread = await Thread.start(client)
-            assert THREAD in client._subs
+            events = await collect(thread.turn("hi"))
+            assert kinds(events) == ["ItemStarted", "ItemCompleted", "ItemStarted", "AgentMessageDelta", "ItemCompleted", "TokenUsage", "TurnCompleted"]
+
+    run(main())
+
+
+def test_thread_close_stops_listening():
+    # After close() nobody listens to the thread: what codex sends for it is
+    # held for the next subscriber instead of going to the closed one.
+    async def main():
+        async with server(CodexLike) as (client, _seen):
+            thread = await Thread.start(client)
+            assert (await thread._sub.get(timeout=30))["method"] == "thread/started"
             thread.close()
-            assert THREAD not in client._subs
             thread.close()  # idempotent
+            await client.request("turn/start", {"threadId": THREAD, "input": [text_input("hi")]}, timeout=30)
+            later = client.subscribe(THREAD)
+            methods = []
+            while not methods or methods[-1] != "turn/completed":
+                methods.append((await later.get(timeout=30))["method"])
+            assert methods[:2] == ["thread/status/changed", "turn/started"]
+            assert thread._sub.pending() == 0
 
     run(main())
 
@@ -202,7 +240,7 @@ def test_thread_close_stops_listening():
 
 def test_turn_plain_events_items_and_usage():
     async def main():
-        async with server("plain") as (client, seen):
+        async with server(tb.Plain) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("say hi")
             events = await collect(turn)
@@ -237,7 +275,7 @@ def test_turn_plain_events_items_and_usage():
             assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
             # The turn's history in completion order (not the wire's summary).
             assert [(i["type"], i["id"]) for i in done.items] == [
-                ("userMessage", fake.USER_ITEM),
+                ("userMessage", USER_ITEM),
                 ("reasoning", "rs_1"),
                 ("commandExecution", "call_cmd_1"),
                 ("agentMessage", "msg_1"),
@@ -246,7 +284,10 @@ def test_turn_plain_events_items_and_usage():
             assert done.abandoned == ()
             assert done.usage == U1 + U2 == turn.usage
             assert turn.id == TURN and turn.done
-            assert set(turn.items) == {fake.USER_ITEM, "rs_1", "call_cmd_1", "msg_1"}
+            assert set(turn.items) == {USER_ITEM, "rs_1", "call_cmd_1", "msg_1"}
+            # The books are the turn's fold, shared with whoever reads them.
+            assert turn.books.done and turn.books.completed is done
+            assert [i["id"] for i in turn.books.started_items(["commandExecution"])] == ["call_cmd_1"]
             # The stream is over.
             assert await collect(turn) == []
             assert sent(seen, "turn/start") == [{"threadId": THREAD, "input": [{"type": "text", "text": "say hi"}]}]
@@ -257,7 +298,7 @@ def test_turn_plain_events_items_and_usage():
 
 def test_turn_params_are_added_to_turn_start():
     async def main():
-        async with server("simple") as (client, seen):
+        async with server(CodexLike) as (client, seen):
             thread = await Thread.start(client)
             await thread.turn("hi", params={"model": "gpt-5.4", "effort": "low"}).run()
             assert sent(seen, "turn/start") == [
@@ -269,12 +310,12 @@ def test_turn_params_are_added_to_turn_start():
 
 def test_turn_run_returns_turn_completed_and_threads_outlive_turns():
     async def main():
-        async with server("simple") as (client, seen):
+        async with server(CodexLike) as (client, seen):
             thread = await Thread.start(client)
             first = await thread.turn("one").run()
             second = await thread.turn("two").run()
             assert isinstance(first, TurnCompleted) and isinstance(second, TurnCompleted)
-            assert (first.turn_id, second.turn_id) == (fake.TURNS[0], fake.TURNS[1])
+            assert (first.turn_id, second.turn_id) == (TURNS[0], TURNS[1])
             assert first.status == second.status == "completed"
             assert first.usage == second.usage == U1
             assert sent(seen, "turn/interrupt") == []
@@ -285,15 +326,15 @@ def test_turn_run_returns_turn_completed_and_threads_outlive_turns():
 def test_turn_notifications_before_the_turn_start_response_are_kept():
     # codex can stream before it answers turn/start; the subscription exists first.
     async def main():
-        async with server("early") as (client, _seen):
+        async with server(tb.Early) as (client, _seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             events = await collect(turn)
             # The delta that came before the response -- and before its item/started.
             assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["early ", "late"]
-            first_delta = next(i for i, e in enumerate(events) if isinstance(e, AgentMessageDelta))
+            first = next(i for i, e in enumerate(events) if isinstance(e, AgentMessageDelta))
             msg_started = next(i for i, e in enumerate(events) if isinstance(e, ItemStarted) and e.item_id == "msg_1")
-            assert first_delta < msg_started
+            assert first < msg_started
             assert events[-1].items[-1]["text"] == "early late"
 
     run(main())
@@ -301,7 +342,7 @@ def test_turn_notifications_before_the_turn_start_response_are_kept():
 
 def test_turn_filters_other_turns_and_threads():
     async def main():
-        async with server("filtering") as (client, _seen):
+        async with server(tb.Filtering) as (client, _seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             events = await collect(turn)
@@ -309,7 +350,7 @@ def test_turn_filters_other_turns_and_threads():
             done = events[-1]
             assert [e for e in events if isinstance(e, TurnCompleted)] == [done]
             assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
-            assert [i["id"] for i in done.items] == [fake.USER_ITEM, "msg_1"]
+            assert [i["id"] for i in done.items] == [USER_ITEM, "msg_1"]
             assert done.usage == U1  # the other turn's usage is not counted
             assert [e.last for e in events if isinstance(e, TokenUsage)] == [U1]
 
@@ -318,14 +359,14 @@ def test_turn_filters_other_turns_and_threads():
 
 def test_turn_item_bookkeeping_abandoned_last_writer_and_early_delta():
     async def main():
-        async with server("bookkeeping") as (client, _seen):
+        async with server(tb.Bookkeeping) as (client, _seen):
             thread = await Thread.start(client)
             events = await collect(thread.turn("hi"))
             done = events[-1]
             # Started, streamed, never completed (a cut stream that was retried).
             assert done.abandoned == ("msg_cut_1",)
             # Started and completed three times: once in items, the last payload.
-            assert [i["id"] for i in done.items] == [fake.USER_ITEM, "msg_inc", "msg_late"]
+            assert [i["id"] for i in done.items] == [USER_ITEM, "msg_inc", "msg_late"]
             assert done.items[1]["text"] == "attempt 3"
             assert sum(1 for e in events if isinstance(e, ItemCompleted) and e.item_id == "msg_inc") == 3
             # A delta before its item/started is still yielded, in order.
@@ -339,7 +380,7 @@ def test_turn_item_bookkeeping_abandoned_last_writer_and_early_delta():
 
 def test_turn_retrying_errors_are_events_and_the_turn_goes_on():
     async def main():
-        async with server("retrying") as (client, _seen):
+        async with server(tb.Retrying) as (client, _seen):
             thread = await Thread.start(client)
             events = await collect(thread.turn("hi"))
             retries = [e for e in events if isinstance(e, RetryingError)]
@@ -355,31 +396,31 @@ def test_turn_retrying_errors_are_events_and_the_turn_goes_on():
 
 def test_turn_failed_carries_the_turn_error():
     async def main():
-        async with server("failed", "with-error") as (client, _seen):
+        async with server(tb.Failed, "with-error") as (client, _seen):
             thread = await Thread.start(client)
             events = await collect(thread.turn("hi"))
             # error{willRetry:false} is not an event of its own.
             assert not [e for e in events if isinstance(e, RetryingError)]
             done = events[-1]
-            assert (done.status, done.error) == ("failed", fake.TURN_ERROR)
-            assert done.error_message == fake.TURN_ERROR["message"]
+            assert (done.status, done.error) == ("failed", TURN_ERROR)
+            assert done.error_message == TURN_ERROR["message"]
 
     run(main())
 
 
 def test_turn_failed_without_error_takes_the_error_notification():
     async def main():
-        async with server("failed", "no-error") as (client, _seen):
+        async with server(tb.Failed, "no-error") as (client, _seen):
             thread = await Thread.start(client)
             done = await thread.turn("hi").run()
-            assert (done.status, done.error) == ("failed", fake.TURN_ERROR)
+            assert (done.status, done.error) == ("failed", TURN_ERROR)
 
     run(main())
 
 
 def test_turn_interrupted_after_a_final_error_has_no_error():
     async def main():
-        async with server("failed", "interrupted") as (client, _seen):
+        async with server(tb.Failed, "interrupted") as (client, _seen):
             thread = await Thread.start(client)
             done = await thread.turn("hi").run()
             assert (done.status, done.error) == ("interrupted", None)
@@ -389,7 +430,7 @@ def test_turn_interrupted_after_a_final_error_has_no_error():
 
 def test_turn_start_refused_raises_rpc_error():
     async def main():
-        async with server("reject_turn") as (client, seen):
+        async with server(tb.RejectTurn) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             with pytest.raises(RpcError) as caught:
@@ -405,7 +446,7 @@ def test_turn_start_refused_raises_rpc_error():
 @pytest.mark.frame_problems("item/hologram/delta")
 def test_turn_unknown_notification_is_unmapped():
     async def main():
-        async with server("unmapped") as (client, _seen):
+        async with server(tb.Unmapped) as (client, _seen):
             thread = await Thread.start(client)
             events = await collect(thread.turn("hi"))
             (unmapped,) = [e for e in events if isinstance(e, Unmapped)]
@@ -419,16 +460,9 @@ def test_turn_unknown_notification_is_unmapped():
 # -- stopping a turn ----------------------------------------------------------------------
 
 
-async def first_delta(turn: Turn):
-    async for event in turn:
-        if isinstance(event, AgentMessageDelta):
-            return event
-    raise AssertionError("the turn ended without a delta")
-
-
 def test_turn_cancelling_the_consumer_interrupts_and_waits_for_completion():
     async def main():
-        async with server("interruptible") as (client, seen):
+        async with server(tb.Interruptible) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             got_delta = asyncio.get_running_loop().create_future()
@@ -458,7 +492,7 @@ def test_turn_cancelling_the_consumer_interrupts_and_waits_for_completion():
 
 def test_turn_leaving_async_with_early_interrupts():
     async def main():
-        async with server("interruptible") as (client, seen):
+        async with server(tb.Interruptible) as (client, seen):
             thread = await Thread.start(client)
             async with thread.turn("hi") as turn:
                 assert (await first_delta(turn)).delta == "Hel"
@@ -467,7 +501,7 @@ def test_turn_leaving_async_with_early_interrupts():
             # The thread is free for the next turn, which gets its own id.
             async with thread.turn("again") as second:
                 await first_delta(second)
-            assert second.id == fake.TURNS[1]
+            assert second.id == TURNS[1]
             assert second.completed.status == "interrupted"
 
     run(main())
@@ -475,7 +509,7 @@ def test_turn_leaving_async_with_early_interrupts():
 
 def test_turn_aclose_interrupts_once():
     async def main():
-        async with server("interruptible") as (client, seen):
+        async with server(tb.Interruptible) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             await first_delta(turn)
@@ -489,7 +523,7 @@ def test_turn_aclose_interrupts_once():
 
 def test_turn_aclose_after_completion_sends_nothing():
     async def main():
-        async with server("simple") as (client, seen):
+        async with server(CodexLike) as (client, seen):
             thread = await Thread.start(client)
             async with thread.turn("hi") as turn:
                 await collect(turn)
@@ -501,7 +535,7 @@ def test_turn_aclose_after_completion_sends_nothing():
 
 def test_turn_aclose_before_start_sends_nothing():
     async def main():
-        async with server("simple") as (client, seen):
+        async with server(CodexLike) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             await turn.interrupt()  # not started: a no-op
@@ -515,7 +549,7 @@ def test_turn_aclose_before_start_sends_nothing():
 
 def test_turn_explicit_interrupt_ends_with_interrupted():
     async def main():
-        async with server("interruptible") as (client, seen):
+        async with server(tb.Interruptible) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             await first_delta(turn)
@@ -533,7 +567,7 @@ def test_turn_interrupt_when_codex_says_no_active_turn():
     # The turn ended before the interrupt arrived: -32600 "no active turn to
     # interrupt" (reference §3.11); the turn/completed already sent is drained.
     async def main():
-        async with server("no_active_turn") as (client, seen):
+        async with server(tb.NoActiveTurn) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             await first_delta(turn)
@@ -549,7 +583,7 @@ def test_turn_interrupt_when_codex_says_no_active_turn():
 
 def test_thread_interrupt_without_active_turn_raises_rpc_error():
     async def main():
-        async with server("simple") as (client, _seen):
+        async with server(CodexLike) as (client, _seen):
             thread = await Thread.start(client)
             with pytest.raises(RpcError) as caught:
                 await thread.interrupt(TURN)
@@ -561,7 +595,7 @@ def test_thread_interrupt_without_active_turn_raises_rpc_error():
 
 def test_turn_interrupt_grace_expires_without_turn_completed(caplog):
     async def main():
-        async with server("silent_interrupt") as (client, seen):
+        async with server(tb.SilentInterrupt) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi", interrupt_grace=0.3)
             await first_delta(turn)
@@ -576,7 +610,7 @@ def test_turn_interrupt_grace_expires_without_turn_completed(caplog):
 
 def test_turn_process_exit_during_interrupt_ends_the_wait():
     async def main():
-        async with server("exit_on_interrupt") as (client, _seen):
+        async with server(tb.ExitOnInterrupt) as (client, _seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             await first_delta(turn)
@@ -588,9 +622,16 @@ def test_turn_process_exit_during_interrupt_ends_the_wait():
     run(main())
 
 
-def test_turn_child_exit_mid_turn_raises_process_exited():
+@pytest.mark.parametrize("transport", ["memory", "pipes"])
+def test_turn_child_exit_mid_turn_raises_process_exited(transport, tmp_path):
+    # Over pipes, the exit code and the stderr tail come from a real process.
+    codex_bin = None
+    if transport == "pipes":
+        codex_bin = FakeAppServer("thread_behaviours:ExitMidTurn").executable(str(tmp_path), [tb.TESTS])
+
     async def main():
-        async with server("exit_mid_turn") as (client, _seen):
+        async with server(tb.ExitMidTurn, codex_bin=codex_bin) as (client, _seen):
+            assert (client.pid is None) == (transport == "memory")
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             with pytest.raises(ProcessExited) as caught:
@@ -599,18 +640,23 @@ def test_turn_child_exit_mid_turn_raises_process_exited():
             assert caught.value.returncode == 3
             assert "dying mid-turn on purpose" in caught.value.stderr_tail
             assert turn.done and turn.completed is None
+            # The books keep what streamed before the exit.
+            assert list(turn.books.open) == ["msg_1"]
 
     run(main())
 
 
-def test_turn_idle_timeout_raises_timeout_error():
+def test_turn_idle_timeout_raises_turn_timeout():
     async def main():
-        async with server("silent") as (client, seen):
+        async with server(tb.Silent) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi", idle_timeout=0.3)
-            with pytest.raises(asyncio.TimeoutError):
+            with pytest.raises(TurnTimeout) as caught:
                 async with turn:
                     await collect(turn)
+            # A codexmini error, not asyncio's (issue 9 item 5), naming the turn.
+            assert isinstance(caught.value, CodexminiError) and not isinstance(caught.value, asyncio.TimeoutError)
+            assert (caught.value.turn_id, caught.value.timeout) == (TURN, 0.3)
             # Leaving the block interrupted the stalled turn.
             assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
             assert turn.completed.status == "interrupted"
@@ -620,20 +666,45 @@ def test_turn_idle_timeout_raises_timeout_error():
 
 def test_turn_cancelled_during_turn_start_still_interrupts():
     async def main():
-        async with server("slow_start") as (client, seen):
+        behaviour = tb.SlowStart()
+        async with server(behaviour) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
-            watcher = client.subscribe("*")
+            watcher = client.subscribe(AppServerClient.ALL)
             task = asyncio.ensure_future(collect(turn))
-            # The fake says it got turn/start; its answer comes 0.5 s later.
-            while True:
-                frame = await watcher.get(timeout=30)
-                if frame["method"] == "warning":
-                    break
+            # The fake says it got turn/start; it answers once the gate opens.
+            while (await watcher.get(timeout=30))["method"] != "warning":
+                pass
+            task.cancel()
+            await asyncio.sleep(0)  # the cancel lands while turn/start is in flight
+            behaviour.gate.set()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert turn.id == TURN
+            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+            assert turn.completed.status == "interrupted"
+
+    run(main())
+
+
+def test_turn_cancelled_during_turn_start_gives_up_after_the_grace():
+    # The turn/start answer never comes within the grace: the turn id is
+    # never learned, the request is abandoned and nothing is interrupted.
+    async def main():
+        behaviour = tb.SlowStart()
+        async with server(behaviour) as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi", interrupt_grace=0.01)
+            watcher = client.subscribe(AppServerClient.ALL)
+            task = asyncio.ensure_future(collect(turn))
+            while (await watcher.get(timeout=30))["method"] != "warning":
+                pass
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+            assert turn.id is None
+            assert sent(seen, "turn/interrupt") == []
+            behaviour.gate.set()  # let the fake go on, so that it can exit
 
     run(main())
 
@@ -643,7 +714,7 @@ def test_turn_cancelled_during_turn_start_still_interrupts():
 
 def test_turn_steer_sends_expected_turn_id_and_returns_it():
     async def main():
-        async with server("steer") as (client, seen):
+        async with server(tb.Steer) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("start working")
             await first_delta(turn)
@@ -666,7 +737,7 @@ def test_turn_steer_sends_expected_turn_id_and_returns_it():
 
 def test_turn_steer_before_start_raises_and_sends_nothing():
     async def main():
-        async with server("simple") as (client, seen):
+        async with server(CodexLike) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             with pytest.raises(CodexminiError, match="not started"):
@@ -678,7 +749,7 @@ def test_turn_steer_before_start_raises_and_sends_nothing():
 
 def test_thread_steer_with_a_wrong_turn_id_is_an_rpc_error():
     async def main():
-        async with server("steer") as (client, _seen):
+        async with server(tb.Steer) as (client, _seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi")
             await first_delta(turn)
@@ -691,21 +762,36 @@ def test_thread_steer_with_a_wrong_turn_id_is_an_rpc_error():
     run(main())
 
 
-def test_turn_cancelled_during_turn_start_gives_up_after_the_grace():
-    # The turn/start answer comes 0.5 s late; with a shorter grace the turn id
-    # is never learned, the request is abandoned and nothing is interrupted.
+def test_thread_steer_without_an_active_turn_is_an_rpc_error():
     async def main():
-        async with server("slow_start") as (client, seen):
+        async with server(CodexLike) as (client, _seen):
             thread = await Thread.start(client)
-            turn = thread.turn("hi", interrupt_grace=0.01)
-            watcher = client.subscribe("*")
-            task = asyncio.ensure_future(collect(turn))
-            while (await watcher.get(timeout=30))["method"] != "warning":
-                pass
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            assert turn.id is None
-            assert sent(seen, "turn/interrupt") == []
+            with pytest.raises(RpcError, match="no active turn to steer"):
+                await thread.steer("x", TURN)
+
+    run(main())
+
+
+# -- the fake itself ----------------------------------------------------------------------
+
+
+def test_codex_like_refuses_a_method_it_does_not_know():
+    # As codex does (-32600 for every error): the fake never leaves a request unanswered.
+    async def main():
+        async with server(CodexLike) as (client, _seen):
+            with pytest.raises(RpcError, match="unknown method 'model/list'") as caught:
+                await client.request("model/list", {}, timeout=30)
+            assert caught.value.code == -32600
+
+    run(main())
+
+
+def test_codex_like_instance_takes_its_variant_from_the_fake_s_args():
+    # A behaviour passed as an instance is not re-created per launch; the
+    # fake's args still choose its variant.
+    async def main():
+        async with server(tb.Failed(), "interrupted") as (client, _seen):
+            thread = await Thread.start(client)
+            assert (await thread.turn("hi").run()).status == "interrupted"
 
     run(main())

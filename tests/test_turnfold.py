@@ -1,0 +1,267 @@
+"""The turn fold, pure: plain notification frames in, books out.
+
+No client, no event loop: each test feeds ``(method, params)`` pairs shaped
+like codex 0.149.1's (the item shapes come from
+:mod:`codexmini.testing.codex_like`) and reads the books.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from codexmini._events import (
+    AgentMessageDelta,
+    ItemCompleted,
+    ItemStarted,
+    RetryingError,
+    TokenUsage,
+    TurnCompleted,
+    Unmapped,
+    Usage,
+)
+from codexmini._mapping import to_event
+from codexmini._turnfold import TurnFold
+from codexmini.testing.codex_like import (
+    THREAD,
+    TURN_ERROR,
+    USAGE_1,
+    USAGE_2,
+    USAGE_SUM,
+    agent_message,
+    command,
+    turn_object,
+)
+
+TURN = "turn-mine"
+OTHER = "turn-other"
+U1 = Usage.from_wire(USAGE_1)
+U2 = Usage.from_wire(USAGE_2)
+
+Frame = Tuple[str, Dict[str, Any]]
+
+
+def started(item: Mapping[str, Any], turn: str = TURN) -> Frame:
+    return "item/started", {"item": dict(item), "threadId": THREAD, "turnId": turn, "startedAtMs": 1}
+
+
+def completed(item: Mapping[str, Any], turn: str = TURN) -> Frame:
+    return "item/completed", {"item": dict(item), "threadId": THREAD, "turnId": turn, "completedAtMs": 1}
+
+
+def delta(item_id: str, text: str, turn: str = TURN) -> Frame:
+    return "item/agentMessage/delta", {"threadId": THREAD, "turnId": turn, "itemId": item_id, "delta": text}
+
+
+def usage(last: Mapping[str, int], total: Mapping[str, int], turn: str = TURN) -> Frame:
+    token_usage = {"total": dict(total), "last": dict(last), "modelContextWindow": 258400}
+    return "thread/tokenUsage/updated", {"threadId": THREAD, "turnId": turn, "tokenUsage": token_usage}
+
+
+def error(err: Any, will_retry: bool, turn: str = TURN) -> Frame:
+    return "error", {"error": err, "willRetry": will_retry, "threadId": THREAD, "turnId": turn}
+
+
+def turn_completed(status: str = "completed", err: Any = None, turn: str = TURN) -> Frame:
+    return "turn/completed", {"threadId": THREAD, "turn": turn_object(turn, status, err)}
+
+
+def fold(*frames: Frame, turn_id: Optional[str] = TURN) -> TurnFold:
+    books = TurnFold(turn_id)
+    for method, params in frames:
+        books.feed(method, params)
+    return books
+
+
+# -- filtering ----------------------------------------------------------------------
+
+
+def test_turnfold_other_turns_frames_yield_nothing_and_book_nothing():
+    books = TurnFold(TURN)
+    other = [
+        started(agent_message("m_x"), OTHER),
+        delta("m_x", "x", OTHER),
+        completed(agent_message("m_x", "x"), OTHER),
+        usage(USAGE_2, USAGE_2, OTHER),
+        error(TURN_ERROR, False, OTHER),
+        turn_completed("failed", TURN_ERROR, OTHER),
+    ]
+    assert [books.feed(m, p) for m, p in other] == [None] * len(other)
+    assert (books.items, books.open, books.started) == ({}, {}, {})
+    assert (books.usage, books.last_error, books.completed, books.done) == (Usage(), None, None, False)
+
+
+def test_turnfold_frames_that_name_no_turn_are_the_thread_s_and_pass():
+    # thread/status/changed and warning name no turn: mapped (both ignored
+    # methods → None); a method the mapping does not know is Unmapped.
+    books = TurnFold(TURN)
+    assert books.feed("thread/status/changed", {"threadId": THREAD, "status": {"type": "idle"}}) is None
+    assert books.feed("warning", {"threadId": THREAD, "message": "careful"}) is None
+    event = books.feed("item/hologram/delta", {"threadId": THREAD, "delta": "3d"})
+    assert event == Unmapped("item/hologram/delta", {"threadId": THREAD, "delta": "3d"})
+
+
+def test_turnfold_without_a_turn_id_skips_every_frame_that_names_a_turn():
+    # Before turn/start answered, the fold cannot tell its turn's frames: the
+    # Turn holds them in its subscription until the id is known.
+    books = fold(started(agent_message("m")), turn_completed(), turn_id=None)
+    assert books.started == {} and not books.done
+
+
+def test_turnfold_turn_completed_without_a_turn_object_names_no_turn():
+    # A malformed turn/completed (no turn object) cannot be told apart from
+    # this turn's: it ends the fold rather than leaving the turn hanging.
+    books = TurnFold(TURN)
+    event = books.feed("turn/completed", {"threadId": THREAD, "turn": None})
+    assert isinstance(event, TurnCompleted) and (event.turn_id, event.status) == ("", "")
+    assert books.done
+
+
+# -- items -----------------------------------------------------------------------------
+
+
+def test_turnfold_items_last_writer_wins_in_first_completion_order():
+    books = fold(
+        completed(agent_message("a", "first")),
+        completed(agent_message("b", "bee")),
+        completed(agent_message("a", "second")),
+        completed(agent_message("a", "third")),
+    )
+    assert list(books.items) == ["a", "b"]
+    assert books.items["a"]["text"] == "third"
+    done = books.feed(*turn_completed())
+    assert [(i["id"], i["text"]) for i in done.items] == [("a", "third"), ("b", "bee")]
+
+
+def test_turnfold_open_items_versus_every_item_started():
+    cmd = command("call_1", "inProgress")
+    books = fold(started(agent_message("a")), started(cmd), completed(agent_message("a", "done")))
+    assert list(books.open) == ["call_1"]
+    assert list(books.started) == ["a", "call_1"]
+    # Started again (a retried stream): open again; `started` keeps the first start.
+    books.feed(*started(agent_message("a", "again")))
+    assert list(books.open) == ["call_1", "a"]
+    assert books.started["a"]["text"] == ""
+    # started_items filters by type, in start order.
+    assert books.started_items(["commandExecution"]) == [cmd]
+    assert books.started_items(["agentMessage", "commandExecution"])[0]["id"] == "a"
+    assert books.started_items([]) == []
+
+
+def test_turnfold_completed_without_started_is_booked_and_never_open():
+    books = fold(completed(agent_message("late", "hi")))
+    assert list(books.items) == ["late"] and books.open == {} and books.started == {}
+
+
+def test_turnfold_abandoned_are_the_items_open_at_completion():
+    books = fold(
+        started(agent_message("cut")),
+        delta("cut", "partial"),
+        started(command("call_1", "inProgress")),
+        started(agent_message("ok")),
+        completed(agent_message("ok", "fine")),
+    )
+    done = books.feed(*turn_completed("interrupted"))
+    assert done.abandoned == ("cut", "call_1")
+    assert [i["id"] for i in done.items] == ["ok"]
+
+
+# -- usage -------------------------------------------------------------------------------
+
+
+def test_turnfold_usage_sums_last_of_each_model_call_not_total():
+    books = TurnFold(TURN)
+    first = books.feed(*usage(USAGE_1, USAGE_1))
+    second = books.feed(*usage(USAGE_2, USAGE_SUM))
+    assert isinstance(first, TokenUsage) and isinstance(second, TokenUsage)
+    assert second.total == U1 + U2 and second.context_window == 258400
+    assert books.usage == U1 + U2
+    done = books.feed(*turn_completed())
+    assert done.usage == U1 + U2
+
+
+def test_turnfold_usage_of_a_turn_without_usage_is_zero():
+    assert fold(turn_completed()).completed.usage == Usage()
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+def test_turnfold_last_fatal_error_fills_a_failed_turn_without_error():
+    books = fold(error({"message": "first"}, False), error(TURN_ERROR, False))
+    assert books.last_error == TURN_ERROR  # the last one wins
+    done = books.feed(*turn_completed("failed", None))
+    assert (done.status, done.error, done.error_message) == ("failed", TURN_ERROR, TURN_ERROR["message"])
+
+
+def test_turnfold_turn_completed_error_wins_over_the_last_error():
+    own = {"message": "from turn/completed", "codexErrorInfo": "other", "additionalDetails": None}
+    done = fold(error(TURN_ERROR, False), turn_completed("failed", own)).completed
+    assert done.error == own
+
+
+def test_turnfold_last_error_is_not_given_to_a_turn_that_did_not_fail():
+    for status in ("interrupted", "completed"):
+        done = fold(error(TURN_ERROR, False), turn_completed(status)).completed
+        assert (done.status, done.error) == (status, None)
+
+
+def test_turnfold_retrying_errors_are_events_not_the_last_error():
+    books = TurnFold(TURN)
+    event = books.feed(*error({"message": "Reconnecting... 1/5", "additionalDetails": "401"}, True))
+    assert event == RetryingError("Reconnecting... 1/5", "401", None)
+    assert books.last_error is None
+    # A fatal error is no event of its own (turn/completed carries it) ...
+    assert books.feed(*error(TURN_ERROR, False)) is None
+    # ... and one whose error is not an object is not kept.
+    assert books.feed(*error("just a string", False)) is None
+    assert books.last_error == TURN_ERROR
+
+
+# -- feed() and book() -------------------------------------------------------------------
+
+
+def test_turnfold_feed_maps_and_books_and_returns_the_event():
+    books = TurnFold(TURN)
+    event = books.feed(*started(agent_message("a")))
+    assert event == ItemStarted(agent_message("a"))
+    assert books.feed(*delta("a", "hi")) == AgentMessageDelta("a", "hi")
+    assert isinstance(books.feed(*completed(agent_message("a", "hi"))), ItemCompleted)
+    done = books.feed(*turn_completed())
+    # The completed event returned is the one with the books, kept on the fold.
+    assert done is books.completed and books.done
+    assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
+
+
+def test_turnfold_book_keeps_the_books_of_mapped_events_without_filtering():
+    # book() is for events already mapped (and already known to be this
+    # turn's): no turn id check, and no last-error bookkeeping -- a fatal
+    # `error` maps to no event at all.
+    books = TurnFold(TURN)
+    assert books.book(None) is None
+    delta_event = AgentMessageDelta("a", "x")
+    assert books.book(delta_event) is delta_event
+    books.book(ItemStarted(agent_message("a")))
+    books.book(ItemStarted(command("call_1", "inProgress")))
+    books.book(ItemCompleted(agent_message("a", "x")))
+    books.book(TokenUsage(U1, U1))
+    done = books.book(TurnCompleted(OTHER, "failed"))
+    assert isinstance(done, TurnCompleted) and done is books.completed
+    assert (done.turn_id, done.error, done.abandoned, done.usage) == (OTHER, None, ("call_1",), U1)
+    assert [i["id"] for i in done.items] == ["a"]
+
+
+def test_turnfold_feed_and_book_keep_the_same_books():
+    frames = [
+        started(agent_message("a")),
+        delta("a", "x"),
+        completed(agent_message("a", "x")),
+        started(command("call_1", "inProgress")),
+        usage(USAGE_1, USAGE_1),
+        turn_completed("interrupted"),
+    ]
+    fed = fold(*frames)
+    booked = TurnFold(TURN)
+    for method, params in frames:
+        booked.book(to_event(method, params))
+    assert booked.completed == fed.completed
+    assert (booked.items, booked.open, booked.started, booked.usage) == (fed.items, fed.open, fed.started, fed.usage)

@@ -1,0 +1,434 @@
+"""Scripted codex turns for the thread and agent tests: :class:`CodexLike` behaviours.
+
+Each class plays one kind of turn the way codex 0.149.1 does (the shapes come
+from :mod:`codexmini.testing.codex_like`, copied from the real binary).  A
+test runs one in memory -- ``FakeAppServer(Plain).launch`` as the client's or
+the agent's launcher -- or, where the real process matters, as a child over
+real pipes: ``FakeAppServer("thread_behaviours:ExitMidTurn").executable(dir,
+[TESTS])``.  Every frame sent here is validated by the conformance plugin
+(strict, experimental schema) through the client's tap; :class:`Unmapped` is
+the one that sends a method the schema does not know, on purpose.
+
+Two kinds of control a pipe cannot give, used only in memory: a behaviour
+passed as an *instance* (``FakeAppServer(SlowStart())``) is the one the test
+holds, so the test can open its gates (:class:`SlowStart`,
+:class:`SlowHandshake`) or end a held turn itself (:meth:`AgentTurns.release`)
+-- no sleeps, no timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Mapping, Optional
+
+from codexmini.testing.codex_like import (
+    THREAD,
+    TURN,
+    TURN_ERROR,
+    USAGE_1,
+    USAGE_2,
+    USAGE_SUM,
+    CodexLike,
+    agent_message,
+    command,
+    reasoning,
+    user_message,
+)
+from codexmini.testing.fake_appserver import ServerSide, _StdioServerSide
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+OTHER_TURN = "01a22879-0000-7000-8000-00000000000b"
+OTHER_THREAD = "01a22879-0000-7000-8000-00000000000c"
+STEERED_ITEM = "01a22879-9c31-7b71-8c65-263c78c031fb"
+
+
+class Exit(Exception):
+    """Raised by a handler of a :class:`Mortal` behaviour: the fake exits with
+    ``code``, as a child process dying mid-conversation."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Mortal(CodexLike):
+    """A behaviour whose handlers may end the process (:class:`Exit`)."""
+
+    async def __call__(self, server: ServerSide) -> Optional[int]:
+        try:
+            return await super().__call__(server)
+        except Exit as exc:
+            if isinstance(server, _StdioServerSide):
+                # Over real pipes, die at once: returning would leave
+                # fake_appserver's asyncio.run() waiting for its stdin reader
+                # thread, blocked in read() until the client closes stdin.
+                os._exit(exc.code)
+            return exc.code
+
+
+# -- thread-level turns ------------------------------------------------------------
+
+
+class Plain(CodexLike):
+    """Reasoning, a command, a streamed message; two model calls' usage."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        ids = {"threadId": THREAD, "turnId": self.tid(None)}
+        self.started(reasoning("rs_1"))
+        self.note("item/reasoning/summaryPartAdded", {**ids, "itemId": "rs_1", "summaryIndex": 0})
+        for part in ("**Planning** ", "the answer."):
+            self.note("item/reasoning/summaryTextDelta", {**ids, "itemId": "rs_1", "delta": part, "summaryIndex": 0})
+        self.completed(reasoning("rs_1", ["**Planning** the answer."]))
+        self.started(command("call_cmd_1", "inProgress"))
+        self.note("item/commandExecution/outputDelta", {**ids, "itemId": "call_cmd_1", "delta": "done\n"})
+        self.completed(command("call_cmd_1", "completed"))
+        self.usage(USAGE_1, USAGE_1)
+        self.message("msg_1", "Hel", "lo")
+        self.usage(USAGE_2, USAGE_SUM)
+        self.finish(items=[agent_message("msg_1", "Hello")])
+
+
+class Early(CodexLike):
+    """turn/started and a delta arrive before the turn/start response (the
+    delta even before its item/started)."""
+
+    async def on_turn_start(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.active = TURN
+        self.count += 1
+        self.opening(params)
+        self.delta("msg_1", "early ")
+        self.answer_turn_start(rid)
+        self.started(agent_message("msg_1"))
+        self.delta("msg_1", "late")
+        self.completed(agent_message("msg_1", "early late"))
+        self.finish(items=[agent_message("msg_1", "early late")])
+
+
+class ThreadWarning(CodexLike):
+    """A warning for the new thread before the thread/start response (reference §2)."""
+
+    async def on_thread_start(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.note("warning", {"threadId": THREAD, "message": "Under-development features enabled: request_permissions_tool."})
+        await super().on_thread_start(rid, params)
+
+
+class Filtering(CodexLike):
+    """Frames of another turn of this thread and of another thread, interleaved."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.delta("msg_x", "other turn", turn=OTHER_TURN)
+        self.completed(agent_message("msg_x", "other turn"), turn=OTHER_TURN)
+        self.usage(USAGE_2, USAGE_2, turn=OTHER_TURN)
+        self.delta("msg_y", "other thread", thread=OTHER_THREAD)
+        self.finish("completed", turn=OTHER_TURN)
+        self.finish("failed", TURN_ERROR, thread=OTHER_THREAD)  # same turn id, other thread
+        self.message("msg_1", "mine")
+        self.usage(USAGE_1, USAGE_1)
+        self.finish(items=[agent_message("msg_1", "mine")])
+
+
+class Bookkeeping(CodexLike):
+    """An item that never completes, one id completed three times, a delta
+    before its item/started (reference §0.5, §3.10)."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.started(agent_message("msg_cut_1"))
+        self.delta("msg_cut_1", "partial")
+        self.error("Reconnecting... 1/5", True)
+        for attempt in (1, 2, 3):
+            self.started(agent_message("msg_inc"))
+            self.delta("msg_inc", f"attempt {attempt}")
+            self.completed(agent_message("msg_inc", f"attempt {attempt}"))
+        self.delta("msg_late", "late ")
+        self.started(agent_message("msg_late"))
+        self.completed(agent_message("msg_late", "late answer"))
+        self.finish(items=[agent_message("msg_late", "late answer")])
+
+
+class Retrying(CodexLike):
+    """Two retrying errors, then the answer."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.error("Reconnecting... 1/5", True)
+        self.error("Reconnecting... 2/5", True)
+        self.message("msg_1", "recovered")
+        self.finish(items=[agent_message("msg_1", "recovered")])
+
+
+class Failed(CodexLike):
+    """error{willRetry:false}, then turn/completed; variant ``with-error`` (as
+    codex does), ``no-error`` (turn.error null) or ``interrupted``."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.error("", False, TURN_ERROR)
+        if self.variant == "interrupted":
+            self.finish("interrupted", None)
+        else:
+            self.finish("failed", TURN_ERROR if self.variant == "with-error" else None)
+
+
+class Interruptible(CodexLike):
+    """A message starts streaming and waits; turn/interrupt ends the turn."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.started(agent_message("msg_1"))
+        self.delta("msg_1", "Hel")
+
+
+class NoActiveTurn(CodexLike):
+    """The turn ends at once; a later turn/interrupt gets -32600."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.message("msg_1", "Hel", "lo")
+        self.finish(items=[agent_message("msg_1", "Hello")])
+
+
+class SilentInterrupt(Interruptible):
+    """turn/interrupt is answered, but turn/completed never comes."""
+
+    async def on_turn_interrupt(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.write({"id": rid, "result": {}})
+
+
+class ExitOnInterrupt(Mortal, Interruptible):
+    """turn/interrupt is answered, then the process exits."""
+
+    async def on_turn_interrupt(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.write({"id": rid, "result": {}})
+        raise Exit(0)
+
+
+class ExitMidTurn(Mortal):
+    """The child dies while the turn streams."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.started(agent_message("msg_1"))
+        self.delta("msg_1", "Hel")
+        self.server.stderr("fake: dying mid-turn on purpose")
+        raise Exit(3)
+
+
+class Silent(CodexLike):
+    """The turn starts and then nothing comes until turn/interrupt."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        pass
+
+
+class Steer(CodexLike):
+    """A message streams and waits; turn/steer adds input and the turn ends."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.started(agent_message("msg_1"))
+        self.delta("msg_1", "Working")
+
+    async def steered(self, params: Mapping[str, Any]) -> None:
+        self.completed(agent_message("msg_1", "Working"))
+        steered = user_message(STEERED_ITEM, params.get("input") or [])
+        self.started(steered)
+        self.completed(steered)
+        self.message("msg_2", "Steered.")
+        self.finish(items=[agent_message("msg_2", "Steered.")])
+
+
+class SlowStart(Interruptible):
+    """Says it got turn/start (a warning), and answers it only once the test
+    opens :attr:`gate`.  In memory only (the test holds the instance)."""
+
+    def __init__(self, variant: str = "") -> None:
+        super().__init__(variant)
+        self.gate = asyncio.Event()
+
+    async def on_turn_start(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.note("warning", {"threadId": THREAD, "message": "got turn/start"})
+        await self.gate.wait()
+        await super().on_turn_start(rid, params)
+
+
+class RejectTurn(CodexLike):
+    """turn/start is refused the way codex refuses bad params (reference §3.14)."""
+
+    async def on_turn_start(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.server.fail({"id": rid}, "Invalid request: missing field `input`")
+
+
+class RejectThread(CodexLike):
+    """thread/start is refused (reference §3.14: a bad ``sandbox``)."""
+
+    async def on_thread_start(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.server.fail({"id": rid}, "Invalid request: invalid type: integer `123`, expected string or map")
+
+
+class Unmapped(CodexLike):
+    """A notification method this schema does not have (a newer codex)."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        ids = {"threadId": THREAD, "turnId": self.tid(None)}
+        self.note("item/hologram/delta", {**ids, "itemId": "h1", "delta": "3d"})
+        self.finish()
+
+
+# -- agent-level turns --------------------------------------------------------------
+
+
+def last_user_text(params: Mapping[str, Any]) -> str:
+    """The newest user message of a step's prompt (the serialized log)."""
+    inputs = params.get("input") or [{}]
+    text = str(inputs[0].get("text") or "")
+    return text.rsplit("<user>\n", 1)[-1].split("\n</user>", 1)[0]
+
+
+class AgentTurns(Mortal):
+    """One codex turn per agent step, scripted by the step's newest user message:
+
+    * ``slow …`` -- a message starts streaming (``working on: …``) and the turn
+      holds until the test calls :meth:`release` or codex gets turn/interrupt;
+    * ``tool …`` -- a command runs (``echo done``), then the answer;
+    * ``sleep …`` -- a ``sleep 30`` command starts; variant ``die``: the child
+      then exits (3), otherwise it holds (for a test that kills the child);
+    * anything else -- the answer ``re: …`` at once, with one model call's usage.
+
+    turn/steer is accepted and never echoed; :class:`EchoSteer`,
+    :class:`RefuseSteer` and :class:`DieOnSteer` answer it otherwise.
+    """
+
+    holding = ""  # the held turn's streamed text
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        said = last_user_text(params)
+        if said.startswith("slow"):
+            self.holding = f"working on: {said}"
+            self.started(agent_message("msg_1"))
+            self.delta("msg_1", self.holding)
+        elif said.startswith("tool"):
+            self.started(command("call_cmd_1", "inProgress"))
+            self.completed(command("call_cmd_1", "completed"))
+            self.reply(f"re: {said}")
+        elif said.startswith("sleep"):
+            self.started(command("call_sleep", "inProgress", "/bin/bash -lc 'sleep 30'"))
+            if self.variant == "die":
+                self.server.stderr("fake: dying mid-step on purpose")
+                raise Exit(3)
+        else:
+            self.reply(f"re: {said}")
+
+    def reply(self, text: str) -> None:
+        self.message("msg_2", text)
+        self.usage(USAGE_1, USAGE_1)
+        self.finish(items=[agent_message("msg_2", text)])
+
+    def release(self, text: str = "done") -> None:
+        """End the held turn: its message completes, then the answer."""
+        self.completed(agent_message("msg_1", self.holding))
+        self.reply(text)
+
+
+class EchoSteer(AgentTurns):
+    """Accepts turn/steer and echoes the input (as codex does), then answers."""
+
+    async def steered(self, params: Mapping[str, Any]) -> None:
+        self.completed(agent_message("msg_1", self.holding))
+        steered = user_message(STEERED_ITEM, params.get("input") or [])
+        self.started(steered)
+        self.completed(steered)
+        self.reply("got the steer")
+
+
+class RefuseSteer(AgentTurns):
+    """turn/steer is refused: the codex turn ended meanwhile (reference §3.11)."""
+
+    async def on_turn_steer(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.server.fail({"id": rid}, "no active turn to steer")
+
+
+class Approving(AgentTurns):
+    """``approve …``: codex asks to run a command outside the sandbox
+    (``item/commandExecution/requestApproval``, approval_accept shapes), runs
+    it only if the answer is ``accept`` and says what it got."""
+
+    asked = 0  # server-request ids: their own space, from 0 (reference §0.3)
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        said = last_user_text(params)
+        if not said.startswith("approve"):
+            return await super().script(params)
+        shell = "/bin/bash -lc 'echo escalated-ran > /var/tmp/outside.txt; echo done'"
+        self.started(command("call_cmd_1", "inProgress", shell))
+        rid, self.asked = self.asked, self.asked + 1
+        ask = {
+            "availableDecisions": ["accept", "cancel"],
+            "command": shell,
+            "commandActions": [{"command": "echo escalated-ran > /var/tmp/outside.txt; echo done", "type": "unknown"}],
+            "cwd": "/var/tmp/ws",
+            "environmentId": "local",
+            "itemId": "call_cmd_1",
+            "proposedExecpolicyAmendment": None,
+            "reason": "Need to write outside the sandbox",
+            "startedAtMs": 1,
+            "threadId": THREAD,
+            "turnId": self.tid(None),
+        }
+        self.write({"id": rid, "method": "item/commandExecution/requestApproval", "params": ask})
+        answer = await self.server.recv(30)
+        decision = ((answer or {}).get("result") or {}).get("decision")
+        self.note("serverRequest/resolved", {"threadId": THREAD, "requestId": rid})
+        self.completed(command("call_cmd_1", "completed" if decision == "accept" else "declined", shell))
+        self.reply(f"decision: {decision}")
+
+
+class DieOnSteer(AgentTurns):
+    """turn/steer arrives and the child dies before answering it."""
+
+    async def on_turn_steer(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.server.stderr("fake: dying on turn/steer on purpose")
+        raise Exit(3)
+
+
+class SlowHandshake(AgentTurns):
+    """``initialize`` is answered only once the test opens :attr:`gate`;
+    :attr:`initializing` says it arrived.  In memory only."""
+
+    def __init__(self, variant: str = "") -> None:
+        super().__init__(variant)
+        self.gate = asyncio.Event()
+        self.initializing = asyncio.Event()
+
+    async def on_initialize(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.initializing.set()
+        await self.gate.wait()
+        await super().on_initialize(rid, params)
+
+
+__all__ = [
+    "AgentTurns",
+    "Approving",
+    "Bookkeeping",
+    "DieOnSteer",
+    "EchoSteer",
+    "Early",
+    "Exit",
+    "ExitMidTurn",
+    "ExitOnInterrupt",
+    "Failed",
+    "Filtering",
+    "Interruptible",
+    "Mortal",
+    "NoActiveTurn",
+    "OTHER_THREAD",
+    "OTHER_TURN",
+    "Plain",
+    "RefuseSteer",
+    "RejectThread",
+    "RejectTurn",
+    "Retrying",
+    "Silent",
+    "SilentInterrupt",
+    "SlowHandshake",
+    "SlowStart",
+    "Steer",
+    "TESTS",
+    "ThreadWarning",
+    "Unmapped",
+    "last_user_text",
+]
