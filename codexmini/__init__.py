@@ -52,6 +52,7 @@ _EXPORTS: Dict[str, str] = {
     "DiffUpdated": "_events",
     "RetryingError": "_events",
     "TurnCompleted": "_events",
+    "InvalidNotification": "_events",
     "Unmapped": "_events",
     # the one error tree (drawn in codexmini._errors)
     "CodexminiError": "_errors",
@@ -61,8 +62,11 @@ _EXPORTS: Dict[str, str] = {
     "ProcessExited": "_errors",
     "ClientClosed": "_errors",
     "RequestTimeout": "_errors",
+    "CodexTimeout": "_errors",
+    "TurnTimeout": "_errors",
     "BinaryNotFound": "_errors",
     "ConfigError": "_errors",
+    "SchemaError": "_errors",
     "SessionLogError": "_errors",
 }
 
@@ -92,17 +96,21 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._errors import BinaryNotFound as BinaryNotFound
     from ._errors import ClientClosed as ClientClosed
     from ._errors import CodexminiError as CodexminiError
+    from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
     from ._errors import ProcessExited as ProcessExited
     from ._errors import ProtocolError as ProtocolError
     from ._errors import RequestTimeout as RequestTimeout
     from ._errors import RpcError as RpcError
+    from ._errors import SchemaError as SchemaError
     from ._errors import SessionLogError as SessionLogError
     from ._errors import TransportError as TransportError
+    from ._errors import TurnTimeout as TurnTimeout
     from ._events import AgentMessageDelta as AgentMessageDelta
     from ._events import CommandOutputDelta as CommandOutputDelta
     from ._events import DiffUpdated as DiffUpdated
     from ._events import Event as Event
+    from ._events import InvalidNotification as InvalidNotification
     from ._events import ItemCompleted as ItemCompleted
     from ._events import ItemStarted as ItemStarted
     from ._events import PlanDelta as PlanDelta

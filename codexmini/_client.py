@@ -69,7 +69,15 @@ from . import __version__, _rpc
 from . import _wire as wire
 from ._binary import find_codex
 from ._environment import child_environment
-from ._errors import ClientClosed, CodexminiError, ProcessExited, ProtocolError, RequestTimeout, TransportError
+from ._errors import (
+    ClientClosed,
+    CodexminiError,
+    CodexTimeout,
+    ProcessExited,
+    ProtocolError,
+    RequestTimeout,
+    TransportError,
+)
 from ._process import ChildProcess
 
 log = logging.getLogger("codexmini.client")
@@ -185,7 +193,7 @@ class Subscription:
         return None
 
     async def get(self, timeout: Optional[float] = None) -> Frame:
-        """Wait for the next frame; ``asyncio.TimeoutError`` after ``timeout`` seconds."""
+        """Wait for the next frame; :class:`~codexmini.CodexTimeout` after ``timeout`` seconds."""
         while True:
             frame = self.get_nowait()
             if frame is not None:
@@ -193,6 +201,8 @@ class Subscription:
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await asyncio.wait_for(self._waiter, timeout)
+            except asyncio.TimeoutError:
+                raise CodexTimeout(f"no notification for {self.key!r} within {timeout:g}s", float(timeout or 0)) from None
             finally:
                 self._waiter = None
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ._errors import ProtocolError
-
 from ._events import (
     AgentMessageDelta,
     CommandOutputDelta,

@@ -35,8 +35,8 @@ import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._client import AppServerClient, Subscription
-from ._errors import CodexminiError, RpcError, TransportError, TurnTimeout
-from ._events import Event, TurnCompleted, Usage
+from ._errors import CodexminiError, CodexTimeout, RpcError, TransportError, TurnTimeout
+from ._events import Event, InvalidNotification, TurnCompleted, Usage
 from ._turnfold import TurnFold
 
 log = logging.getLogger("codexmini.thread")
@@ -175,7 +175,7 @@ class Turn:
             while True:
                 try:
                     frame = await self.thread._sub.get(self.idle_timeout)
-                except asyncio.TimeoutError:
+                except CodexTimeout:
                     raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
                 event = self._take(frame)
                 if event is not None:
@@ -209,6 +209,10 @@ class Turn:
         event = self.books.feed(str(frame.get("method", "")), params if isinstance(params, dict) else {})
         if self.books.done:
             self.done = True
+        elif isinstance(event, InvalidNotification):
+            count = self.books.invalid
+            if count <= 10 or count % 1000 == 0:  # counted always, logged without flooding
+                log.warning("turn %s: skipped invalid notification #%d: %s", self.id, count, event.reason)
         return event
 
     # -- control -----------------------------------------------------------

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
-from ._events import Event, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
+from ._events import Event, InvalidNotification, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
 from ._mapping import to_event
 
 Item = Mapping[str, Any]
@@ -47,6 +47,7 @@ class TurnFold:
         self.open: Dict[str, Item] = {}  # started, not completed since
         self.started: Dict[str, Item] = {}  # every item started (first start), in start order
         self.usage = Usage()
+        self.invalid = 0  # notifications skipped as malformed (InvalidNotification)
         self.last_error: Optional[Mapping[str, Any]] = None
         self.completed: Optional[TurnCompleted] = None
         self._order: List[str] = []  # completed ids, in order of first completion
@@ -95,6 +96,10 @@ class TurnFold:
         self.items[item_id] = event.item
         return event
 
+    def _invalid(self, event: InvalidNotification) -> Event:
+        self.invalid += 1
+        return event
+
     def _usage(self, event: TokenUsage) -> Event:
         self.usage = self.usage + event.last
         return event
@@ -114,6 +119,7 @@ _BOOKS: Dict[type, Callable[[TurnFold, Any], Event]] = {
     ItemStarted: TurnFold._started,
     ItemCompleted: TurnFold._completed,
     TokenUsage: TurnFold._usage,
+    InvalidNotification: TurnFold._invalid,
     TurnCompleted: TurnFold._finish,
 }
 

@@ -335,7 +335,7 @@ def test_client_subscription_get_times_out_and_iterates_until_the_end():
     async def main():
         client = await started(b.echo)
         sub = client.subscribe(THREAD)
-        with pytest.raises(asyncio.TimeoutError):
+        with pytest.raises(CodexTimeout):
             await sub.get(timeout=0.01)
         waiting = asyncio.ensure_future(sub.get(timeout=30))
         await asyncio.sleep(0)

@@ -50,6 +50,7 @@ DOCUMENTED: List[str] = [
     "DiffUpdated",
     "RetryingError",
     "TurnCompleted",
+    "InvalidNotification",
     "Unmapped",
     # errors
     "CodexminiError",
@@ -59,8 +60,11 @@ DOCUMENTED: List[str] = [
     "ProcessExited",
     "ClientClosed",
     "RequestTimeout",
+    "CodexTimeout",
+    "TurnTimeout",
     "BinaryNotFound",
     "ConfigError",
+    "SchemaError",
     "SessionLogError",
 ]
 

@@ -11,6 +11,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from codexmini._events import (
     AgentMessageDelta,
+    InvalidNotification,
     ItemCompleted,
     ItemStarted,
     RetryingError,
@@ -107,13 +108,15 @@ def test_turnfold_without_a_turn_id_skips_every_frame_that_names_a_turn():
     assert books.started == {} and not books.done
 
 
-def test_turnfold_turn_completed_without_a_turn_object_names_no_turn():
-    # A malformed turn/completed (no turn object) cannot be told apart from
-    # this turn's: it ends the fold rather than leaving the turn hanging.
+def test_turnfold_turn_completed_without_a_turn_object_is_skipped_and_counted():
+    # A malformed turn/completed (no turn object) is an InvalidNotification:
+    # skipped and counted, the turn goes on and a well-formed one still ends it.
     books = TurnFold(TURN)
     event = books.feed("turn/completed", {"threadId": THREAD, "turn": None})
-    assert isinstance(event, TurnCompleted) and (event.turn_id, event.status) == ("", "")
-    assert books.done
+    assert isinstance(event, InvalidNotification) and event.reason == "turn/completed: turn is null"
+    assert not books.done and books.invalid == 1
+    books.feed("turn/completed", {"threadId": THREAD, "turn": {"id": TURN, "status": "completed", "error": None}})
+    assert books.done and books.completed is not None and books.completed.status == "completed"
 
 
 # -- items -----------------------------------------------------------------------------
