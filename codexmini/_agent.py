@@ -48,7 +48,7 @@ from . import CODEX_VERSION, __version__
 from ._binary import parse_version
 from ._client import AppServerClient, Launcher, Tap
 from ._endpoint import ModelEndpoint
-from ._errors import ConfigError, ProcessExited, RpcError, TransportError
+from ._errors import CodexminiError, ConfigError, ProcessExited, RpcError, TransportError
 from ._events import Event, TurnCompleted, Usage
 from ._inbox import Inbox, Message
 from ._permission import (
@@ -228,8 +228,12 @@ class Agent:
         """Start the codex child (if needed) and write the session header once.
 
         Raises :class:`~codexmini.BinaryNotFound` before anything is logged when
-        there is no codex to run."""
+        there is no codex to run.  (A turn that cannot start its child does not
+        raise: it is logged, and ends with ``CODEX_UNAVAILABLE``.)"""
         await self._ensure_client()
+        self._write_header()
+
+    def _write_header(self) -> None:
         if not self._header_written:
             self._header_written = True
             self._append(
@@ -283,6 +287,7 @@ class Agent:
     async def _run_turn(self, messages: List[Message]) -> None:
         self._running = True
         self._cancelled = False
+        unavailable: Optional[CodexminiError] = None
         try:
             await self.start()
         except asyncio.CancelledError:
@@ -291,6 +296,10 @@ class Agent:
             _uncancel()  # cancel() before anything was logged: no turn at all
             self._running = False
             return
+        except CodexminiError as exc:  # no codex to run: the turn is logged all the same
+            log.warning("cannot start codex for turn %d: %s", self._turn_no, exc)
+            unavailable = exc
+            self._write_header()
         turn_no = self._turn_no = max(self._turn_no, next_turn_number(self.log.events))
         self._step = 0
         self._append("turn/start", {}, step=None)
@@ -298,7 +307,8 @@ class Agent:
         self._turn_usage = Usage()
         try:
             while True:
-                reason, error = await self._run_step(messages)
+                reason, error = await self._run_step(messages, unavailable)
+                unavailable = None
                 if reason != "completed":
                     # One expression: an `if` just before `break` leaves a branch
                     # arc that Python 3.9's bytecode never takes (coverage).
@@ -330,7 +340,9 @@ class Agent:
 
     # -- one step ------------------------------------------------------------
 
-    async def _run_step(self, messages: List[Message]) -> Tuple[str, Optional[Dict[str, str]]]:
+    async def _run_step(
+        self, messages: List[Message], unavailable: Optional[CodexminiError] = None
+    ) -> Tuple[str, Optional[Dict[str, str]]]:
         self._step += 1
         self.stats["steps"] += 1
         self._append("step/start", {})
@@ -341,11 +353,20 @@ class Agent:
         folder = self._folder = StepFolder(step=self._step, model=self._model_label(), new_id=self.new_id)
         generation = self.inbox.generation
         try:
+            if unavailable is not None:
+                return self._unavailable(unavailable, folder)
             return await self._codex_turn(messages, permissions, folder)
         finally:
             self._folder = None
             # Steered, never echoed: the next step logs them (unless cancel() dropped the inbox).
             self.inbox.requeue(folder.unechoed(), generation)
+
+    def _unavailable(self, exc: CodexminiError, folder: StepFolder) -> Tuple[str, Optional[Dict[str, str]]]:
+        """The child could not be started or initialized: the step ends in error."""
+        error = {"message": f"{type(exc).__name__}: {exc}", "code": "CODEX_UNAVAILABLE"}
+        self._append("agent/error", dict(error))
+        self._settle(folder, None, "error")
+        return "error", error
 
     async def _codex_turn(
         self, messages: List[Message], permissions: ThreadPermissions, folder: StepFolder
@@ -488,7 +509,9 @@ class Agent:
 
     def _codex_version(self) -> str:
         client = self.child.client
-        agent = (client.server_info.get("userAgent") if client else None) or ""
+        if client is None:
+            return "unknown"  # no child could be started
+        agent = client.server_info.get("userAgent") or ""
         return parse_version(str(agent).split(" ")[0]) or CODEX_VERSION
 
     def _model_label(self) -> str:

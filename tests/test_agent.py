@@ -402,17 +402,38 @@ def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_me
     assert read_log(s.log.path).events == s.log.events
 
 
-def test_agent_without_a_codex_binary_raises_before_anything_is_logged(offline):
+def test_agent_start_without_a_codex_binary_raises_before_anything_is_logged(offline):
     s = offline()
 
     async def main() -> None:
         async with s.agent(config=s.config(launcher=None, codex_bin=os.path.join(s.root, "no-codex"))) as agent:
             with pytest.raises(BinaryNotFound):
-                await agent.run("hello")
+                await agent.start()
             assert agent.phase == agent_mod.IDLE
 
     run(main())
     assert s.log.events == []
+
+
+def test_agent_run_without_a_codex_binary_logs_the_turn_and_ends_it_in_error(offline):
+    # The queued prompt is not dropped and nothing escapes run(): the turn is
+    # logged with the user's message and ends CODEX_UNAVAILABLE.
+    s = offline()
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent(config=s.config(launcher=None, codex_bin=os.path.join(s.root, "no-codex"))) as agent:
+            end = await agent.run("hello")
+            assert agent.phase == agent_mod.IDLE
+            return end
+
+    end = run(main())
+    assert end["reason"] == "error" and end["error"]["code"] == "CODEX_UNAVAILABLE"
+    assert end["error"]["message"].startswith("BinaryNotFound: codex binary")
+    types = [e["type"] for e in s.log.events]
+    assert types == ["session/header", "turn/start", "step/start", "user/message", "agent/error", "step/end", "turn/end"]
+    assert s.log.events[0]["data"]["codexVersion"] == "unknown"
+    assert s.log.events[3]["data"]["content"] == [{"type": "text", "text": "hello"}]
+    assert s.log.events[4]["data"] == end["error"]
 
 
 def test_agent_tool_then_answer_is_two_steps_in_memory(offline):
