@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -64,7 +65,7 @@ from ._permission import (
     resolve_permissions,
 )
 from ._prompt import Transcript, text_block
-from ._session import SessionLog, has_header, next_turn_number
+from ._session import KNOB_TYPES, SessionLog, has_header, last_endpoint, last_model, next_turn_number
 from ._skills import SkillProvider, inject_skills
 from ._steps import StepFolder, Write
 from ._supervisor import ChildSupervisor
@@ -153,6 +154,10 @@ class Agent:
         self._turn_no = next_turn_number(log_.events)
         self._step = 0
         self._header_written = False
+        #: The knob events of the log (sandbox, approval, model, endpoint), kept
+        #: as they are appended, so each step folds them without rescanning the log.
+        self._knobs: List[Dict[str, Any]] = [e for e in log_.events if e.get("type") in KNOB_TYPES]
+        self._endpoint_key: Tuple[Optional[str], str] = (None, "")  # (base URL, key) given in memory
         self.last_turn_end: Optional[Dict[str, Any]] = None
         self.stats: Dict[str, int] = {"steps": 0, "tool_calls": 0, "approvals": 0, "ignored_items": 0}
 
@@ -256,6 +261,27 @@ class Agent:
             raise ConfigError(f"unknown knob {kind!r}: expected 'sandbox/mode' or 'approval/policy'")
         self._append(kind, {key: value}, turn=None, step=None)
 
+    def set_model(self, model: str) -> None:
+        """Choose the session's model (``model/choice``): it wins over
+        ``AgentConfig.model`` and applies from the next step on (each step is
+        a fresh thread); a resumed session keeps it."""
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"a model must be a non-empty string, not {model!r}")
+        self._append("model/choice", {"model": model}, turn=None, step=None)
+
+    def set_endpoint(self, endpoint: Optional[ModelEndpoint], api_key_env: Optional[str] = None) -> None:
+        """Choose the session's model endpoint (``model/endpoint``; ``None``:
+        codex's own configuration).  The log keeps the URL and the *name* of
+        the environment variable that holds the key (``api_key_env``), never
+        the key: a resumed session reads the key from that variable
+        (``AgentConfig.env``, then the process environment).  Applies from the
+        next step on; a new endpoint restarts the child."""
+        data: Dict[str, Any] = {"baseUrl": None, "wireApi": None, "apiKeyEnv": api_key_env}
+        if endpoint is not None:
+            data.update(baseUrl=endpoint.base_url, wireApi=endpoint.wire_api)
+            self._endpoint_key = (endpoint.base_url, endpoint.api_key)
+        self._append("model/endpoint", data, turn=None, step=None)
+
     async def close(self) -> None:
         """Cancel anything running and shut the child down."""
         self.cancel()
@@ -349,7 +375,7 @@ class Agent:
         messages = self._inject_skills(messages)
         for message in messages:
             self._append("user/message", message)
-        permissions = resolve_permissions(self.log.events, self.config.sandbox, self.config.approval_policy)
+        permissions = resolve_permissions(self._knobs, self.config.sandbox, self.config.approval_policy)
         folder = self._folder = StepFolder(step=self._step, model=self._model_label(), new_id=self.new_id)
         generation = self.inbox.generation
         try:
@@ -377,7 +403,7 @@ class Agent:
             thread = await Thread.start(
                 client,
                 cwd=self.config.cwd,
-                model=self.config.model,
+                model=self._model(),
                 sandbox=permissions.sandbox,
                 approval_policy=permissions.approval_policy,
             )
@@ -463,12 +489,12 @@ class Agent:
 
     async def _ensure_client(self) -> AppServerClient:
         cfg = self.config
-        key = (cfg.endpoint, tuple(cfg.config), cfg.codex_bin)
-        return await self.child.ensure(key, self._start_client)
+        endpoint = self._endpoint()
+        key = (endpoint, tuple(cfg.config), cfg.codex_bin)
+        return await self.child.ensure(key, lambda: self._start_client(endpoint))
 
-    async def _start_client(self) -> AppServerClient:
+    async def _start_client(self, endpoint: Optional[ModelEndpoint]) -> AppServerClient:
         cfg = self.config
-        endpoint = cfg.endpoint
         # The endpoint's provider table first: a later `-c` assigning the
         # whole table would replace the caller's model_providers.* flags.
         config = (endpoint.config() if endpoint else []) + list(cfg.config)
@@ -514,16 +540,39 @@ class Agent:
         agent = client.server_info.get("userAgent") or ""
         return parse_version(str(agent).split(" ")[0]) or CODEX_VERSION
 
+    def _model(self) -> Optional[str]:
+        """The session's choice, else the configured model (seed 003 §4.5)."""
+        return last_model(self._knobs) or self.config.model
+
     def _model_label(self) -> str:
-        return self.config.model or "default"
+        return self._model() or "default"
+
+    def _endpoint(self) -> Optional[ModelEndpoint]:
+        """The session's endpoint, else the configured one."""
+        chosen = last_endpoint(self._knobs)
+        if chosen is None:
+            return self.config.endpoint
+        url = chosen.get("baseUrl")
+        if url is None:
+            return None  # codex's own configuration
+        key = self._endpoint_key[1] if self._endpoint_key[0] == url else ""
+        name = chosen.get("apiKeyEnv")
+        if not key and isinstance(name, str) and name:
+            key = self.config.env.get(name) or os.environ.get(name, "")
+            if not key:
+                log.warning("the session's endpoint names %s for its key, but it is not set", name)
+        wire = chosen.get("wireApi")
+        return ModelEndpoint(url, key, wire if isinstance(wire, str) else "responses")
 
     def _append(self, type_: str, data: Dict[str, Any], *, turn: Optional[int] = -1, step: Optional[int] = -1) -> None:
-        self.log.append(
+        event = self.log.append(
             type_,
             data,
             turn=self._turn_no if turn == -1 else turn,
             step=(self._step or None) if step == -1 else step,
         )
+        if type_ in KNOB_TYPES:
+            self._knobs.append(event)
 
     def _user_message(self, content: Content) -> Message:
         if isinstance(content, str):

@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("prompt", metavar="PROMPT", help="the user message ('-' reads it from stdin)")
     run.add_argument("--cwd", metavar="DIR", help="working directory for codex (default: .)")
     run.add_argument("--session", metavar="FILE", help="append to (and resume from) this session log")
-    run.add_argument("--model", metavar="M", help="model slug passed to codex")
+    run.add_argument("--model", metavar="M", help="model slug passed to codex (logged: a resumed session keeps it)")
     run.add_argument("--sandbox", choices=SANDBOX_MODES, help="pin the sandbox mode")
     run.add_argument("--approval-policy", choices=("never", "ask"), help="logged as an approval/policy knob")
     run.add_argument("--auto-approve", action="store_true", help="accept every approval request")
@@ -242,8 +242,13 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
     try:
         await agent.start()
         console.line(f"session log: {path}", "dim")
+        # Logged, so that `run --session S` without these flags resumes with them.
         if args.approval_policy:
             agent.set_knob("approval/policy", args.approval_policy)
+        if args.model:
+            agent.set_model(args.model)
+        if config.endpoint is not None:
+            agent.set_endpoint(config.endpoint, api_key_env=args.api_key_env)
         end = await agent.run(prompt)
     finally:
         ctrl_c.cleaning = True

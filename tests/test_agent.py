@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import signal
@@ -1308,3 +1309,85 @@ def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(live_s
     run(main())
     assert [e["data"]["source"]["kind"] for e in s.of_type("user/message")] == ["user", "user"]
     assert len(s.sent("initialize")) == 2
+
+
+# -- the session's model and endpoint (issue: the agent, complete) ---------------------------
+
+
+def test_agent_session_model_wins_over_the_configured_one_and_survives_a_resume(offline):
+    s = offline(tb.AgentTurns)
+
+    async def first() -> None:
+        async with s.agent(config=s.config(model="configured")) as agent:
+            await agent.run("one")  # the configured model
+            agent.set_model("chosen")
+            await agent.run("two")  # the session's choice, from the next step on
+
+    async def resumed() -> None:
+        async with s.agent(config=s.config(model=None)) as agent:  # no --model on resume
+            await agent.run("three")
+
+    run(first())
+    run(resumed())
+    models = [f["params"].get("model") for f in s.sent("thread/start")]
+    assert models == ["configured", "chosen", "chosen"]
+    assert [e["data"] for e in s.of_type("model/choice")] == [{"model": "chosen"}]
+    headers = s.of_type("session/header")
+    assert [h["data"]["model"] for h in headers] == ["configured", "chosen"]
+    sources = [e["data"]["source"]["model"] for e in s.of_type("assistant/message")]
+    assert sources == ["configured", "chosen", "chosen"]
+
+
+def test_agent_set_model_refuses_what_is_not_a_model(offline):
+    s = offline(tb.AgentTurns)
+    agent = s.agent()
+    for bad in ("", None, 3):
+        with pytest.raises(ConfigError, match="non-empty string"):
+            agent.set_model(bad)  # type: ignore[arg-type]
+    assert s.log.events == []
+
+
+def test_agent_session_endpoint_keeps_its_key_out_of_the_log_and_restarts_the_child(offline, monkeypatch):
+    s = offline(tb.AgentTurns)
+    monkeypatch.setenv("CODEXMINI_TEST_KEY", "sk-from-the-environment")
+
+    async def first() -> None:
+        async with s.agent() as agent:
+            await agent.run("one")  # codex's own configuration: no provider flags
+            agent.set_endpoint(ModelEndpoint("http://127.0.0.1:9/v1", "sk-in-memory"), api_key_env="CODEXMINI_TEST_KEY")
+            await agent.run("two")  # a new child, with the endpoint and the in-memory key
+
+    async def resumed() -> None:
+        async with s.agent() as agent:
+            await agent.run("three")  # the key comes from the variable the log names
+
+    run(first())
+    run(resumed())
+    launches = s.fake.launches
+    assert len(launches) == 3
+    assert not any("model_provider" in arg for arg in launches[0].argv)
+    for launch, key in ((launches[1], "sk-in-memory"), (launches[2], "sk-from-the-environment")):
+        assert 'model_provider="codexmini"' in launch.argv and launch.env["CODEXMINI_API_KEY"] == key
+    (knob,) = s.of_type("model/endpoint")
+    assert knob["data"] == {"baseUrl": "http://127.0.0.1:9/v1", "wireApi": "responses", "apiKeyEnv": "CODEXMINI_TEST_KEY"}
+    with open(s.log.path, encoding="utf-8") as fh:
+        text = fh.read()
+    assert "sk-in-memory" not in text and "sk-from-the-environment" not in text
+
+
+def test_agent_session_endpoint_none_means_codex_configuration_and_a_missing_key_warns(offline, caplog):
+    s = offline(tb.AgentTurns)
+
+    async def main() -> None:
+        async with s.agent(config=s.config(endpoint=ModelEndpoint("http://127.0.0.1:9/v1", "sk-x"))) as agent:
+            agent.set_endpoint(ModelEndpoint("http://127.0.0.1:8/v1"), api_key_env="CODEXMINI_UNSET_KEY_VAR")
+            with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
+                await agent.run("keyless")
+            agent.set_endpoint(None)
+            await agent.run("default")
+
+    run(main())
+    assert "names CODEXMINI_UNSET_KEY_VAR for its key, but it is not set" in caplog.text
+    first, second = s.fake.launches
+    assert "CODEXMINI_API_KEY" not in first.env and "base_url=\"http://127.0.0.1:8/v1\"" in " ".join(first.argv)
+    assert not any("model_provider" in arg for arg in second.argv)

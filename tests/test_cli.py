@@ -549,3 +549,27 @@ def test_cli_smoke_passes_under_python_3_9():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "smoke passed" in done.stdout
+
+
+@pytest.mark.live
+@live
+def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch):
+    # run --model M, then resume without --model and without --provider-url:
+    # the second codex turn still asks the scripted model for M.
+    monkeypatch.setenv("CODEXMINI_CLI_TEST_KEY", "sk-cli")
+    session = os.path.join(hermetic, "s.jsonl")
+    ws = os.path.join(hermetic, "ws")
+    os.makedirs(ws, exist_ok=True)
+    with ScriptedModel({"rules": [], "default": message("ok")}) as model:
+        first = ["run", "one", "--cwd", ws, "--session", session, "--model", "gpt-fake"]
+        first += ["--provider-url", model.url, "--api-key-env", "CODEXMINI_CLI_TEST_KEY"]
+        code, _, err = call(first, env={"CODEXMINI_CLI_TEST_KEY": "sk-cli"})
+        assert code == 0, err
+        code, _, err = call(["run", "two", "--cwd", ws, "--session", session], env={"CODEXMINI_CLI_TEST_KEY": "sk-cli"})
+        assert code == 0, err
+        bodies = [r["body"] for r in model.requests]
+    assert [b["model"] for b in bodies] == ["gpt-fake", "gpt-fake"]
+    events = read_log(session).events
+    assert [e["data"] for e in events if e["type"] == "model/choice"] == [{"model": "gpt-fake"}]
+    (endpoint,) = [e["data"] for e in events if e["type"] == "model/endpoint"]
+    assert endpoint["apiKeyEnv"] == "CODEXMINI_CLI_TEST_KEY" and "sk-cli" not in json.dumps(events)
