@@ -204,9 +204,11 @@ class Agent:
         self.inbox.add(self._user_message(content))
 
     def cancel(self, keep_inbox: bool = False) -> None:
-        """Abort the running turn (``turn/interrupt``); drop the inbox unless kept."""
+        """Abort the running turn (``turn/interrupt``) or an idle shutdown under
+        way; drop the inbox unless kept."""
         if not keep_inbox:
             self.inbox.drop()
+        self.child.abort_maintenance()
         if self._running and self._driver is not None:  # running means the driver runs
             self._cancelled = True
             self._driver.cancel()
@@ -314,13 +316,18 @@ class Agent:
         self._running = True
         self._cancelled = False
         unavailable: Optional[CodexminiError] = None
+        generation = self.inbox.generation
         try:
             await self.start()
         except asyncio.CancelledError:
+            # cancel() before anything was logged: no turn at all.  With
+            # keep_inbox the turn's messages stay queued (nothing the user
+            # asked is lost); a plain cancel() dropped them with the rest.
+            self.inbox.restore_turn(messages, generation)
+            self._running = False
             if not self._cancelled:
                 raise
-            _uncancel()  # cancel() before anything was logged: no turn at all
-            self._running = False
+            _uncancel()
             return
         except CodexminiError as exc:  # no codex to run: the turn is logged all the same
             log.warning("cannot start codex for turn %d: %s", self._turn_no, exc)

@@ -50,6 +50,13 @@ class Inbox:
         claimed, self.current = self.current, []
         return claimed
 
+    def restore_turn(self, messages: List[Message], generation: int) -> None:
+        """A turn taken at ``generation`` never started (cancelled while its
+        child was spawned): its messages go back, first in line, as the next
+        turn -- unless the inbox was dropped since."""
+        if messages and generation == self.generation:
+            self.followups.insert(0, list(messages))
+
     def requeue(self, messages: List[Message], generation: int) -> None:
         """Put back messages taken at ``generation`` (steers codex never
         echoed), first in line -- unless the inbox was dropped since."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Optional, Set
 
 from ._client import AppServerClient
 
@@ -34,6 +34,7 @@ class ChildSupervisor:
         self.restarts = 0
         self._idle_timer: Optional[asyncio.TimerHandle] = None
         self._maintenance: Optional["asyncio.Task[None]"] = None
+        self._closing: Set[AppServerClient] = set()
 
     @property
     def maintaining(self) -> bool:
@@ -54,6 +55,15 @@ class ChildSupervisor:
             self.client = await start()
             self.key = key
         return self.client
+
+    def abort_maintenance(self) -> None:
+        """Stop waiting for an idle shutdown under way (``cancel()``): the
+        agent is idle at once.  The child's own close goes on to its end in
+        the background (``AppServerClient.close`` is shielded), so nothing is
+        left running."""
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            self._maintenance = None
 
     async def wait_maintenance(self) -> None:
         if self._maintenance is not None:
@@ -84,11 +94,16 @@ class ChildSupervisor:
             self._maintenance = None
 
     async def close(self) -> None:
-        """Close the child (if any) and forget it."""
+        """Close the child (if any) and forget it; also wait for a child whose
+        idle shutdown was aborted (its close went on in the background)."""
         self.cancel_idle()
         client, self.client = self.client, None
         if client is not None:
-            await client.close()
-
+            self._closing.add(client)
+            await client.close()  # a cancel here leaves it in _closing: closed later, never lost
+            self._closing.discard(client)
+        for left in list(self._closing):
+            await left.close()  # idempotent and shielded: returns once it is closed
+            self._closing.discard(left)
 
 __all__ = ["ChildSupervisor", "Starter"]

@@ -1391,3 +1391,82 @@ def test_agent_session_endpoint_none_means_codex_configuration_and_a_missing_key
     first, second = s.fake.launches
     assert "CODEXMINI_API_KEY" not in first.env and "base_url=\"http://127.0.0.1:8/v1\"" in " ".join(first.argv)
     assert not any("model_provider" in arg for arg in second.argv)
+
+
+# -- inbox races (fail on the agent before the surface issue) ---------------------------------
+
+
+def test_agent_cancel_keep_inbox_while_the_child_starts_keeps_the_followup(offline):
+    s = offline()
+
+    async def main() -> Dict[str, Any]:
+        behaviour = tb.SlowHandshake()
+        s.fake = FakeAppServer(behaviour)
+        async with s.agent() as agent:
+            agent.followup("keep me")
+            await asyncio.wait_for(behaviour.initializing.wait(), 30)
+            agent.cancel(keep_inbox=True)  # aborts the spawn, keeps what was asked
+            behaviour.gate.set()
+            await agent.wait_idle()
+            return agent.last_turn_end or {}
+
+    end = run(main())
+    assert end["reason"] == "completed"
+    assert s.users() == [(1, 1, "keep me")]
+
+
+def test_agent_cancel_while_the_child_starts_drops_the_followup(offline):
+    s = offline()
+
+    async def main() -> None:
+        behaviour = tb.SlowHandshake()
+        s.fake = FakeAppServer(behaviour)
+        async with s.agent() as agent:
+            agent.followup("drop me")
+            await asyncio.wait_for(behaviour.initializing.wait(), 30)
+            agent.cancel()
+            behaviour.gate.set()
+            await agent.wait_idle()
+            assert len(agent.inbox) == 0
+
+    run(main())
+    assert s.log.events == []
+
+
+def test_agent_cancel_aborts_the_idle_shutdown_and_close_still_ends_the_child(offline):
+    s = offline()
+
+    async def main() -> None:
+        behaviour = tb.LingerOnClose()
+        s.fake = FakeAppServer(behaviour)
+        agent = s.agent()
+        await agent.run("one")
+        transport_server = s.fake.server
+        agent.child._idle_shutdown(lambda: True)  # as the idle timer would
+        await asyncio.wait_for(behaviour.closing.wait(), 30)
+        assert agent.phase == agent_mod.MAINTENANCE
+        agent.cancel()
+        assert agent.phase == agent_mod.IDLE  # at once: the shutdown is no longer waited for
+        await asyncio.wait_for(agent.wait_idle(), 5)
+        assert transport_server is s.fake.server
+        behaviour.gate.set()
+        await agent.close()  # waits for the child whose shutdown was aborted
+        assert agent.child._closing == set()
+
+    run(main())
+    assert s.ends() == ["completed"]
+
+
+def test_agent_batches_steer_and_inject_messages_into_one_step(offline):
+    s = offline(tb.AgentTurns)
+
+    async def main() -> None:
+        async with s.agent() as agent:
+            agent.inject("first")
+            agent.inject("second")
+            await agent.steer("third")  # idle: wakes the driver, all three in one step
+            await agent.wait_idle()
+
+    run(main())
+    assert s.users() == [(1, 1, "first"), (1, 1, "second"), (1, 1, "third")]
+    assert len(s.sent("turn/start")) == 1 and [e["step"] for e in s.of_type("step/start")] == [1]

@@ -400,8 +400,26 @@ class SlowHandshake(AgentTurns):
         await super().on_initialize(rid, params)
 
 
+class LingerOnClose(AgentTurns):
+    """Once its input ends (the client closes it), the child lingers until the
+    test opens :attr:`gate`: a slow shutdown.  :attr:`closing` says it began.
+    In memory only."""
+
+    def __init__(self, variant: str = "") -> None:
+        super().__init__(variant)
+        self.gate = asyncio.Event()
+        self.closing = asyncio.Event()
+
+    async def __call__(self, server: Any) -> Optional[int]:
+        code = await super().__call__(server)
+        self.closing.set()
+        await self.gate.wait()
+        return code
+
+
 __all__ = [
     "AgentTurns",
+    "LingerOnClose",
     "Approving",
     "Bookkeeping",
     "DieOnSteer",
