@@ -80,6 +80,56 @@ Content = Union[str, Sequence[Mapping[str, Any]]]
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
 
 
+class Blocked:
+    """What a pre-step hook returns to veto a step: the turn ends ``blocked``
+    and ``reason`` is logged in its ``turn/end``."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Blocked({self.reason!r})"
+
+
+#: ``await before_step(messages)`` before each step: ``None`` lets the step run
+#: as it is, a list (of messages or texts) replaces its messages, a
+#: :class:`Blocked` vetoes it.
+PreStepHook = Callable[[List[Message]], Awaitable[Union[None, Sequence[Union[str, Message]], Blocked]]]
+
+
+@dataclass
+class _Outcome:
+    """How a step (and so the turn) ended: a ``turn/end`` reason, the error and
+    its cause chain for ``agent/error``, or what blocked it."""
+
+    reason: str
+    error: Optional[Dict[str, str]] = None
+    cause: Tuple[str, ...] = ()
+    blocked: Optional[Dict[str, str]] = None
+
+    def turn_end(self) -> Dict[str, Any]:
+        end: Dict[str, Any] = {"reason": self.reason}
+        if self.error is not None:
+            end["error"] = dict(self.error)
+        if self.blocked is not None:
+            end["blocked"] = dict(self.blocked)
+        return end
+
+
+def _error(code: str, message: str) -> Dict[str, str]:
+    return {"message": message, "code": code}
+
+
+def _chain(exc: BaseException) -> Tuple[str, ...]:
+    """An exception and what caused it, innermost last, as ``Type: message``."""
+    seen: List[BaseException] = []
+    current: Optional[BaseException] = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return tuple(f"{type(e).__name__}: {e}" for e in seen)
+
+
 def _uncancel() -> None:
     """We absorbed our own cancel(): tell the task so (Python 3.11+ counts
     cancellations; earlier versions have nothing to undo)."""
@@ -134,12 +184,14 @@ class Agent:
         *,
         approvals: Optional[ApprovalHandler] = None,
         on_event: Optional[EventListener] = None,
+        before_step: Optional[PreStepHook] = None,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
     ) -> None:
         self.log = log_
         self.config = config
         self.approvals = approvals
         self.on_event = on_event
+        self.before_step = before_step
         self.new_id = new_id
         self.inbox = Inbox()
         self.child = ChildSupervisor(config.child_idle_s)
@@ -149,6 +201,7 @@ class Agent:
         self._folder: Optional[StepFolder] = None
         self._turn_usage = Usage()
         self._cancelled = False
+        self._abort_cause = "cancel"
         self._transcript = Transcript()
         self._seen = 0  # events fed to the transcript
         self._turn_no = next_turn_number(log_.events)
@@ -184,18 +237,20 @@ class Agent:
         message = self._user_message(content)
         turn, folder = self._turn, self._folder
         if turn is not None and turn.id is not None and not turn.done and folder is not None:
-            # Logged when codex echoes it as a userMessage item, so the log
+            # With the skills its /names invoke, as at the start of a step;
+            # logged when codex echoes it as a userMessage item, so the log
             # keeps the order the model saw (_steps.StepFolder.steer).
-            folder.steer(message)
+            group = self._inject_skills([message])
+            folder.steer(group)
             try:
-                await turn.steer(self._as_input(message))
+                await turn.steer([item for m in group for item in self._as_input(m)])
                 return
             except (RpcError, TransportError) as exc:
                 # The codex turn ended meanwhile, or its child died: the next
                 # step delivers the message (the step's failure is the
                 # driver's to report, not the caller's).
                 log.info("turn/steer failed (%s); the message goes to the next step", exc)
-                folder.unsteer(message)
+                folder.unsteer(group)
         self.inbox.add(message)
         self._wake()
 
@@ -203,14 +258,17 @@ class Agent:
         """Add a user message for the current turn's next step, without waking."""
         self.inbox.add(self._user_message(content))
 
-    def cancel(self, keep_inbox: bool = False) -> None:
+    def cancel(self, keep_inbox: bool = False, *, cause: str = "cancel") -> None:
         """Abort the running turn (``turn/interrupt``) or an idle shutdown under
-        way; drop the inbox unless kept."""
+        way; drop the inbox unless kept.  ``cause`` is logged in the aborted
+        turn's ``turn/end`` as ``abortedBy`` (``cancel``; the CLI's Ctrl-C says
+        ``interrupt``; :meth:`close` says ``shutdown``)."""
         if not keep_inbox:
             self.inbox.drop()
         self.child.abort_maintenance()
         if self._running and self._driver is not None:  # running means the driver runs
             self._cancelled = True
+            self._abort_cause = cause
             self._driver.cancel()
 
     async def run(self, content: Content) -> Dict[str, Any]:
@@ -286,7 +344,7 @@ class Agent:
 
     async def close(self) -> None:
         """Cancel anything running and shut the child down."""
-        self.cancel()
+        self.cancel(cause="shutdown")
         await self.wait_idle()
         await self.child.close()
 
@@ -336,34 +394,38 @@ class Agent:
         turn_no = self._turn_no = max(self._turn_no, next_turn_number(self.log.events))
         self._step = 0
         self._append("turn/start", {}, step=None)
-        end: Dict[str, Any] = {"reason": "completed"}
+        outcome = _Outcome("completed")
         self._turn_usage = Usage()
         try:
             while True:
-                reason, error = await self._run_step(messages, unavailable)
+                outcome = await self._run_step(messages, unavailable)
                 unavailable = None
-                if reason != "completed":
-                    # One expression: an `if` just before `break` leaves a branch
-                    # arc that Python 3.9's bytecode never takes (coverage).
-                    end = {"reason": reason} if error is None else {"reason": reason, "error": error}
+                if outcome.reason != "completed":
                     break
                 messages = self.inbox.claim()
                 if not messages:
                     break
         except asyncio.CancelledError:
-            end = {"reason": "aborted"}
+            outcome = _Outcome("aborted")
             if not self._cancelled:  # cancelled from outside, not by cancel()
-                self._finish_turn(turn_no, end)
+                self._abort_cause = "external"
+                self._finish_turn(turn_no, outcome)
                 raise
             _uncancel()
         except Exception as exc:  # the driver boundary: log it, end the turn
             log.exception("turn %d failed", turn_no)
-            error = {"message": f"{type(exc).__name__}: {exc}", "code": "UNKNOWN"}
-            self._append("agent/error", error, step=self._step or None)
-            end = {"reason": "error", "error": error}
-        self._finish_turn(turn_no, end)
+            outcome = _Outcome("error", _error("UNKNOWN", f"{type(exc).__name__}: {exc}"), _chain(exc))
+        self._finish_turn(turn_no, outcome)
 
-    def _finish_turn(self, turn_no: int, end: Dict[str, Any]) -> None:
+    def _finish_turn(self, turn_no: int, outcome: "_Outcome") -> None:
+        if outcome.error is not None:  # every turn-ending error, with its cause chain
+            data: Dict[str, Any] = dict(outcome.error)
+            if outcome.cause:
+                data["cause"] = list(outcome.cause)
+            self._append("agent/error", data, step=self._step or None)
+        end = outcome.turn_end()
+        if outcome.reason == "aborted":
+            end["abortedBy"] = self._abort_cause
         if self._turn_usage != Usage():  # every codex turn's usage, aborted ones too
             end["usage"] = self._turn_usage.to_log()
         self._append("turn/end", end, step=None)
@@ -373,9 +435,14 @@ class Agent:
 
     # -- one step ------------------------------------------------------------
 
-    async def _run_step(
-        self, messages: List[Message], unavailable: Optional[CodexminiError] = None
-    ) -> Tuple[str, Optional[Dict[str, str]]]:
+    async def _run_step(self, messages: List[Message], unavailable: Optional[CodexminiError] = None) -> "_Outcome":
+        if self.before_step is not None:  # the host may rewrite or veto the step's messages
+            decision = await self.before_step(list(messages))
+            if isinstance(decision, Blocked):
+                log.info("turn %d: the pre-step hook blocked a step: %s", self._turn_no, decision.reason)
+                return _Outcome("blocked", blocked={"by": "pre-step", "reason": decision.reason})
+            if decision is not None:
+                messages = [self._user_message(m) if isinstance(m, str) else dict(m) for m in decision]
         self._step += 1
         self.stats["steps"] += 1
         self._append("step/start", {})
@@ -387,23 +454,16 @@ class Agent:
         generation = self.inbox.generation
         try:
             if unavailable is not None:
-                return self._unavailable(unavailable, folder)
+                # The child could not be started or initialized: the step ends in error.
+                self._settle(folder, None, "error")
+                return _Outcome("error", _error("CODEX_UNAVAILABLE", f"{type(unavailable).__name__}: {unavailable}"), _chain(unavailable))
             return await self._codex_turn(messages, permissions, folder)
         finally:
             self._folder = None
             # Steered, never echoed: the next step logs them (unless cancel() dropped the inbox).
             self.inbox.requeue(folder.unechoed(), generation)
 
-    def _unavailable(self, exc: CodexminiError, folder: StepFolder) -> Tuple[str, Optional[Dict[str, str]]]:
-        """The child could not be started or initialized: the step ends in error."""
-        error = {"message": f"{type(exc).__name__}: {exc}", "code": "CODEX_UNAVAILABLE"}
-        self._append("agent/error", dict(error))
-        self._settle(folder, None, "error")
-        return "error", error
-
-    async def _codex_turn(
-        self, messages: List[Message], permissions: ThreadPermissions, folder: StepFolder
-    ) -> Tuple[str, Optional[Dict[str, str]]]:
+    async def _codex_turn(self, messages: List[Message], permissions: ThreadPermissions, folder: StepFolder) -> "_Outcome":
         turn: Optional[Turn] = None
         try:
             client = await self._ensure_client()
@@ -427,19 +487,19 @@ class Agent:
         except TransportError as exc:
             # The stream ended without turn/completed (the child died).
             self._settle(folder, turn, "error")
-            return "error", {"message": str(exc), "code": "CODEX_NO_RESULT"}
+            return _Outcome("error", _error("CODEX_NO_RESULT", str(exc)), _chain(exc))
         except RpcError as exc:  # codex refused thread/start or turn/start
             self._settle(folder, turn, "error")
-            return "error", {"message": exc.message, "code": "CODEX_ERROR"}
+            return _Outcome("error", _error("CODEX_ERROR", exc.message), _chain(exc))
         except Exception:
             # Anything else (a listener that raised, a bug): what the step
             # committed before it is written all the same; the driver logs
             # the error and ends the turn.
             self._settle(folder, turn, "error")
             raise
-        reason, error = self._outcome(completed)
-        self._settle(folder, turn, reason, completed=True)
-        return reason, error
+        outcome = self._outcome(completed)
+        self._settle(folder, turn, outcome.reason, completed=True)
+        return outcome
 
     def _settle(self, folder: StepFolder, turn: Optional[Turn], reason: str, completed: bool = False) -> None:
         """The codex turn is over: write what the fold still holds, end the step."""
@@ -460,14 +520,18 @@ class Agent:
                 self._apply(folder.feed(event), folder)
         raise ProcessExited(None, "the turn ended without turn/completed")  # pragma: no cover
 
-    def _outcome(self, completed: TurnCompleted) -> Tuple[str, Optional[Dict[str, str]]]:
+    def _outcome(self, completed: TurnCompleted) -> "_Outcome":
         if completed.status == "completed":
-            return "completed", None
+            return _Outcome("completed")
         if completed.status == "interrupted":
             # Not interrupted by us: an approval answered `cancel` stopped codex.
-            return ("aborted" if self._cancelled else "blocked"), None
+            if self._cancelled:
+                return _Outcome("aborted")
+            return _Outcome("blocked", blocked={"by": "approval", "reason": "an approval was answered cancel"})
+        error = completed.error or {}
         message = completed.error_message or f"codex turn {completed.status}"
-        return "error", {"message": message, "code": "CODEX_ERROR"}
+        cause = [str(error[key]) for key in ("codexErrorInfo", "additionalDetails") if error.get(key)]
+        return _Outcome("error", _error("CODEX_ERROR", message), tuple(cause))
 
     def _apply(self, writes: List[Write], folder: StepFolder) -> None:
         for w in writes:
@@ -477,13 +541,16 @@ class Agent:
             elif w.type == "step/start":
                 self.stats["steps"] += 1
         self._step = folder.step
+        if self.on_event is not None:  # stream events, after the writes they speak of
+            for signal in folder.signals():
+                self.on_event(signal)
 
     def _step_input(self, messages: List[Message]) -> List[Dict[str, Any]]:
         self._transcript.extend(self.log.events[self._seen :])
         self._seen = len(self.log.events)
         items = [text_input(self._transcript.text())]
         for message in messages:
-            items += [image_input(b["path"]) for b in message["content"] if b.get("type") == "image"]
+            items += [image_input(b["path"]) for b in message["content"] if b.get("type") == "image" and b.get("path")]
         return items
 
     def _inject_skills(self, messages: List[Message]) -> List[Message]:
@@ -585,21 +652,36 @@ class Agent:
         if isinstance(content, str):
             blocks = [text_block(content)]
         else:
-            blocks = [dict(b) for b in content]
+            blocks = [b for b in (self._block(dict(b)) for b in content) if b is not None]
         return {"id": self.new_id(), "content": blocks, "source": {"kind": "user"}}
+
+    def _block(self, block: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        """A user block as logged: an image's path made absolute (against the
+        working directory codex runs in); an image without a usable path is
+        skipped with a warning -- one bad image never fails a step."""
+        if block.get("type") != "image":
+            return block
+        path = block.get("path")
+        if not isinstance(path, str) or not path:
+            log.warning("skipped an image block without a path: %r", block)
+            return None
+        block["path"] = os.path.join(self.config.cwd, path)  # an absolute path stays as it is
+        return block
 
     def _as_input(self, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
         items = []
         for block in message["content"]:
             if block.get("type") == "text":
                 items.append(text_input(block["text"]))
-            elif block.get("type") == "image":
+            elif block.get("type") == "image" and block.get("path"):
                 items.append(image_input(block["path"]))
         return items
 
 
 __all__ = [
     "Agent",
+    "Blocked",
+    "PreStepHook",
     "AgentConfig",
     "ApprovalHandler",
     "EventListener",

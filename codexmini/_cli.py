@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-c", dest="config", action="append", default=[], metavar="KEY=VALUE", help="codex -c override (repeatable)")
     run.add_argument("--pass-env", action="append", default=[], metavar="NAME", help="pass this variable to codex (repeatable)")
     run.add_argument("--codex-bin", metavar="PATH", help="codex binary to run")
+    run.add_argument("--image", action="append", default=[], metavar="FILE", help="attach an image (repeatable)")
     run.add_argument("--json", action="store_true", help="stdout: the session-log events only")
 
     sub.add_parser("version", help="versions and the codex binary found")
@@ -208,7 +209,7 @@ class CtrlC:
             return
         self.interrupted = True
         self.console.line("interrupting…", "yellow")
-        self.agent.cancel()
+        self.agent.cancel(cause="interrupt")
 
 
 async def _accept_all(request: ApprovalRequest) -> Reply:
@@ -249,7 +250,8 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
             agent.set_model(args.model)
         if config.endpoint is not None:
             agent.set_endpoint(config.endpoint, api_key_env=args.api_key_env)
-        end = await agent.run(prompt)
+        images = [{"type": "image", "path": os.path.abspath(path)} for path in args.image]
+        end = await agent.run([{"type": "text", "text": prompt}, *images] if images else prompt)
     finally:
         ctrl_c.cleaning = True
         try:

@@ -171,6 +171,31 @@ class TurnCompleted:
 
 
 @dataclass(frozen=True)
+class MessageDelta:
+    """Streamed agent text, tied to the durable assistant message it is
+    becoming: ``message_id`` is that message's id in the session log (an
+    agent event: the :class:`~codexmini.Agent` emits it beside the raw
+    :class:`AgentMessageDelta`)."""
+
+    message_id: str
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class MessageStreamEnd:
+    """The end of one streamed agent message (an agent event): ``committed``
+    when its text is in the ``assistant/message`` ``message_id`` just written;
+    not committed when the stream was *abandoned* -- cut and retried by codex,
+    superseded, or cut short by the end of the turn -- so what was shown of it
+    is not in the log."""
+
+    message_id: str
+    item_id: str
+    committed: bool
+
+
+@dataclass(frozen=True)
 class InvalidNotification:
     """A notification the turn understands, but whose fields break the schema
     (a delta that is not a string, an item that is not an object, a token
@@ -205,6 +230,8 @@ Event = Union[
     TurnCompleted,
     InvalidNotification,
     Unmapped,
+    MessageDelta,
+    MessageStreamEnd,
 ]
 
 __all__ = [
@@ -215,6 +242,8 @@ __all__ = [
     "InvalidNotification",
     "ItemCompleted",
     "ItemStarted",
+    "MessageDelta",
+    "MessageStreamEnd",
     "PlanDelta",
     "PlanUpdated",
     "ReasoningSummaryDelta",

@@ -16,6 +16,7 @@ from ._events import (
     Event,
     ItemCompleted,
     ItemStarted,
+    MessageStreamEnd,
     ReasoningSummaryDelta,
     ReasoningTextDelta,
     RetryingError,
@@ -85,6 +86,11 @@ class Transcript:
             c.line(f"$ {command_of(event.item)}", "cyan")
         elif isinstance(event, ItemCompleted):
             self._completed(event.item)
+        elif isinstance(event, MessageStreamEnd) and not event.committed:
+            # What streamed above never reached the log (a cut stream codex
+            # retried, an interrupt): say so, so it is not read as the answer.
+            self._switch(None)
+            c.line("  [the text above was abandoned: it is not in the session log]", "dim", "yellow")
         elif isinstance(event, RetryingError):
             self._switch(None)
             c.line(f"retrying: {event.message}", "dim", "yellow")

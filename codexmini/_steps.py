@@ -40,6 +40,13 @@ Rules, each from the seed and the recorded scenarios:
 * **Abandoned tool items** (started per the turn's books, never seen
   completed here: an interrupt) get an explicit error result, so the next
   prompt shows the call was cut short.
+* **Streams tied to messages.**  Streamed agent text is announced as
+  :class:`~._events.MessageDelta` with the id of the durable assistant
+  message it is becoming, and ends with :class:`~._events.MessageStreamEnd`:
+  ``committed`` when that message is written, not when the stream was cut
+  and codex retried (a retrying ``error``), a newer message took its place, or
+  the turn ended first.  :meth:`StepFolder.signals` hands them over; the log
+  itself is unchanged by them.
   Abandoned agent messages (a retried cut stream) are dropped, as in the seed.
 """
 
@@ -51,11 +58,15 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ._events import (
+    AgentMessageDelta,
     Event,
     ItemCompleted,
+    MessageDelta,
+    MessageStreamEnd,
     PlanDelta,
     ReasoningSummaryDelta,
     ReasoningTextDelta,
+    RetryingError,
     Usage,
 )
 from ._mapping import TOOL_ITEMS, ToolCall, tool_call, tool_result
@@ -92,8 +103,12 @@ class StepFolder:
         self.ignored: "Counter[str]" = Counter()  # item types that are not tools, by type
         self.messages = 0  # assistant messages written
         self.tool_calls = 0
-        self._steered: List[Dict[str, Any]] = []  # sent with turn/steer, not echoed yet
+        self._steered: List[List[Dict[str, Any]]] = []  # sent with turn/steer, not echoed yet
         self._user_items = 0
+        self._reserved: Optional[str] = None  # the id the next held message takes (a stream announced it)
+        self._streams: Dict[str, str] = {}  # agent message item streaming → the message id announced
+        self._committing: Dict[str, str] = {}  # item completed into the held message → its id
+        self._signals: List[Event] = []
 
     # -- events --------------------------------------------------------------
 
@@ -111,25 +126,49 @@ class StepFolder:
             self._begin_segment(out)
         elif isinstance(event, ItemCompleted):
             self._completed(event.item, out)
-        # Anything else (agent text deltas, usage, item starts) is for display
-        # or for the turn's books: the finished items carry the text.
+        elif isinstance(event, AgentMessageDelta):
+            self._stream(event)
+        elif isinstance(event, RetryingError):
+            self._abandon_streams()  # the stream was cut: codex retries with a new item
+        # Anything else (usage, item starts) is for display or for the turn's
+        # books: the finished items carry the text.
         return out
 
-    def steer(self, message: Dict[str, Any]) -> None:
-        """A user message sent into this codex turn with ``turn/steer``: it is
-        logged where codex echoes it (a ``userMessage`` item), after what the
-        model said before it."""
-        self._steered.append(message)
+    def signals(self) -> List[Event]:
+        """The stream events produced since the last call (for listeners)."""
+        signals, self._signals = self._signals, []
+        return signals
 
-    def unsteer(self, message: Dict[str, Any]) -> None:
-        """codex refused the steer: forget the message."""
-        if message in self._steered:
-            self._steered.remove(message)
+    def _stream(self, event: AgentMessageDelta) -> None:
+        message_id = self._streams.get(event.item_id)
+        if message_id is None:
+            if self.held is not None:
+                message_id = self.held["id"]
+            else:
+                message_id = self._reserved = self._reserved or self.new_id()
+            self._streams[event.item_id] = message_id
+        self._signals.append(MessageDelta(message_id, event.item_id, event.delta))
+
+    def _abandon_streams(self) -> None:
+        for item_id, message_id in self._streams.items():
+            self._signals.append(MessageStreamEnd(message_id, item_id, committed=False))
+        self._streams.clear()
+
+    def steer(self, messages: List[Dict[str, Any]]) -> None:
+        """User messages sent into this codex turn with one ``turn/steer`` (a
+        message and the skills it invoked): logged where codex echoes them (one
+        ``userMessage`` item), after what the model said before them."""
+        self._steered.append(list(messages))
+
+    def unsteer(self, messages: List[Dict[str, Any]]) -> None:
+        """codex refused the steer: forget those messages."""
+        if messages in self._steered:
+            self._steered.remove(messages)
 
     def unechoed(self) -> List[Dict[str, Any]]:
         """Steered messages codex never echoed (the turn ended first)."""
         pending, self._steered = self._steered, []
-        return pending
+        return [message for group in pending for message in group]
 
     def finish(self, books: TurnFold, completed: bool = True) -> List[Write]:
         """The turn is over: settle the tools it started that never finished
@@ -141,6 +180,7 @@ class StepFolder:
             if str(item.get("id")) not in self._tools_seen:
                 self._abandoned_tool(item, out)
         self._flush(out)
+        self._abandon_streams()  # streamed, never completed: the turn ended first
         if completed and books.done and books.usage != Usage():
             for write in reversed(out):
                 if write.type == "assistant/message":
@@ -157,7 +197,7 @@ class StepFolder:
             # The first is the step's prompt; later ones are steered input.
             if self._user_items > 1 and self._steered:
                 self._flush(out)
-                out.append(Write("user/message", self._steered.pop(0), self.step))
+                out.extend(Write("user/message", message, self.step) for message in self._steered.pop(0))
         elif kind == "reasoning":
             text = self._reasoning_text(item)
             if text:
@@ -168,13 +208,16 @@ class StepFolder:
                 # Completed again (a retried response.incomplete, reference
                 # §0.5): the last completion wins, nothing is repeated.
                 self.held["content"][self._text_at[item_id]] = text_block(str(item.get("text") or ""))
+                self._commit_stream(item_id, self.held["id"])
                 return
             if not item.get("text") and not self.pending_reasoning:
+                self._end_stream(item_id, committed=False)
                 return  # nothing to say: no segment, no empty step
             self._begin_segment(out)
             held = self._held()
             self._fold_reasoning(held)
             if item.get("text"):
+                self._commit_stream(item_id, held["id"])
                 self._text_at[item_id] = len(held["content"])
                 held["content"].append(text_block(str(item["text"])))
         elif kind in TOOL_ITEMS:
@@ -216,9 +259,26 @@ class StepFolder:
 
     def _held(self) -> Dict[str, Any]:
         if self.held is None:
-            self.held = {"id": self.new_id(), "content": []}
+            held_id, self._reserved = self._reserved or self.new_id(), None
+            self.held = {"id": held_id, "content": []}
             self._text_at = {}
         return self.held
+
+    def _commit_stream(self, item_id: str, message_id: str) -> None:
+        """The item's text went into the held message: its stream (if it
+        streamed) ends committed when that message is written."""
+        announced = self._streams.pop(item_id, None)
+        if announced is None:
+            return
+        if announced == message_id:
+            self._committing[item_id] = message_id
+        else:  # announced for a message that was written without it
+            self._signals.append(MessageStreamEnd(announced, item_id, committed=False))
+
+    def _end_stream(self, item_id: str, committed: bool) -> None:
+        message_id = self._streams.pop(item_id, None)
+        if message_id is not None:
+            self._signals.append(MessageStreamEnd(message_id, item_id, committed))
 
     def _fold_reasoning(self, held: Dict[str, Any]) -> None:
         held["content"].extend(reasoning_block(t) for t in self.pending_reasoning)
@@ -228,11 +288,14 @@ class StepFolder:
         if self.pending_reasoning:
             self._fold_reasoning(self._held())
         held, self.held = self.held, None
+        committing, self._committing = self._committing, {}
         if held is None or not held["content"]:
             return
         data: Dict[str, Any] = {"id": held["id"], "content": held["content"], "source": {"provider": "codex", "model": self.model}}
         out.append(Write("assistant/message", data, self.step))
         self.messages += 1
+        for item_id, message_id in committing.items():
+            self._signals.append(MessageStreamEnd(message_id, item_id, committed=True))
 
     def _reasoning_text(self, item: Mapping[str, Any]) -> str:
         item_id = str(item.get("id"))

@@ -362,7 +362,10 @@ def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
     assert end["reason"] == "error" and end["error"]["code"] == "CODEX_ERROR"
     assert end["error"]["message"].startswith("Invalid request: invalid type: integer `123`")
     assert s.sent("turn/start") == []
-    assert [e["type"] for e in s.log.events][-3:] == ["user/message", "step/end", "turn/end"]
+    # Every turn-ending error is logged as agent/error too, with its cause chain.
+    assert [e["type"] for e in s.log.events][-4:] == ["user/message", "step/end", "agent/error", "turn/end"]
+    (error,) = s.of_type("agent/error")
+    assert error["data"]["code"] == "CODEX_ERROR" and error["data"]["cause"][0].startswith("RpcError: thread/start: Invalid")
 
 
 @pytest.mark.parametrize(
@@ -371,7 +374,7 @@ def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
         ("with-error", {"reason": "error", "error": {"message": TURN_ERROR["message"], "code": "CODEX_ERROR"}}),
         ("no-error", {"reason": "error", "error": {"message": TURN_ERROR["message"], "code": "CODEX_ERROR"}}),
         # Interrupted, and not by us: an approval answered `cancel` stopped codex.
-        ("interrupted", {"reason": "blocked"}),
+        ("interrupted", {"reason": "blocked", "blocked": {"by": "approval", "reason": "an approval was answered cancel"}}),
     ],
 )
 def test_agent_codex_turn_that_did_not_complete_ends_the_agent_turn(offline, variant, end):
@@ -382,7 +385,8 @@ def test_agent_codex_turn_that_did_not_complete_ends_the_agent_turn(offline, var
             return await agent.run("hi")
 
     assert run(main()) == end
-    assert [e["type"] for e in s.log.events][-2:] == ["step/end", "turn/end"]
+    tail = ["step/end", "agent/error", "turn/end"] if end["reason"] == "error" else ["step/end", "turn/end"]
+    assert [e["type"] for e in s.log.events][-len(tail) :] == tail
 
 
 def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_memory(offline):
@@ -431,10 +435,12 @@ def test_agent_run_without_a_codex_binary_logs_the_turn_and_ends_it_in_error(off
     assert end["reason"] == "error" and end["error"]["code"] == "CODEX_UNAVAILABLE"
     assert end["error"]["message"].startswith("BinaryNotFound: codex binary")
     types = [e["type"] for e in s.log.events]
-    assert types == ["session/header", "turn/start", "step/start", "user/message", "agent/error", "step/end", "turn/end"]
+    assert types == ["session/header", "turn/start", "step/start", "user/message", "step/end", "agent/error", "turn/end"]
     assert s.log.events[0]["data"]["codexVersion"] == "unknown"
     assert s.log.events[3]["data"]["content"] == [{"type": "text", "text": "hello"}]
-    assert s.log.events[4]["data"] == end["error"]
+    error = s.log.events[5]["data"]
+    assert {k: error[k] for k in ("message", "code")} == end["error"]
+    assert error["cause"][0].startswith("BinaryNotFound: codex binary")
 
 
 def test_agent_tool_then_answer_is_two_steps_in_memory(offline):
@@ -530,8 +536,9 @@ def test_agent_child_dead_mid_step_then_next_turn_on_a_fresh_child(offline, tran
     # Everything logged before the death is intact on disk, in order.
     assert read_log(s.log.path).events[: len(before)] == before
     types = [e["type"] for e in before]
-    assert types[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert types[-5:] == ["tool/call", "tool/result", "step/end", "agent/error", "turn/end"]
     assert s.of_type("tool/result")[0]["data"]["status"] == "abandoned"
+    assert s.of_type("agent/error")[0]["data"]["code"] == "CODEX_NO_RESULT"
     # The second turn ran on a new child (two initialize handshakes).
     assert len(s.sent("initialize")) == 2
     assert [b["text"] for b in s.of_type("assistant/message")[-1]["data"]["content"]] == ["re: are you there?"]

@@ -475,9 +475,11 @@ def test_cli_a_cancelled_run_exits_130(monkeypatch):
 class FakeAgent:
     def __init__(self):
         self.cancelled = 0
+        self.causes = []
 
-    def cancel(self):
+    def cancel(self, cause="cancel"):
         self.cancelled += 1
+        self.causes.append(cause)
 
 
 class FakeTask:
@@ -493,7 +495,7 @@ def test_cli_ctrl_c_once_interrupts_twice_cancels_never_during_cleanup():
     agent, task = FakeAgent(), FakeTask()
     ctrl_c = cli.CtrlC(agent, console, task)
     ctrl_c()
-    assert (agent.cancelled, task.cancelled) == (1, 0)
+    assert (agent.cancelled, task.cancelled, agent.causes) == (1, 0, ["interrupt"])
     assert "interrupting" in console.stream.getvalue()
     ctrl_c()
     assert (agent.cancelled, task.cancelled) == (1, 1)
