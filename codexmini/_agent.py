@@ -63,6 +63,7 @@ from ._permission import (
     decision_of,
     describe,
     resolve_permissions,
+    unanswered,
 )
 from ._prompt import Transcript, text_block
 from ._session import KNOB_TYPES, SessionLog, has_header, last_endpoint, last_model, next_turn_number
@@ -602,7 +603,11 @@ class Agent:
     def _log_answer(self, method: str, params: Dict[str, Any], frame: Dict[str, Any], by: str) -> None:
         self.stats["approvals"] += 1
         item = params.get("itemId") or params.get("callId") or params.get("serverName")
-        data = {"method": method, "itemId": item, "decision": decision_of(frame), "by": by}
+        data: Dict[str, Any] = {"method": method, "itemId": item, "decision": decision_of(frame), "by": by}
+        left = unanswered(method, params, frame)
+        if left:  # nobody answered these: say so, in the log and to the operator
+            data["unanswered"] = left
+            log.warning("%d question(s) of %s went unanswered: %s", len(left), item, ", ".join(left))
         self._append("approval/decision", data, step=self._step or None)
 
     # -- log helpers -----------------------------------------------------------

@@ -22,7 +22,7 @@ Two jobs, both fail-closed:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ._errors import ConfigError
 
@@ -210,7 +210,8 @@ def _summary_reason(p: Mapping[str, Any]) -> str:
 
 
 def _summary_questions(p: Mapping[str, Any]) -> str:
-    return "; ".join(str(q.get("question", "")) for q in p.get("questions") or () if isinstance(q, Mapping))
+    texts = (str(q.get("question") or "").strip() for q in p.get("questions") or () if isinstance(q, Mapping))
+    return "; ".join(t for t in texts if t)
 
 
 def _summary_message(p: Mapping[str, Any]) -> str:
@@ -267,7 +268,13 @@ def describe(method: str, params: Mapping[str, Any]) -> ApprovalRequest:
     if kind == "elicitation" and isinstance(meta, Mapping) and meta.get("codex_approval_kind") == "mcp_tool_call":
         # MCP tool approvals arrive as elicitations (protocol reference §3.9).
         kind = "mcp_tool_call"
-    questions = tuple(q for q in params.get("questions") or () if isinstance(q, Mapping))
+    # A question with no text cannot be answered by anyone: not shown.  It is
+    # still counted as unanswered where the answer is logged.
+    questions = tuple(
+        q
+        for q in params.get("questions") or ()
+        if isinstance(q, Mapping) and isinstance(q.get("question"), str) and q["question"].strip()
+    )
     return ApprovalRequest(
         method=method,
         params=params,
@@ -307,6 +314,18 @@ _WORDS = {
     "timed_out": DECLINE,
     "abort": CANCEL,
 }
+
+
+def unanswered(method: str, params: Mapping[str, Any], frame: Mapping[str, Any]) -> List[str]:
+    """The ids of the questions codex asked (``item/tool/requestUserInput``)
+    that the answer ``frame`` leaves without an answer."""
+    if method != "item/tool/requestUserInput":
+        return []
+    result = frame.get("result")
+    answers = result.get("answers") if isinstance(result, Mapping) else None
+    given = answers if isinstance(answers, Mapping) else {}
+    asked = [q.get("id") for q in params.get("questions") or () if isinstance(q, Mapping)]
+    return [qid for qid in asked if isinstance(qid, str) and qid not in given]
 
 
 def decision_of(frame: Mapping[str, Any]) -> str:
@@ -354,4 +373,5 @@ __all__ = [
     "last_knob",
     "reply_from_flag",
     "resolve_permissions",
+    "unanswered",
 ]

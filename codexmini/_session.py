@@ -71,7 +71,7 @@ EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
         "assistant/message": ("id", "content", "source", "usage?"),
         "tool/call": ("callId", "name", "arguments", "kind"),
         "tool/result": ("callId", "content", "isError", "status"),
-        "approval/decision": ("method", "itemId", "decision", "by"),
+        "approval/decision": ("method", "itemId", "decision", "by", "unanswered?"),
         "turn/end": ("reason", "error?", "usage?", "abortedBy?", "blocked?"),
         "agent/error": ("message", "code", "cause?"),
     }

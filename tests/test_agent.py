@@ -31,7 +31,7 @@ from codexmini import _agent as agent_mod
 from codexmini import Agent, AgentConfig, ModelEndpoint
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError
-from codexmini._events import AgentMessageDelta, Event, ItemStarted, Usage
+from codexmini._events import AgentMessageDelta, Event, ItemStarted, MessageDelta, MessageStreamEnd, Usage
 from codexmini._permission import Reply
 from codexmini._prompt import derive_messages, serialize
 from codexmini._session import SessionLog, read_log
@@ -1477,3 +1477,144 @@ def test_agent_batches_steer_and_inject_messages_into_one_step(offline):
     run(main())
     assert s.users() == [(1, 1, "first"), (1, 1, "second"), (1, 1, "third")]
     assert len(s.sent("turn/start")) == 1 and [e["step"] for e in s.of_type("step/start")] == [1]
+
+
+# -- the pre-step hook -------------------------------------------------------------------------
+
+
+def test_agent_pre_step_hook_passes_rewrites_and_blocks(offline):
+    s = offline(tb.AgentTurns)
+    seen: List[List[str]] = []
+
+    async def hook(messages: List[Dict[str, Any]]) -> Any:
+        texts = [m["content"][0]["text"] for m in messages]
+        seen.append(texts)
+        if texts == ["pass"]:
+            return None
+        if texts == ["rewrite"]:
+            return ["rewritten", {**messages[0], "content": [{"type": "text", "text": "kept id"}]}]
+        return agent_mod.Blocked("not today")
+
+    async def main() -> List[Dict[str, Any]]:
+        async with s.agent(before_step=hook) as agent:
+            return [await agent.run(t) for t in ("pass", "rewrite", "block")]
+
+    passed, rewritten, blocked = run(main())
+    assert seen == [["pass"], ["rewrite"], ["block"]]
+    assert passed["reason"] == rewritten["reason"] == "completed"
+    assert blocked == {"reason": "blocked", "blocked": {"by": "pre-step", "reason": "not today"}}
+    assert [t for _, _, t in s.users()] == ["pass", "rewritten", "kept id"]
+    # The blocked turn ran no step and sent codex nothing.
+    assert len(s.sent("turn/start")) == 2
+    last_turn = [e["type"] for e in s.log.events if e["turn"] == 3]
+    assert last_turn == ["turn/start", "turn/end"]
+
+
+# -- streams tied to messages -------------------------------------------------------------------
+
+
+def test_agent_streams_are_tied_to_messages_and_a_cut_stream_is_abandoned(offline):
+    s = offline(tb.CutStream)
+
+    async def main() -> None:
+        async with s.agent(on_event=s.watch) as agent:
+            await agent.run("cut please")
+
+    run(main())
+    (message,) = s.of_type("assistant/message")
+    mid = message["data"]["id"]
+    deltas = [(e.message_id, e.item_id, e.delta) for e in s.watch.events if isinstance(e, MessageDelta)]
+    assert deltas == [(mid, "msg_cut", "Partial"), (mid, "msg_ok", "Recovered"), (mid, "msg_ok", " answer.")]
+    ends = [(e.message_id, e.item_id, e.committed) for e in s.watch.events if isinstance(e, MessageStreamEnd)]
+    assert ends == [(mid, "msg_cut", False), (mid, "msg_ok", True)]
+    assert message["data"]["content"] == [{"type": "text", "text": "Recovered answer."}]
+
+
+def test_agent_stream_cut_short_by_the_end_of_the_turn_is_abandoned(offline):
+    s = offline(tb.AgentTurns)
+
+    async def main() -> None:
+        async with s.agent(on_event=s.watch) as agent:
+            running = asyncio.ensure_future(agent.run("slow please"))
+            await s.watch.held("slow please")
+            agent.cancel()
+            await running
+
+    run(main())
+    ends = [e for e in s.watch.events if isinstance(e, MessageStreamEnd)]
+    assert [(e.item_id, e.committed) for e in ends] == [("msg_1", False)]
+    assert s.of_type("assistant/message") == []
+
+
+# -- errors worth reading -----------------------------------------------------------------------
+
+
+def test_agent_aborted_turns_say_why(offline):
+    s = offline(tb.AgentTurns)
+
+    async def aborted(cause: Optional[str]) -> Dict[str, Any]:
+        watch = Watch()
+        agent = s.agent(on_event=watch)
+        running = asyncio.ensure_future(agent.run("slow down"))
+        await watch.held("slow down")
+        if cause == "shutdown":
+            await agent.close()
+        elif cause is None:
+            agent.cancel()
+        else:
+            agent.cancel(cause=cause)
+        end = await running
+        await agent.close()
+        return end
+
+    ends = [run(aborted(c)) for c in (None, "interrupt", "shutdown")]
+    assert [(e["reason"], e["abortedBy"]) for e in ends] == [
+        ("aborted", "cancel"),
+        ("aborted", "interrupt"),
+        ("aborted", "shutdown"),
+    ]
+    assert [e["data"]["abortedBy"] for e in s.of_type("turn/end")] == ["cancel", "interrupt", "shutdown"]
+
+
+# -- images, skills, questions ---------------------------------------------------------------------
+
+
+def test_agent_bad_image_block_is_skipped_and_a_relative_path_resolved(offline, caplog):
+    s = offline(tb.AgentTurns)
+    with open(os.path.join(s.ws, "shot.png"), "wb") as fh:
+        fh.write(b"\x89PNG")
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent() as agent:
+            with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
+                return await agent.run(
+                    [{"type": "text", "text": "look"}, {"type": "image"}, {"type": "image", "path": "shot.png"}]
+                )
+
+    end = run(main())
+    assert end["reason"] == "completed"
+    assert "skipped an image block without a path" in caplog.text
+    (user,) = s.of_type("user/message")
+    assert user["data"]["content"] == [{"type": "text", "text": "look"}, {"type": "image", "path": os.path.join(s.ws, "shot.png")}]
+    (start,) = s.sent("turn/start")
+    assert start["params"]["input"][1:] == [{"type": "localImage", "path": os.path.join(s.ws, "shot.png")}]
+
+
+def test_agent_steered_message_gets_its_skills(offline):
+    s = offline(tb.EchoSteer)
+    with open(os.path.join(s.ws, "AGENTS.md"), "w", encoding="utf-8") as fh:
+        fh.write("Always answer in haiku.")
+
+    async def main() -> None:
+        async with s.agent(on_event=s.watch) as agent:
+            running = asyncio.ensure_future(agent.run("slow start"))
+            await s.watch.held("slow start")
+            await agent.steer("now use /agents-md please")
+            await running
+
+    run(main())
+    steer = s.sent("turn/steer")[0]["params"]["input"]
+    assert steer[0]["text"] == "now use /agents-md please"
+    assert steer[1]["text"].startswith('<skill_content name="agents-md">') and "haiku" in steer[1]["text"]
+    sources = [e["data"]["source"] for e in s.of_type("user/message")]
+    assert sources[1:] == [{"kind": "user"}, {"kind": "skill-invocation", "name": "agents-md"}]

@@ -20,6 +20,7 @@ from codexmini._rpc import Connection, ServerRequest
 from codexmini._wire import encode
 from conformance import recorded
 from codexmini._permission import (
+    unanswered,
     ACCEPT,
     ACCEPT_FOR_SESSION,
     CANCEL,
@@ -677,8 +678,18 @@ def test_describe_user_input_questions_are_a_tuple_of_the_asked_questions():
     request = describe("item/tool/requestUserInput", params)
     assert request.questions == (USER_INPUT["questions"][0], USER_INPUT["questions"][1])
     assert request.summary == "Which color should the button be?; How big?"
-    untitled = describe("item/tool/requestUserInput", dict(USER_INPUT, questions=[{"id": "q"}]))
-    assert untitled.summary == "" and untitled.questions == ({"id": "q"},)
+    # A question with no text cannot be answered by anyone: it is not shown.
+    untitled = describe("item/tool/requestUserInput", dict(USER_INPUT, questions=[{"id": "q"}, {"id": "r", "question": " "}]))
+    assert untitled.summary == "" and untitled.questions == ()
+
+
+def test_unanswered_names_the_questions_an_answer_leaves_open():
+    asked = dict(USER_INPUT, questions=[*USER_INPUT["questions"], {"id": "silent"}, "junk"])
+    first, second = (q["id"] for q in USER_INPUT["questions"])
+    some = {"result": {"answers": {first: {"answers": ["blue"]}}}}
+    assert unanswered("item/tool/requestUserInput", asked, some) == [second, "silent"]
+    assert unanswered("item/tool/requestUserInput", asked, {"error": {"code": -1, "message": "x"}}) == [first, second, "silent"]
+    assert unanswered("item/commandExecution/requestApproval", asked, some) == []
 
 
 def test_describe_elicitation_kind_depends_only_on_the_approval_marker():

@@ -400,6 +400,26 @@ class SlowHandshake(AgentTurns):
         await super().on_initialize(rid, params)
 
 
+class CutStream(AgentTurns):
+    """``cut …``: the answer's stream is cut and codex retries (reference
+    §3.10 ``err_stream_cut_then_ok``): ``msg_cut`` streams ``Partial``, a
+    retrying ``error`` follows, then ``msg_ok`` streams and completes."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        said = last_user_text(params)
+        if not said.startswith("cut"):
+            return await super().script(params)
+        self.started(agent_message("msg_cut"))
+        self.delta("msg_cut", "Partial")
+        self.error("Reconnecting... 1/5", True)
+        self.started(agent_message("msg_ok"))
+        self.delta("msg_ok", "Recovered")
+        self.delta("msg_ok", " answer.")
+        self.completed(agent_message("msg_ok", "Recovered answer."))
+        self.usage(USAGE_1, USAGE_1)
+        self.finish(items=[agent_message("msg_ok", "Recovered answer.")])
+
+
 class LingerOnClose(AgentTurns):
     """Once its input ends (the client closes it), the child lingers until the
     test opens :attr:`gate`: a slow shutdown.  :attr:`closing` says it began.
@@ -419,6 +439,7 @@ class LingerOnClose(AgentTurns):
 
 __all__ = [
     "AgentTurns",
+    "CutStream",
     "LingerOnClose",
     "Approving",
     "Bookkeeping",
