@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import io
 import json
 import os
 import pstats
@@ -64,6 +65,48 @@ def aggregate(stacks: list[tuple[list[str], int]]) -> dict[str, Any]:
     return {"samples": total, "all_samples": sum(n for _, n in stacks), "self": own, "inclusive": inclusive}
 
 
+#: Where a leaf frame's time goes, first match wins: (area, substrings of "func (file)").
+AREAS = (
+    ("json encoding (session-log lines)", ("JSONEncoder.", "dumps (json/", "encode_event")),
+    ("json decoding (json.loads and the C scanner)", ("(json/",)),
+    ("pipe reads (os.read in the transport, StreamReader)", ("_read_ready", "StreamReader.", "pipe_data_received")),
+    ("line framing (LineDecoder, decode_line: split, utf-8)", ("LineDecoder.", "decode_line")),
+    ("frame classification (wire.classify)", ("classify (",)),
+    (
+        "dispatch and routing (client: _dispatch, _route, subscriptions)",
+        ("AppServerClient.", "thread_of", "Subscription._put", "Subscription._wake"),
+    ),
+    (
+        "turn bookkeeping, mapping, event construction",
+        ("Turn._take", "Turn._finish", "_mapping.py", "_events.py", "__create_fn__", "<string>"),
+    ),
+    (
+        "hand-off to the consumer (__anext__, Subscription.get, futures)",
+        ("Turn.__anext__", "Subscription.get", "wait_for", "futures", "tasks.py"),
+    ),
+    (
+        "the agent (step fold, session log, prompt)",
+        ("_agent.py", "_steps.py", "_session.py", "_prompt.py", "_watch", "on_event"),
+    ),
+    ("event loop (select, _run_once, handles)", ("asyncio/", "selectors.py")),
+    ("the bench's own loop", ("tools/benchlib/",)),
+)
+
+
+def area_of(name: str) -> str:
+    for area, needles in AREAS:
+        if any(n in name for n in needles):
+            return area
+    return "other"
+
+
+def areas(own: collections.Counter[str]) -> collections.Counter[str]:
+    out: collections.Counter[str] = collections.Counter()
+    for name, n in own.items():
+        out[area_of(name)] += n
+    return out
+
+
 def table(title: str, counts: collections.Counter[str], total: int, top: int, keep: Any = None) -> str:
     rows = [(name, n) for name, n in counts.most_common() if keep is None or keep(name)][:top]
     lines = [title]
@@ -89,13 +132,31 @@ def with_py_spy(py_spy: str, args: list[str], scratch: str, rate: int) -> str:
         return fh.read()
 
 
+def cprofile_child(contender: list[str], out: str) -> None:
+    """In the profiled interpreter: run the contender under cProfile on CPU time
+    (so time the process spent preempted is not charged to a syscall)."""
+    import cProfile
+    import time
+
+    from . import child, stream
+
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    try:
+        child.main(stream.CONTENDERS, contender[-2:])
+    finally:
+        profiler.disable()
+        profiler.dump_stats(out)
+
+
 def with_cprofile(args: list[str], scratch: str, top: int) -> str:
     out = os.path.join(scratch, "profile.pstats")
-    run_process([sys.executable, "-m", "cProfile", "-o", out, *args], 600, child_env())
-    stream = __import__("io").StringIO()
-    stats = pstats.Stats(out, stream=stream)
+    code = f"from tools.benchlib.profile import cprofile_child; cprofile_child({args!r}, {out!r})"
+    run_process([sys.executable, "-c", code], 900, child_env())
+    report = io.StringIO()
+    stats = pstats.Stats(out, stream=report)
     stats.sort_stats("tottime").print_stats(top)
-    return stream.getvalue()
+    return report.getvalue()
 
 
 def main(argv: Any = None) -> int:
@@ -122,6 +183,7 @@ def main(argv: Any = None) -> int:
         f"py-spy, {args.contender}, {args.notifications:,} notifications: {total:,} samples in the event loop "
         f"(of {data['all_samples']:,}) at {args.rate}/s"
     )
+    print(table("by area (self time):", areas(data["self"]), total, len(AREAS) + 1))
     print(table("self time (leaf frame):", data["self"], total, args.top))
     print(table("inclusive, codexmini:", data["inclusive"], total, args.top, keep=lambda name: "codexmini/" in name))
     return 0
