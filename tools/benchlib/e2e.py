@@ -58,9 +58,10 @@ class Scene:
     """The scripted model and the scratch directories of one run."""
 
     def __init__(self) -> None:
-        from codexmini import ModelEndpoint
+        from codexmini import ModelEndpoint, __version__
         from codexmini.testing import ScriptedModel
 
+        self.version = __version__
         base = "/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir()
         self.root = tempfile.mkdtemp(prefix="codexmini-bench-e2e-", dir=base)
         self.home, self.ws = os.path.join(self.root, "codex-home"), os.path.join(self.root, "ws")
@@ -94,7 +95,7 @@ async def _raw_turn(scene: Scene, codex: str) -> dict[str, Any]:
         argv, env=scene.child_env(), cwd=scene.ws, stderr=asyncio.subprocess.DEVNULL, start_new_session=True
     )
     try:
-        await rpc.initialize()
+        await rpc.initialize(scene.version)
         thread = (await rpc.call("thread/start", scene.thread_params()))["thread"]["id"]
         await rpc.call("turn/start", {"threadId": thread, "input": [{"type": "text", "text": PROMPT}]})
         status = None

@@ -83,8 +83,9 @@ class RawRpc:
     async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         return await self.response(await self.request(method, params))
 
-    async def initialize(self, name: str = "bench-raw") -> dict[str, Any]:
-        params = {"clientInfo": {"name": name, "version": "0"}, "capabilities": {"experimentalApi": True}}
+    async def initialize(self, version: str = "0.1.0") -> dict[str, Any]:
+        # codexmini's own initialize params (SPEC §3), so codex sees the same client either way.
+        params = {"clientInfo": {"name": "codexmini", "version": version}, "capabilities": {"experimentalApi": True}}
         result = await self.call("initialize", params)
         await self.send({"method": "initialized"})
         return result
@@ -319,12 +320,13 @@ async def session(opts: Options) -> dict[str, Any]:
     window = opts.get("window", 10)
     try:
         await agent_.start()
-        seconds, ends, rss = [], [], []
+        seconds, cpu, ends, rss = [], [], [], []
         for i in range(opts["turns"]):
             watch.reset()
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             end = await agent_.run(f"turn {i}: go on")
             seconds.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - cpu_start)
             ends.append(len(log.events))
             rss.append(rss_mb())
             if end["reason"] != "completed" or watch.deltas != opts["meta"]["deltas"]:
@@ -338,9 +340,12 @@ async def session(opts: Options) -> dict[str, Any]:
     reps = opts.get("serialize_reps", 5)
     return {
         "turn_seconds": seconds,
+        "turn_cpu_seconds": cpu,
         "window": window,
         "first_ms": statistics.median(seconds[:window]) * 1e3,
         "last_ms": statistics.median(seconds[-window:]) * 1e3,
+        "first_cpu_ms": statistics.median(cpu[:window]) * 1e3,
+        "last_cpu_ms": statistics.median(cpu[-window:]) * 1e3,
         "serialize_short_ms": _median_seconds(lambda: serialize(derive_messages(short)), reps) * 1e3,
         "serialize_long_ms": _median_seconds(lambda: serialize(derive_messages(long_)), reps) * 1e3,
         "prompt_chars_short": len(serialize(derive_messages(short))),
