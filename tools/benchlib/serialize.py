@@ -126,10 +126,13 @@ def synthetic_log(count: int, seed: int = 4) -> list[dict[str, Any]]:
     return events[:count]
 
 
-def _time(fn: Any) -> float:
-    start = time.perf_counter()
+def _time(fn: Any) -> tuple[float, float]:
+    """(wall, CPU) seconds of ``fn()``.  CPU time is the figure: on a busy machine
+    a call shorter than a scheduler slice runs at full speed while a long one is
+    time-shared, which makes wall time look superlinear when it is not."""
+    start, cpu = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def _stages(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -164,12 +167,15 @@ async def scaling(opts: Options) -> dict[str, Any]:
         **(_stages(events) if opts.get("stages", True) else {}),
     }
     times: dict[str, list[float]] = {w: [] for w in ways}
+    cpu: dict[str, list[float]] = {w: [] for w in ways}
     for _ in range(opts.get("reps", 5)):
         for way, fn in ways.items():
             if way.endswith("_gc_off"):
                 gc.disable()
             try:
-                times[way].append(_time(fn))
+                wall, used = _time(fn)
+                times[way].append(wall)
+                cpu[way].append(used)
             finally:
                 gc.enable()
     return {
@@ -177,6 +183,8 @@ async def scaling(opts: Options) -> dict[str, Any]:
         "prompt_chars": len(serialize(derive_messages(events))),
         "seconds": times,
         "median_seconds": {w: statistics.median(v) for w, v in times.items()},
+        "cpu_seconds": cpu,
+        "median_cpu_seconds": {w: statistics.median(v) for w, v in cpu.items()},
     }
 
 

@@ -297,15 +297,17 @@ async def ceiling(opts: Options) -> dict[str, Any]:
     return {"turns": [turn], "rate": rate, "cpu_rate": cpu_rate, "frames": len(lines)}
 
 
-def _median_seconds(fn: Any, reps: int) -> float:
+def _median_seconds(fn: Any, reps: int) -> tuple[float, float]:
+    """Median (wall, CPU) seconds of ``fn()`` over ``reps`` calls."""
     import statistics
 
-    times = []
+    wall, cpu = [], []
     for _ in range(reps):
-        start = time.perf_counter()
+        start, used = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - used)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 async def session(opts: Options) -> dict[str, Any]:
@@ -338,6 +340,8 @@ async def session(opts: Options) -> dict[str, Any]:
     events = log.events
     short, long_ = events[: ends[window - 1]], events
     reps = opts.get("serialize_reps", 5)
+    ser_short = _median_seconds(lambda: serialize(derive_messages(short)), reps)
+    ser_long = _median_seconds(lambda: serialize(derive_messages(long_)), reps)
     return {
         "turn_seconds": seconds,
         "turn_cpu_seconds": cpu,
@@ -346,8 +350,10 @@ async def session(opts: Options) -> dict[str, Any]:
         "last_ms": statistics.median(seconds[-window:]) * 1e3,
         "first_cpu_ms": statistics.median(cpu[:window]) * 1e3,
         "last_cpu_ms": statistics.median(cpu[-window:]) * 1e3,
-        "serialize_short_ms": _median_seconds(lambda: serialize(derive_messages(short)), reps) * 1e3,
-        "serialize_long_ms": _median_seconds(lambda: serialize(derive_messages(long_)), reps) * 1e3,
+        "serialize_short_ms": ser_short[0] * 1e3,
+        "serialize_long_ms": ser_long[0] * 1e3,
+        "serialize_short_cpu_ms": ser_short[1] * 1e3,
+        "serialize_long_cpu_ms": ser_long[1] * 1e3,
         "prompt_chars_short": len(serialize(derive_messages(short))),
         "prompt_chars_long": len(serialize(derive_messages(long_))),
         "log_events": len(events),
