@@ -361,9 +361,7 @@ def serialize_section(b: Bench) -> Section:
         detail=f"{med['short']['serialize'] * 1e3:.1f} → {med['long']['serialize'] * 1e3:.1f} ms · "
         f"prompt {runs['long'][0]['prompt_chars']:,} chars",
     )
-    s.add(
-        "serialize_scaling_wall", wall_scaling["serialize"], "  the same, wall time", detail="see the note on CPU time"
-    )
+    s.add("serialize_scaling_wall", wall_scaling["serialize"], "  the same, wall time")
     s.add("serialize_scaling_gc_off", scaling["serialize_gc_off"], "the same, collector off")
     s.add("transcript_scaling", scaling["transcript"], "Transcript().extend(log).text()")
     if m.serialize_stages:
