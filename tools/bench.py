@@ -22,6 +22,12 @@ its peak RSS is its own; competing contenders run interleaved, medians
 reported.  How each part works: ``tools/benchlib/``.  Targets are shown, never
 asserted.
 
+Wall time is what the issue's figures are defined on; each timed window also
+records the process's CPU time, shown as "the same, CPU time" rows.  On a
+machine shared with other work (the stream section prints how much of a core
+each reader got), those are the steadier figures: run to run, the CPU-time
+rates here vary by about 2%, the wall-time rates by up to 20%.
+
     python tools/bench.py [--quick] [--json FILE] [--python PATH] [--only SECTIONS] [--skip SECTIONS]
 """
 
