@@ -1,0 +1,119 @@
+"""``make bench``'s building blocks on a tiny workload: the frames it serves are
+the recorded protocol, every contender delivers every delta, and the JSON
+document has every figure.  No timing is asserted anywhere."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import textwrap
+
+import pytest
+
+from conformance.schema import FrameValidator
+from tools import bench
+from tools.benchlib import imports as import_cost
+from tools.benchlib import stream, workload
+from tools.benchlib.e2e import find_native_codex
+from tools.benchlib.report import TARGETS
+
+SHAPES = workload.recorded_shapes()
+
+
+def real_ids(frame):
+    text = json.dumps(frame)
+    text = text.replace(workload.THREAD_PLACEHOLDER, "019a22cd-86d8-7bb1-a4b3-000000000001")
+    return json.loads(text.replace(workload.TURN_PLACEHOLDER, "019a22cd-86f6-7ad1-910f-000000000001"))
+
+
+def test_bench_stream_turn_is_90_percent_deltas_of_recorded_shapes():
+    frames, meta = workload.stream_turn(SHAPES, 200)
+    assert len(frames) == meta.notifications == 200
+    deltas = [f for f in frames if f["method"] == workload.DELTA]
+    assert len(deltas) == meta.deltas and 0.88 <= meta.deltas / 200 <= 0.92
+    assert meta.delta_chars == sum(len(f["params"]["delta"]) for f in deltas)
+    assert frames[-1]["method"] == "turn/completed"
+    validator = FrameValidator(strict=True)
+    for frame in frames:
+        validator.check("in", real_ids(frame))
+    assert validator.problems == []
+
+
+def test_bench_large_frame_is_exactly_the_asked_size():
+    frames, _ = workload.large_frame_turn(SHAPES, 1 << 20)
+    sizes = [len(workload.encode(f)) for f in frames]
+    assert max(sizes) == (1 << 20) + 1  # + its newline
+    big = frames[sizes.index(max(sizes))]
+    assert big["method"] == "item/completed" and big["params"]["item"]["type"] == "commandExecution"
+    assert FrameValidator(strict=True).check("in", real_ids(big)) == []
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    turns = workload.prepare(str(tmp_path), sys.executable, {"t": workload.stream_turn(SHAPES, 200)})
+    t = turns["t"]
+    meta = {k: t[k] for k in ("notifications", "deltas", "delta_chars")}
+    return {"codex": t["codex"], "path": t["path"], "meta": meta, "scratch": str(tmp_path)}
+
+
+@pytest.mark.parametrize("name", ["raw", "client", "agent"])
+def test_bench_contender_delivers_every_delta(tiny, name):
+    # In-process, so the conformance plugin validates every frame the fake
+    # app-server sends to codexmini (and codexmini sends to it).
+    result = asyncio.run(stream.CONTENDERS[name](dict(tiny, turns=2)))
+    assert result["all_delivered"] is True
+    assert [t["deltas"] for t in result["turns"]] == [tiny["meta"]["deltas"]] * 2
+    if name != "raw":
+        assert [t["status"] for t in result["turns"]] == ["completed"] * 2
+    assert not [d for d in os.listdir(tiny["scratch"]) if d.startswith("agent-")]  # the agent's scratch is gone
+
+
+def test_bench_importtime_parser_sums_the_top_level_after_the_marker():
+    stderr = textwrap.dedent(
+        f"""\
+        import time: self [us] | cumulative | imported package
+        import time:       100 |        100 | site
+        {import_cost.MARK}
+        import time:       139 |        139 |     collections.abc
+        import time:      2035 |       2315 |   typing
+        import time:      1574 |       3888 | codexmini
+        import time:       300 |        500 | codexmini._mapping
+        """
+    )
+    assert import_cost.parse_importtime(stderr) == 3888 + 500
+
+
+def test_bench_tiny_run_writes_every_figure(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--mode", "tiny", "--skip", "e2e", "--quiet", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    table = capsys.readouterr().out
+    figures = doc["figures"]
+    for name in set(TARGETS) - {"e2e_overhead"}:
+        assert name in figures and name in table
+    assert figures["all_deltas_delivered"] is True
+    assert isinstance(figures["mapping_imports_asyncio"], bool)
+    for name in ("client_vs_raw", "agent_vs_raw", "ceiling_vs_raw", "large_frame_vs_raw", "serialize_scaling"):
+        assert isinstance(figures[name], float) and figures[name] > 0
+    runs = doc["sections"]["stream"]["runs"]
+    assert sorted(runs) == ["agent", "ceiling", "client", "raw"]
+    expected = doc["workloads"]["stream"]["deltas"]
+    for name in ("raw", "client", "agent"):
+        (run,) = runs[name]
+        assert run["turns"][0]["deltas"] == expected and run["peak_rss_mb"] > 0
+    assert [len(r["turns"]) for r in doc["sections"]["turns"]["runs"]["client"]] == [3]
+    assert len(doc["sections"]["session"]["runs"][0]["turn_seconds"]) == bench.MODES["tiny"].session_turns
+    assert doc["machine"]["cores"] >= 1 and doc["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+    assert not os.path.exists(doc["bench"]["scratch"])  # cleaned up
+
+
+@pytest.mark.live
+@pytest.mark.skipif(find_native_codex() is None, reason="the pinned codex is not installed (make setup)")
+def test_bench_e2e_runs_one_scripted_turn_both_ways(tmp_path):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--mode", "tiny", "--only", "e2e", "--quiet", "--json", str(out)]) == 0
+    runs = json.loads(out.read_text())["sections"]["e2e"]["runs"]
+    assert {r["status"] for v in runs.values() for r in v} == {"completed"}
+    assert all(r["requests_to_model"] == 1 for v in runs.values() for r in v)

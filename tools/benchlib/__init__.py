@@ -1,0 +1,26 @@
+"""The pieces of ``make bench`` (``tools/bench.py`` is the command line).
+
+Theory of operation
+-------------------
+Every figure is a ratio to a baseline measured in the same run, on the same
+pipe and the same interpreter, so the table means the same on a laptop and on
+a 2-core CI box.  The parts, one job each:
+
+* :mod:`.workload` builds the byte streams from the recorded fixtures (real
+  frame shapes, fresh ids) and writes them, with the server's answers, to a
+  scratch directory;
+* :mod:`.fake_appserver` is a stdlib script that plays ``codex app-server``:
+  it answers ``initialize``, ``thread/start``, ``turn/start`` and
+  ``turn/interrupt`` with the recorded shapes and writes the pre-built turn as
+  fast as the pipe takes it;
+* :mod:`.stream`, :mod:`.e2e` and :mod:`.serialize` are the *contenders*: each
+  call runs in a fresh interpreter (``python -m tools.benchlib.<module>``), so
+  its peak RSS (``VmHWM``) is its own, and prints one JSON object;
+* :mod:`.runner` spawns those processes (own process group, deadline, kill)
+  and interleaves the runs of competing contenders;
+* :mod:`.imports` measures ``python -X importtime``;
+* :mod:`.report` turns medians into the table and the JSON document.
+
+Nothing here asserts a timing; the tests (``tests/test_bench.py``) check the
+structure and that every delta was delivered, on a tiny workload.
+"""
