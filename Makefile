@@ -66,11 +66,11 @@ drift: setup
 	$(PY) tools/schema_drift.py $(CODEX_VERSION) $(TO)
 
 # Every figure a ratio to a baseline measured in the same run (tools/bench.py).
-# make bench [QUICK=1] [JSON=FILE] [PYTHON=python3.9] [ARGS="--only stream,large"]
-# A PYTHON other than the default is the interpreter measured (the bench runs from the venv).
+# make bench [QUICK=1] [JSON=FILE] [BENCH_PYTHON=python3.9] [ARGS="--only stream,large"]
+# BENCH_PYTHON is the interpreter measured (the bench itself runs from the venv).
 bench: setup
 	$(PY) tools/bench.py $(if $(QUICK),--quick) $(if $(JSON),--json $(JSON)) \
-		$(if $(filter-out python3,$(PYTHON)),--python $(PYTHON)) $(ARGS)
+		$(if $(BENCH_PYTHON),--python $(BENCH_PYTHON)) $(ARGS)
 
 # Mutation testing of the pure modules (tools/mutation/), not part of make test:
 # a few minutes on two cores.  Narrow or keep it: MUTATION_ARGS="--module _session --json m.json".
