@@ -152,6 +152,9 @@ def thread_of(frame: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
+_new = tuple.__new__
+
+
 def _size(frame: Frame) -> int:
     return len(json.dumps(frame, separators=(",", ":")))
 
@@ -266,9 +269,10 @@ class Connection:
             self.stats["malformed"] += 1
             return Skipped(item, None)
         self.stats["frames_in"] += 1
+        method = item.get("method")
+        if type(method) is str and "id" not in item:  # the common case, classified at once
+            return self._notification(item, method)
         kind = _wire.classify(item)
-        if kind == _wire.NOTIFICATION:
-            return self._notification(item)
         if kind == _wire.REQUEST:
             return self._server_request(item)
         if kind == _wire.RESPONSE or kind == _wire.ERROR:
@@ -280,18 +284,20 @@ class Connection:
         text = json.dumps(frame, ensure_ascii=False)
         return Skipped(ProtocolError(reason, len(text), text[:120]), frame)
 
-    def _notification(self, frame: Frame) -> Event:
+    def _notification(self, frame: Frame, method: str) -> Event:
         params = frame.get("params")
-        if not isinstance(params, dict):
+        if type(params) is not dict:
             params = {}
-        method: str = frame["method"]
-        tid = thread_of(frame)
+        tid = params.get("threadId")
+        if type(tid) is not str:
+            tid = thread_of(frame)
+        # tuple.__new__: a NamedTuple without its Python-level __new__ (per frame).
         if tid is None:
-            note = Notification(method, params, None, GLOBAL, frame)
+            note: Notification = _new(Notification, (method, params, None, GLOBAL, frame))
         elif tid in self._claimed:
-            note = Notification(method, params, tid, tid, frame)
+            note = _new(Notification, (method, params, tid, tid, frame))
         else:
-            note = Notification(method, params, tid, UNCLAIMED, frame)
+            note = _new(Notification, (method, params, tid, UNCLAIMED, frame))
             self._hold(note)
         if method == "serverRequest/resolved":
             # An id of the wrong type (a list, an object) is not one codex

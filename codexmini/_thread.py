@@ -172,11 +172,14 @@ class Turn:
         try:
             if not self._started:
                 await self._begin()
+            sub = self.thread._sub
             while True:
-                try:
-                    frame = await self.thread._sub.get(self.idle_timeout)
-                except CodexTimeout:
-                    raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
+                frame = sub.get_nowait()  # queued already: no coroutine, no await
+                if frame is None:
+                    try:
+                        frame = await sub.get(self.idle_timeout)
+                    except CodexTimeout:
+                        raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
                 event = self._take(frame)
                 if event is not None:
                     return event
@@ -206,10 +209,11 @@ class Turn:
     def _take(self, frame: Mapping[str, Any]) -> Optional[Event]:
         """Fold one notification of this thread; the event to yield, if any."""
         params = frame.get("params")
-        event = self.books.feed(str(frame.get("method", "")), params if isinstance(params, dict) else {})
-        if self.books.done:
+        books = self.books
+        event = books.feed(frame.get("method", ""), params if type(params) is dict else {})
+        if books.completed is not None:
             self.done = True
-        elif isinstance(event, InvalidNotification):
+        elif type(event) is InvalidNotification:
             count = self.books.invalid
             if count <= 10 or count % 1000 == 0:  # counted always, logged without flooding
                 log.warning("turn %s: skipped invalid notification #%d: %s", self.id, count, event.reason)

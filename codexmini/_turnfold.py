@@ -66,14 +66,17 @@ class TurnFold:
         """Fold one notification of the thread; the event to yield, if any
         (``None`` for another turn's frames and for ignored methods)."""
         turn_id = params.get("turnId")
-        if method == "turn/completed":
-            turn = params.get("turn")
-            turn_id = turn.get("id") if isinstance(turn, dict) else None
+        if turn_id is None:
+            if method == "turn/completed":
+                turn = params.get("turn")
+                turn_id = turn.get("id") if isinstance(turn, dict) else None
         if turn_id is not None and turn_id != self.turn_id:
             return None  # another turn of this thread
         if method == "error" and not params.get("willRetry") and isinstance(params.get("error"), dict):
             self.last_error = params["error"]
-        return self.book(to_event(method, params))
+        event = to_event(method, params)
+        handler = _BOOKS.get(type(event))
+        return event if handler is None else handler(self, event)
 
     def book(self, event: Optional[Event]) -> Optional[Event]:
         """Keep the books of one event of this turn (already mapped); returns
