@@ -157,19 +157,21 @@ class Subscription:
         self._client = client
         self.key = key
         self.maxsize = maxsize
-        self._items: Deque[Frame] = collections.deque()
+        # The core's Notification tuples (method and params already read out of
+        # the frame): the turn folds them; the public getters hand out frames.
+        self._items: Deque[_rpc.Notification] = collections.deque()
         self._waiter: Optional["asyncio.Future[None]"] = None
         self._error: Optional[TransportError] = None
         self.dropped = 0
 
-    def _put(self, frame: Frame) -> None:
-        if len(self._items) >= self.maxsize and frame.get("method") not in _rpc.NEVER_DROP:
+    def _put(self, note: _rpc.Notification) -> None:
+        if len(self._items) >= self.maxsize and note.method not in _rpc.NEVER_DROP:
             self.dropped += 1
             self._client.stats["dropped"] += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 log.warning("subscription %r is full: %d notification(s) dropped", self.key, self.dropped)
             return
-        self._items.append(frame)
+        self._items.append(note)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -186,18 +188,25 @@ class Subscription:
 
     def get_nowait(self) -> Optional[Frame]:
         """The next frame if one is queued, else ``None`` (raises once ended and empty)."""
+        note = self._next()
+        return None if note is None else note.frame
+
+    async def get(self, timeout: Optional[float] = None) -> Frame:
+        """Wait for the next frame; :class:`~codexmini.CodexTimeout` after ``timeout`` seconds."""
+        return (await self._get(timeout)).frame
+
+    def _next(self) -> Optional[_rpc.Notification]:
         if self._items:
             return self._items.popleft()
         if self._error is not None:
             raise self._error
         return None
 
-    async def get(self, timeout: Optional[float] = None) -> Frame:
-        """Wait for the next frame; :class:`~codexmini.CodexTimeout` after ``timeout`` seconds."""
+    async def _get(self, timeout: Optional[float] = None) -> _rpc.Notification:
         while True:
-            frame = self.get_nowait()
-            if frame is not None:
-                return frame
+            note = self._next()
+            if note is not None:
+                return note
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await asyncio.wait_for(self._waiter, timeout)
@@ -270,6 +279,7 @@ class AppServerClient:
         self._answer_observers: List[AnswerObserver] = []
         self._inflight: Dict[_rpc.RequestId, "asyncio.Task[None]"] = {}
         self._subs: Dict[Optional[str], List[Subscription]] = {}
+        self._all: List[Subscription] = []  # the ALL subscribers (the same list as _subs[ALL])
         self._terminal: Optional[TransportError] = None
         self._closing = False
         self._close_task: Optional["asyncio.Task[None]"] = None
@@ -531,9 +541,11 @@ class AppServerClient:
         that arrived for the thread before anyone subscribed come first."""
         sub = Subscription(self, key, maxsize or self.queue_size)
         self._subs.setdefault(key, []).append(sub)
-        if key is not None and key != ALL:  # a thread id
+        if key == ALL:
+            self._all = self._subs[ALL]
+        elif key is not None:  # a thread id
             for note in self._conn.claim(key):
-                sub._put(note.frame)
+                sub._put(note)
         if self._terminal is not None:
             sub._finish(self._terminal)
         return sub
@@ -565,12 +577,25 @@ class AppServerClient:
             transport.signal(signal.SIGKILL)
 
     def _handle(self, events: List[_rpc.Event]) -> None:
+        taps, handlers, notification = self._taps, _HANDLERS, _rpc.Notification
         for event in events:
             try:
-                if self._taps and event.frame is not None:
-                    for tap in self._taps:
+                if taps and event.frame is not None:
+                    for tap in taps:
                         self._call_tap(tap, "in", event.frame)
-                _HANDLERS[type(event)](self, event)
+                if type(event) is notification and not self._all:
+                    # The hot path: a notification for the thread's one
+                    # subscriber, queued as Subscription._put would.
+                    subs = self._subs.get(event.route)
+                    if subs is not None and len(subs) == 1:
+                        sub = subs[0]
+                        if len(sub._items) < sub.maxsize:
+                            sub._items.append(event)
+                            waiter = sub._waiter
+                            if waiter is not None and not waiter.done():
+                                waiter.set_result(None)
+                            continue
+                handlers[type(event)](self, event)
             except Exception:  # the boundary no frame crosses: log, count, read on
                 self.stats["handler_errors"] += 1
                 log.exception("handling a frame from codex failed; skipped")
@@ -586,9 +611,8 @@ class AppServerClient:
             future.set_exception(event.error)
 
     def _on_notification(self, event: _rpc.Notification) -> None:
-        frame = event.frame
-        for sub in self._subs.get(ALL, ()):
-            sub._put(frame)
+        for sub in self._all:
+            sub._put(event)
         route = event.route
         if route == _rpc.UNCLAIMED:
             return  # held by the connection until a subscriber claims the thread
@@ -597,7 +621,7 @@ class AppServerClient:
             self.stats["unrouted"] += 1
             return
         for sub in subs:
-            sub._put(frame)
+            sub._put(event)
 
     def _on_skipped(self, event: _rpc.Skipped) -> None:
         self.protocol_errors.append(event.error)

@@ -258,19 +258,28 @@ class Connection:
 
     def receive(self, data: bytes) -> List[Event]:
         """Feed bytes from codex; the events they complete, in order."""
-        return [self._event(item) for item in self._decoder.feed(data)]
+        event = self._event
+        return [event(item) for item in self._decoder.feed(data)]
 
     def receive_eof(self) -> List[Event]:
         """codex's stdout ended: what an unterminated last line held."""
         return [self._event(item) for item in self._decoder.close()]
 
     def _event(self, item: _wire.Decoded) -> Event:
-        if isinstance(item, ProtocolError):
+        if type(item) is not dict:  # a ProtocolError: the line was no JSON object
             self.stats["malformed"] += 1
-            return Skipped(item, None)
+            return Skipped(item, None)  # type: ignore[arg-type]
         self.stats["frames_in"] += 1
         method = item.get("method")
         if type(method) is str and "id" not in item:  # the common case, classified at once
+            params = item.get("params")
+            if type(params) is not dict:
+                params = {}
+            tid = params.get("threadId")
+            if type(tid) is str and tid in self._claimed and method != "serverRequest/resolved":
+                # tuple.__new__: a NamedTuple without its Python-level __new__ (per frame).
+                note: Notification = _new(Notification, (method, params, tid, tid, item))
+                return note
             return self._notification(item, method)
         kind = _wire.classify(item)
         if kind == _wire.REQUEST:

@@ -36,7 +36,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._client import AppServerClient, Subscription
 from ._errors import CodexminiError, CodexTimeout, RpcError, TransportError, TurnTimeout
-from ._events import Event, InvalidNotification, TurnCompleted, Usage
+from ._events import AgentMessageDelta, Event, InvalidNotification, TurnCompleted, Usage
+from ._rpc import Notification
 from ._turnfold import TurnFold
 
 log = logging.getLogger("codexmini.thread")
@@ -173,14 +174,19 @@ class Turn:
             if not self._started:
                 await self._begin()
             sub = self.thread._sub
+            books = self.books
+            queued = sub._items
             while True:
-                frame = sub.get_nowait()  # queued already: no coroutine, no await
-                if frame is None:
+                note = queued.popleft() if queued else sub._next()  # queued already: no await
+                if note is None:
                     try:
-                        frame = await sub.get(self.idle_timeout)
+                        note = await sub._get(self.idle_timeout)
                     except CodexTimeout:
                         raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
-                event = self._take(frame)
+                event = books.feed(note.method, note.params)
+                if type(event) is AgentMessageDelta:
+                    return event  # nine frames in ten: nothing else to check
+                self._after(event)
                 if event is not None:
                     return event
         except asyncio.CancelledError:
@@ -206,18 +212,19 @@ class Turn:
             raise
         self.books.turn_id = str(result["turn"]["id"])
 
-    def _take(self, frame: Mapping[str, Any]) -> Optional[Event]:
+    def _take(self, note: Notification) -> Optional[Event]:
         """Fold one notification of this thread; the event to yield, if any."""
-        params = frame.get("params")
-        books = self.books
-        event = books.feed(frame.get("method", ""), params if type(params) is dict else {})
-        if books.completed is not None:
+        event = self.books.feed(note.method, note.params)
+        self._after(event)
+        return event
+
+    def _after(self, event: Optional[Event]) -> None:
+        if self.books.completed is not None:
             self.done = True
         elif type(event) is InvalidNotification:
             count = self.books.invalid
             if count <= 10 or count % 1000 == 0:  # counted always, logged without flooding
                 log.warning("turn %s: skipped invalid notification #%d: %s", self.id, count, event.reason)
-        return event
 
     # -- control -----------------------------------------------------------
 
@@ -257,7 +264,7 @@ class Turn:
             log.debug("turn/interrupt: %s", exc)
         while not self.done:
             try:
-                self._take(await self.thread._sub.get())
+                self._take(await self.thread._sub._get())
             except TransportError:
                 return
 

@@ -33,7 +33,8 @@ import dataclasses
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from ._events import Event, InvalidNotification, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
-from ._mapping import to_event
+from ._errors import ProtocolError
+from ._mapping import NOTIFICATIONS, to_event
 
 Item = Mapping[str, Any]
 
@@ -74,7 +75,13 @@ class TurnFold:
             return None  # another turn of this thread
         if method == "error" and not params.get("willRetry") and isinstance(params.get("error"), dict):
             self.last_error = params["error"]
-        event = to_event(method, params)
+        row = NOTIFICATIONS.get(method)
+        if row is None:
+            return to_event(method, params)  # ignored or unmapped: the mapping decides
+        try:  # the mapping's row, called here rather than through to_event (the hot path)
+            event = row(params)
+        except ProtocolError:
+            event = to_event(method, params)  # an InvalidNotification, as to_event words it
         handler = _BOOKS.get(type(event))
         return event if handler is None else handler(self, event)
 

@@ -170,14 +170,58 @@ class LineDecoder:
             self._buf.clear()
             out.append(self._line(line))
             data = data[cut + 1 :]
-        lines = data.split(b"\n")
-        tail = lines.pop()  # after the last newline: the start of the next line
-        line_of = self._line
-        out += [line_of(line) for line in lines]
-        if tail:
-            self._buf += tail
+        cut = data.rfind(b"\n") + 1  # the complete lines, then the start of the next one
+        if cut:
+            out += self._lines(data[:cut] if cut < len(data) else data)
+        if cut < len(data):
+            self._buf += data[cut:]
             self._check_cap()
         return out
+
+    def _lines(self, block: bytes) -> List[Decoded]:
+        """The frames of ``block``, whole newline-terminated lines.  Decoded as
+        UTF-8 at once (one call, not one per line); a block that is not valid
+        UTF-8 or may hold a line over the cap goes line by line, so the bad
+        line is the only one reported."""
+        if len(block) <= self.max_frame_bytes:
+            try:
+                text = block.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            else:
+                lines = text.split("\n")
+                lines.pop()  # the empty string after the last newline
+                # The hot loop: one direct scan per line; anything unusual (a
+                # "\r", whitespace, a value that is not an object, an error)
+                # goes the long way, through _text_line.
+                out: List[Decoded] = []
+                scan, slow = _scan_once, self._text_line
+                for line in lines:
+                    try:
+                        value, end = scan(line, 0)
+                    except (StopIteration, ValueError):
+                        out.append(slow(line))
+                        continue
+                    out.append(value if end == len(line) and type(value) is dict else slow(line))
+                return out
+        parts = block.split(b"\n")
+        parts.pop()
+        line_of = self._line
+        return [line_of(line) for line in parts]
+
+    @staticmethod
+    def _text_line(line: str) -> Decoded:
+        if line[-1:] == "\r":
+            line = line[:-1]
+        try:
+            obj = _loads(line)
+        except ValueError as exc:
+            raw = line.encode("utf-8")
+            return ProtocolError(f"invalid JSON: {exc}", len(raw), _preview(raw))
+        if type(obj) is not dict:
+            raw = line.encode("utf-8")
+            return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(raw), _preview(raw))
+        return obj
 
     def _check_cap(self) -> None:
         # A trailing "\r" may be half of a CRLF whose "\n" is still in flight;

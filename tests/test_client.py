@@ -17,6 +17,7 @@ nothing asserts how long something took.
 from __future__ import annotations
 
 import asyncio
+import collections
 import signal
 
 import pytest
@@ -797,10 +798,11 @@ def test_client_a_frame_whose_handling_fails_is_counted_and_the_next_one_read(ca
         client = await started(b.global_and_threads)
         glob = client.subscribe(GLOBAL)
 
-        def broken(frame):  # fault injection: no public way makes handling a frame raise
-            raise ValueError("a subscription broke")
+        class Broken(collections.deque):  # fault injection: no public way makes handling a frame raise
+            def append(self, item):
+                raise ValueError("a subscription broke")
 
-        glob._put = broken  # type: ignore[method-assign]
+        glob._items = Broken()  # type: ignore[assignment]
         try:
             assert await client.request("thread/loaded/list", {}) == {"data": [], "nextCursor": None}
             assert client.stats["handler_errors"] == 1
