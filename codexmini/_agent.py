@@ -475,7 +475,8 @@ class Agent:
                 sandbox=permissions.sandbox,
                 approval_policy=permissions.approval_policy,
             )
-            turn = thread.turn(self._step_input(messages), interrupt_grace=self.config.interrupt_grace)
+            # No history: the step fold writes every item to the log as it completes.
+            turn = thread.turn(self._step_input(messages), interrupt_grace=self.config.interrupt_grace, keep_items=False)
             self._turn = turn
             try:
                 completed = await self._consume(turn, folder)

@@ -99,9 +99,12 @@ class Thread:
         params: Optional[Mapping[str, Any]] = None,
         interrupt_grace: float = 5.0,
         idle_timeout: Optional[float] = None,
+        keep_items: bool = True,
     ) -> "Turn":
-        """A turn with this input; nothing is sent until iteration starts."""
-        return Turn(self, as_input(input), params or {}, interrupt_grace, idle_timeout)
+        """A turn with this input; nothing is sent until iteration starts.
+        ``keep_items=False`` keeps no history (``TurnCompleted.items`` is
+        empty): for a consumer that takes the items as they complete."""
+        return Turn(self, as_input(input), params or {}, interrupt_grace, idle_timeout, keep_items)
 
     async def steer(self, input: Input, expected_turn_id: str) -> str:
         """Add input to the running turn (``turn/steer``); returns its id."""
@@ -129,6 +132,7 @@ class Turn:
         params: Mapping[str, Any],
         interrupt_grace: float,
         idle_timeout: Optional[float],
+        keep_items: bool = True,
     ) -> None:
         self.thread = thread
         self.input = input
@@ -138,7 +142,7 @@ class Turn:
         self.done = False
         #: The turn's books (items, open items, usage, the last fatal error),
         #: shared with whoever else folds the same turn (the agent's step fold).
-        self.books = TurnFold()
+        self.books = TurnFold(keep_items=keep_items)
         self._started = False
         self._interrupting = False
 

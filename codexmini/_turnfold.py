@@ -14,8 +14,10 @@ and :meth:`TurnFold.started_items` instead of counting on its own).
 
 * frames of other turns of the same thread are filtered out by turn id;
 * items by id, the last completion winning, in the order first completed;
-* the items started and not (yet) completed -- *open* -- and every item ever
-  started, in start order;
+* the items started and not (yet) completed -- *open* -- and every *tool*
+  item ever started, in start order (the step fold settles the tools it never
+  saw finish; keeping every other start too would hold a long turn's items
+  twice);
 * usage, summed from ``tokenUsage.last`` of each model call;
 * the last ``error`` that codex will not retry, in case ``turn/completed``
   carries none.
@@ -34,7 +36,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
 
 from ._events import Event, InvalidNotification, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
 from ._errors import ProtocolError
-from ._mapping import NOTIFICATIONS, to_event
+from ._mapping import NOTIFICATIONS, TOOL_ITEMS, to_event
 
 Item = Mapping[str, Any]
 
@@ -42,11 +44,15 @@ Item = Mapping[str, Any]
 class TurnFold:
     """The books of one turn (``turn_id``); feed it the thread's notifications."""
 
-    def __init__(self, turn_id: Optional[str] = None) -> None:
+    def __init__(self, turn_id: Optional[str] = None, keep_items: bool = True) -> None:
         self.turn_id = turn_id
+        #: Keep every completed item for :attr:`TurnCompleted.items` (the
+        #: turn's history); a reader that writes items elsewhere as they
+        #: complete (the agent: to its log) passes False and keeps no history.
+        self.keep_items = keep_items
         self.items: Dict[str, Item] = {}  # completed, last writer wins
         self.open: Dict[str, Item] = {}  # started, not completed since
-        self.started: Dict[str, Item] = {}  # every item started (first start), in start order
+        self.started: Dict[str, Item] = {}  # every tool item started (first start), in start order
         self.usage = Usage()
         self.invalid = 0  # notifications skipped as malformed (InvalidNotification)
         self.last_error: Optional[Mapping[str, Any]] = None
@@ -59,7 +65,7 @@ class TurnFold:
         return self.completed is not None
 
     def started_items(self, types: Iterable[str]) -> List[Item]:
-        """Every item of ``types`` that started, in start order."""
+        """Every tool item of ``types`` that started, in start order."""
         wanted = frozenset(types)
         return [item for item in self.started.values() if item.get("type") in wanted]
 
@@ -95,15 +101,17 @@ class TurnFold:
 
     def _started(self, event: ItemStarted) -> Event:
         self.open[event.item_id] = event.item
-        self.started.setdefault(event.item_id, event.item)
+        if event.item_type in TOOL_ITEMS:
+            self.started.setdefault(event.item_id, event.item)
         return event
 
     def _completed(self, event: ItemCompleted) -> Event:
         item_id = event.item_id
         self.open.pop(item_id, None)
-        if item_id not in self.items:
-            self._order.append(item_id)
-        self.items[item_id] = event.item
+        if self.keep_items:
+            if item_id not in self.items:
+                self._order.append(item_id)
+            self.items[item_id] = event.item
         return event
 
     def _invalid(self, event: InvalidNotification) -> Event:

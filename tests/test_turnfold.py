@@ -135,19 +135,29 @@ def test_turnfold_items_last_writer_wins_in_first_completion_order():
     assert [(i["id"], i["text"]) for i in done.items] == [("a", "third"), ("b", "bee")]
 
 
-def test_turnfold_open_items_versus_every_item_started():
+def test_turnfold_open_items_versus_every_tool_item_started():
     cmd = command("call_1", "inProgress")
     books = fold(started(agent_message("a")), started(cmd), completed(agent_message("a", "done")))
     assert list(books.open) == ["call_1"]
-    assert list(books.started) == ["a", "call_1"]
+    assert list(books.started) == ["call_1"]  # only tools: what the step fold settles
     # Started again (a retried stream): open again; `started` keeps the first start.
     books.feed(*started(agent_message("a", "again")))
     assert list(books.open) == ["call_1", "a"]
-    assert books.started["a"]["text"] == ""
+    books.feed(*started(command("call_1", "completed")))
+    assert books.started["call_1"]["status"] == "inProgress"
     # started_items filters by type, in start order.
     assert books.started_items(["commandExecution"]) == [cmd]
-    assert books.started_items(["agentMessage", "commandExecution"])[0]["id"] == "a"
+    assert books.started_items(["agentMessage"]) == []
     assert books.started_items([]) == []
+
+
+def test_turnfold_without_the_history_keeps_no_completed_items():
+    books = TurnFold(TURN, keep_items=False)
+    for method, params in (started(agent_message("a")), completed(agent_message("a", "done"))):
+        books.feed(method, params)
+    books.feed("turn/completed", {"threadId": THREAD, "turn": {"id": TURN, "status": "completed", "error": None}})
+    assert books.items == {} and books.open == {}
+    assert books.completed is not None and books.completed.items == () and books.completed.abandoned == ()
 
 
 def test_turnfold_completed_without_started_is_booked_and_never_open():
