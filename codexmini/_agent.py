@@ -50,7 +50,7 @@ from ._binary import parse_version
 from ._client import AppServerClient, Launcher, Tap
 from ._endpoint import ModelEndpoint
 from ._errors import CodexminiError, ConfigError, ProcessExited, RpcError, TransportError
-from ._events import Event, TurnCompleted, Usage
+from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
 from ._inbox import Inbox, Message
 from ._permission import (
     APPROVAL_POLICIES,
@@ -513,10 +513,18 @@ class Agent:
         self._append("step/end", {"reason": reason}, step=folder.step)
 
     async def _consume(self, turn: Turn, folder: StepFolder) -> TurnCompleted:
+        listener = self.on_event
         async with turn:
             async for event in turn:
-                if self.on_event is not None:
-                    self.on_event(event)
+                if type(event) is AgentMessageDelta:  # nine events in ten: shown, never written
+                    if listener is not None:
+                        listener(event)
+                        listener(folder.stream(event))
+                    else:
+                        folder.stream(event)
+                    continue
+                if listener is not None:
+                    listener(event)
                 if isinstance(event, TurnCompleted):
                     return event
                 self._apply(folder.feed(event), folder)

@@ -74,6 +74,9 @@ from ._prompt import reasoning_block, text_block, tool_call_block
 from ._turnfold import TurnFold
 
 
+_object_new = object.__new__
+
+
 @dataclass(frozen=True)
 class Write:
     """One session-log append: ``type``/``data`` at ``step`` of the current turn."""
@@ -139,15 +142,28 @@ class StepFolder:
         signals, self._signals = self._signals, []
         return signals
 
-    def _stream(self, event: AgentMessageDelta) -> None:
-        message_id = self._streams.get(event.item_id)
+    def stream(self, event: AgentMessageDelta) -> MessageDelta:
+        """The :class:`~._events.MessageDelta` for a streamed delta (the hot
+        path: the agent calls this instead of :meth:`feed` for every delta,
+        which writes nothing)."""
+        item_id = event.item_id
+        message_id = self._streams.get(item_id)
         if message_id is None:
             if self.held is not None:
                 message_id = self.held["id"]
             else:
                 message_id = self._reserved = self._reserved or self.new_id()
-            self._streams[event.item_id] = message_id
-        self._signals.append(MessageDelta(message_id, event.item_id, event.delta))
+            self._streams[item_id] = message_id
+        # Built without dataclass __init__'s per-field object.__setattr__ (per delta).
+        delta: MessageDelta = _object_new(MessageDelta)
+        fields = delta.__dict__
+        fields["message_id"] = message_id
+        fields["item_id"] = item_id
+        fields["delta"] = event.delta
+        return delta
+
+    def _stream(self, event: AgentMessageDelta) -> None:
+        self._signals.append(self.stream(event))
 
     def _abandon_streams(self) -> None:
         for item_id, message_id in self._streams.items():
