@@ -544,12 +544,14 @@ class Agent:
         return _Outcome("error", _error("CODEX_ERROR", message), tuple(cause))
 
     def _apply(self, writes: List[Write], folder: StepFolder) -> None:
-        for w in writes:
-            self._append(w.type, w.data, step=w.step)
-            if w.type == "tool/call":
-                self.stats["tool_calls"] += 1
-            elif w.type == "step/start":
-                self.stats["steps"] += 1
+        if writes:  # one write and one flush for the lot (a tool call is three events)
+            turn = self._turn_no
+            for event in self.log.append_many([(w.type, w.data, turn, w.step) for w in writes]):
+                type_ = event["type"]
+                if type_ == "tool/call":
+                    self.stats["tool_calls"] += 1
+                elif type_ == "step/start":
+                    self.stats["steps"] += 1
         self._step = folder.step
         if self.on_event is not None:  # stream events, after the writes they speak of
             for signal in folder.signals():

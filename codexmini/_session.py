@@ -86,9 +86,14 @@ class ReadResult(NamedTuple):
     warnings: List[str]
 
 
+#: ``json.dumps(…, ensure_ascii=False, separators=(",", ":"))`` without the
+#: per-call construction of its encoder (an event per tool call adds up).
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def encode_event(event: Mapping[str, Any]) -> str:
     """The exact line written for ``event``, newline included."""
-    return json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return _encode(event) + "\n"
 
 
 def _check(event: Any, expected_seq: int) -> Optional[str]:
@@ -217,43 +222,58 @@ class SessionLog:
     ) -> Event:
         """Write one event durably and return it.  The event holds ``data``
         itself, not a copy: do not mutate it after appending."""
-        if type not in EVENT_TYPES:
-            raise SessionLogError(f"unknown session log event type {type!r}", path=self.path)
-        if not isinstance(data, dict):
-            raise SessionLogError(f"event data must be a dict, not {data.__class__.__name__}", path=self.path)
+        (event,) = self.append_many([(type, data, turn, step)])
+        return event
+
+    def append_many(self, entries: Iterable[Tuple[str, Dict[str, Any], Optional[int], Optional[int]]]) -> List[Event]:
+        """Write several events, ``(type, data, turn, step)`` each, with one
+        write and one flush (and ``fsync``): when it returns, every one of them
+        is durable.  A crash during the write leaves whole lines and at most
+        one torn last line, as for :meth:`append`."""
         if self._file is None:
             raise SessionLogError(f"session log {self.path} is closed", path=self.path)
-        event: Event = {
-            "v": LOG_VERSION,
-            "seq": len(self._events),
-            "ts": round(self._clock(), 3),
-            "type": type,
-            "turn": turn,
-            "step": step,
-            "data": data,
-        }
-        line = encode_event(event)
+        events: List[Event] = []
+        lines: List[str] = []
+        now = round(self._clock(), 3)
+        for type_, data, turn, step in entries:
+            if type_ not in EVENT_TYPES:
+                raise SessionLogError(f"unknown session log event type {type_!r}", path=self.path)
+            if not isinstance(data, dict):
+                raise SessionLogError(f"event data must be a dict, not {data.__class__.__name__}", path=self.path)
+            event: Event = {
+                "v": LOG_VERSION,
+                "seq": len(self._events) + len(events),
+                "ts": now,
+                "type": type_,
+                "turn": turn,
+                "step": step,
+                "data": data,
+            }
+            events.append(event)
+            lines.append(encode_event(event))
         try:
-            self._file.write(line.encode("utf-8"))  # one write: one line or a torn tail
+            self._file.write("".join(lines).encode("utf-8"))  # one write: whole lines, then at most a torn tail
             _sync(self._file, self.fsync)
         except OSError as exc:
             # The tail may now hold a partial line.  Refuse further appends:
             # reopening truncates it; appending here would bury it mid-file.
             self.close()
+            first = len(self._events)
             raise SessionLogError(
-                f"{self.path}: cannot append event {event['seq']}: {exc}",
+                f"{self.path}: cannot append event {first}: {exc}",
                 path=self.path,
-                line=event["seq"] + 1,
+                line=first + 1,
             ) from exc
-        self._events.append(event)
-        for listener in list(self._listeners):
-            try:
-                listener(event, line)
-            except Exception:
-                # The event is already durable; a failing observer must not
-                # make the writer believe the append failed.
-                logger.exception("session log listener %r failed", listener)
-        return event
+        self._events.extend(events)
+        for event, line in zip(events, lines):
+            for listener in list(self._listeners):
+                try:
+                    listener(event, line)
+                except Exception:
+                    # The event is already durable; a failing observer must not
+                    # make the writer believe the append failed.
+                    logger.exception("session log listener %r failed", listener)
+        return events
 
     def close(self) -> None:
         """Close the file; idempotent."""

@@ -126,9 +126,12 @@ def decode_line(line: bytes) -> Decoded:
     return obj
 
 
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def encode(frame: Frame) -> bytes:
     """Serialize one frame as a single UTF-8 line."""
-    return json.dumps(frame, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    return _encode(frame).encode("utf-8") + b"\n"
 
 
 class LineDecoder:
