@@ -475,7 +475,8 @@ class Agent:
                 sandbox=permissions.sandbox,
                 approval_policy=permissions.approval_policy,
             )
-            # No history: the step fold writes every item to the log as it completes.
+            # No history (TurnCompleted.items stays empty): the step fold writes
+            # every item to the log as it completes, and memory stays flat.
             turn = thread.turn(self._step_input(messages), interrupt_grace=self.config.interrupt_grace, keep_items=False)
             self._turn = turn
             try:

@@ -73,7 +73,6 @@ from ._mapping import TOOL_ITEMS, ToolCall, tool_call, tool_result
 from ._prompt import reasoning_block, text_block, tool_call_block
 from ._turnfold import TurnFold
 
-
 _object_new = object.__new__
 
 
@@ -192,9 +191,9 @@ class StepFolder:
         consumed to its ``turn/completed`` (``completed``; not after a cancel
         or a dead child, where the usage is not certain)."""
         out: List[Write] = []
-        for item in books.started_items(TOOL_ITEMS):
-            if str(item.get("id")) not in self._tools_seen:
-                self._abandoned_tool(item, out)
+        for call in books.started_tools():
+            if call.call_id not in self._tools_seen:
+                self._tool(call, "the tool call did not finish (the turn ended first)", True, "abandoned", out)
         self._flush(out)
         self._abandon_streams()  # streamed, never completed: the turn ended first
         if completed and books.done and books.usage != Usage():
@@ -243,11 +242,6 @@ class StepFolder:
             self._tool(call, result.text, result.is_error, result.status, out)
         elif kind not in _CONTENT_ITEMS:
             self.ignored[kind] += 1
-
-    def _abandoned_tool(self, item: Mapping[str, Any], out: List[Write]) -> None:
-        call = tool_call(item)
-        assert call is not None
-        self._tool(call, "the tool call did not finish (the turn ended first)", True, "abandoned", out)
 
     def _tool(self, call: ToolCall, text: str, is_error: bool, status: str, out: List[Write]) -> None:
         self._tools_seen.add(call.call_id)

@@ -10,7 +10,7 @@ can be started and completed several times (a retried
 (``thread/tokenUsage/updated``).  :class:`TurnFold` keeps those books, once,
 for every reader of a turn: :class:`~._thread.Turn` (which yields the events)
 and the agent's step fold (:mod:`._steps`, which reads :attr:`TurnFold.usage`
-and :meth:`TurnFold.started_items` instead of counting on its own).
+and :meth:`TurnFold.started_tools` instead of counting on its own).
 
 * frames of other turns of the same thread are filtered out by turn id;
 * items by id, the last completion winning, in the order first completed;
@@ -32,11 +32,11 @@ the items, the abandoned ids and the usage.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from ._events import Event, InvalidNotification, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
 from ._errors import ProtocolError
-from ._mapping import NOTIFICATIONS, TOOL_ITEMS, to_event
+from ._events import Event, InvalidNotification, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
+from ._mapping import NOTIFICATIONS, ToolCall, to_event, tool_call
 
 Item = Mapping[str, Any]
 
@@ -52,7 +52,10 @@ class TurnFold:
         self.keep_items = keep_items
         self.items: Dict[str, Item] = {}  # completed, last writer wins
         self.open: Dict[str, Item] = {}  # started, not completed since
-        self.started: Dict[str, Item] = {}  # every tool item started (first start), in start order
+        # Every tool item started (first start), in start order, as its call:
+        # what the step fold needs to settle a tool it never saw finish, without
+        # holding every item of a long turn.
+        self.started: Dict[str, ToolCall] = {}
         self.usage = Usage()
         self.invalid = 0  # notifications skipped as malformed (InvalidNotification)
         self.last_error: Optional[Mapping[str, Any]] = None
@@ -64,10 +67,9 @@ class TurnFold:
         """``turn/completed`` was folded."""
         return self.completed is not None
 
-    def started_items(self, types: Iterable[str]) -> List[Item]:
-        """Every tool item of ``types`` that started, in start order."""
-        wanted = frozenset(types)
-        return [item for item in self.started.values() if item.get("type") in wanted]
+    def started_tools(self) -> List[ToolCall]:
+        """The call of every tool item that started, in start order."""
+        return list(self.started.values())
 
     def feed(self, method: str, params: Mapping[str, Any]) -> Optional[Event]:
         """Fold one notification of the thread; the event to yield, if any
@@ -101,8 +103,10 @@ class TurnFold:
 
     def _started(self, event: ItemStarted) -> Event:
         self.open[event.item_id] = event.item
-        if event.item_type in TOOL_ITEMS:
-            self.started.setdefault(event.item_id, event.item)
+        if event.item_id not in self.started:
+            call = tool_call(event.item)  # None for an item that is not a tool
+            if call is not None:
+                self.started[event.item_id] = call
         return event
 
     def _completed(self, event: ItemCompleted) -> Event:

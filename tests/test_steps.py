@@ -132,7 +132,7 @@ class Folded:
     @property
     def open_tools(self) -> Dict[str, Any]:
         """Tools started that the fold has not settled yet."""
-        return {i["id"]: i for i in self.books.started_items(TOOL_ITEMS) if i["id"] not in self.steps._tools_seen}
+        return {c.call_id: c for c in self.books.started_tools() if c.call_id not in self.steps._tools_seen}
 
     def __getattr__(self, name: str) -> Any:  # step, messages, tool_calls, ignored, steer, …
         return getattr(self.steps, name)
