@@ -32,8 +32,7 @@ No I/O, no clock, no environment: events are plain dicts (SPEC §5).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple
 
 Block = Dict[str, Any]
 Event = Mapping[str, Any]
@@ -42,9 +41,11 @@ Event = Mapping[str, Any]
 NO_CONTENT = "(no content)"
 
 
-@dataclass(frozen=True)
-class Message:
-    """One conversation message derived from one log event."""
+class Message(NamedTuple):
+    """One conversation message derived from one log event.  A tuple, not a
+    dataclass: one object per message instead of two (no ``__dict__``), which
+    keeps the garbage collector's work linear in a long log (``make bench``:
+    ``serialize_scaling``)."""
 
     role: str  # "user" | "assistant" | "tool"
     content: Tuple[Block, ...]
@@ -167,14 +168,14 @@ class Transcript:
     """
 
     def __init__(self) -> None:
-        self._messages: List[Message] = []
+        # The sections only: the messages are the log's, and keeping them here
+        # too would hold a long session twice.
         self._sections: List[str] = []
         self._text: Optional[str] = ""
 
     def extend(self, events: Iterable[Event]) -> "Transcript":
         new = derive_messages(events)
         if new:
-            self._messages.extend(new)
             self._sections.extend(self.render(m) for m in new)
             self._text = None  # joined lazily: several extends, one join
         return self
@@ -183,9 +184,9 @@ class Transcript:
         """Render one section; called once per message (a hook for tests)."""
         return render_section(message)
 
-    @property
-    def messages(self) -> List[Message]:
-        return list(self._messages)
+    def __len__(self) -> int:
+        """How many sections (messages) it holds."""
+        return len(self._sections)
 
     def text(self) -> str:
         if self._text is None:
