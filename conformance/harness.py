@@ -30,17 +30,15 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from codexmini import CODEX_VERSION, __version__
-from codexmini import Agent, AgentConfig, ModelEndpoint
+from codexmini import CODEX_VERSION, Agent, AgentConfig, ModelEndpoint, __version__
 from codexmini._client import AppServerClient
 from codexmini._events import Event
 from codexmini._permission import ApprovalRequest, Reply
-from codexmini.testing.scripted_model import ScriptedModel
 from codexmini._session import SessionLog
-
 from codexmini.testing import FakeAppServer
 from codexmini.testing.normalize import Normaliser, normalise_argv
 from codexmini.testing.replay import Replay, load_transcript
+from codexmini.testing.scripted_model import ScriptedModel
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(REPO, "fixtures", CODEX_VERSION)

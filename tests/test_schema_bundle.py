@@ -18,8 +18,10 @@ import os
 import stat
 
 import pytest
+from recorded_frames import FRAME_FILES, recorded
 
-from codexmini import CODEX_VERSION, _schema
+from codexmini import CODEX_VERSION, BinaryNotFound, _schema
+from codexmini._binary import find_codex
 from codexmini._jsonschema import SchemaError
 from codexmini._schema import (
     BUNDLE_FILE,
@@ -32,12 +34,8 @@ from codexmini._schema import (
     generate_schema,
     validate_transcript,
 )
-from codexmini._binary import find_codex
-from codexmini import BinaryNotFound
 from conformance import recorded as real_frames
 from conformance import schema as reference
-
-from recorded_frames import FRAME_FILES, recorded  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE_DIR = os.path.join(ROOT, "fixtures", "schema", CODEX_VERSION)
