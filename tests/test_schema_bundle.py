@@ -20,8 +20,7 @@ import stat
 import pytest
 from recorded_frames import FRAME_FILES, recorded
 
-from codexmini import CODEX_VERSION, BinaryNotFound, _schema
-from codexmini._binary import find_codex
+from codexmini import CODEX_VERSION, ConfigError, _schema
 from codexmini._jsonschema import SchemaError
 from codexmini._schema import (
     BUNDLE_FILE,
@@ -36,6 +35,7 @@ from codexmini._schema import (
 )
 from conformance import recorded as real_frames
 from conformance import schema as reference
+from conformance.versions import live_codex
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE_DIR = os.path.join(ROOT, "fixtures", "schema", CODEX_VERSION)
@@ -307,7 +307,7 @@ def test_bundle_for_binary_generates_the_flavor_asked_for(tmp_path, flavor):
 
 
 def test_bundle_for_binary_refuses_an_unknown_flavor(tmp_path):
-    with pytest.raises(ValueError, match="flavor must be one of"):
+    with pytest.raises(ConfigError, match="flavor must be one of"):
         bundle_for_binary("codex", str(tmp_path), "nightly")
 
 
@@ -338,13 +338,17 @@ def test_generate_schema_without_a_binary(tmp_path):
 @pytest.mark.live
 @pytest.mark.parametrize("flavor", _schema.FLAVORS)
 def test_bundle_for_binary_real_codex_prints_the_fixture(tmp_path, flavor):
-    try:
-        binary = find_codex()
-    except BinaryNotFound as exc:
-        pytest.skip(f"the pinned codex binary is not installed ({exc})")
-    bundle = bundle_for_binary(binary.path, str(tmp_path), flavor, CODEX_VERSION)
-    assert bundle.root == STDLIB[flavor].root, "the pinned binary prints another schema: run `make schema`"
-    validator = FrameValidator(bundle, allow_undeclared=reference.KNOWN_UNDECLARED)
-    for direction, frame in real_frames.TRANSCRIPT:
+    codex = live_codex()
+    if isinstance(codex, str):
+        pytest.skip(codex)
+    if codex.version not in reference.fixture_versions():
+        pytest.skip(f"codex {codex.version} has no schema fixtures")
+    bundle = bundle_for_binary(codex.path, str(tmp_path), flavor, codex.version)
+    fixture = SchemaBundle.from_directory(os.path.join(ROOT, "fixtures", "schema", codex.version, flavor), flavor, codex.version)
+    assert bundle.root == fixture.root, f"codex {codex.version} prints another schema: run `make schema CODEX={codex.version}`"
+    # The real frames of its own recordings pass the schema it printed (stdlib engine).
+    validator = FrameValidator(bundle, allow_undeclared=reference.known_undeclared(codex.version))
+    (transcript,) = [t for name, t in recorded() if name == f"fixtures/{codex.version}/approval_accept.frames.jsonl"]
+    for direction, frame in transcript:
         validator.check(direction, frame)
-    assert validator.problems == [] and validator.frames == len(real_frames.TRANSCRIPT)
+    assert validator.problems == [] and validator.frames == len(transcript) > 20
