@@ -38,15 +38,17 @@ What is compared, and how (so that the verdict means behaviour):
   (:func:`conformance.scenarios.comparable_live_session`), and the pinned
   scenario check is run: its first failing assertion is a difference too.
 
-A difference that shows up in several scenarios (a new notification sent in
-every turn) is listed once, under "in several scenarios".
+A difference that shows up in many scenarios (a new notification sent in
+every turn) is listed once, under "in many scenarios".
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
+import re
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -67,8 +69,9 @@ VERDICTS = (FAILS, DIFFERS, SAME)
 RUN_TIMEOUT_S = 120.0
 #: Differences shown per scenario and part; the rest are counted.
 SHOWN = 4
-#: A difference found in at least this many scenarios is listed once.
-COMMON = 3
+#: A difference found in at least this share of the scenarios (and in 3 or
+#: more) is listed once, not under each.
+COMMON_SHARE = 1 / 3
 #: Longest rendering of one value in a difference line.
 VALUE_WIDTH = 90
 
@@ -104,12 +107,17 @@ class BehaviourReport:
     def failed(self) -> bool:
         return bool(self.by_verdict(FAILS))
 
+    @property
+    def common_threshold(self) -> int:
+        return max(3, math.ceil(len(self.outcomes) * COMMON_SHARE))
+
     def common(self) -> List[Tuple[str, str, int]]:
-        """(part, line, how many scenarios) for the differences of :data:`COMMON` or more scenarios."""
+        """(part, line, how many scenarios) for the differences that many
+        scenarios share (:data:`COMMON_SHARE`)."""
         counts: Counter[Tuple[str, str]] = Counter()
         for outcome in self.outcomes:
             counts.update({(part, line) for part, lines in outcome.differences.items() for line in lines})
-        return sorted((part, line, n) for (part, line), n in counts.items() if n >= COMMON)
+        return sorted((part, line, n) for (part, line), n in counts.items() if n >= self.common_threshold)
 
     def summary(self) -> Dict[str, int]:
         return {verdict: len(self.by_verdict(verdict)) for verdict in VERDICTS}
@@ -207,12 +215,40 @@ def project(label: str, value: Any, keys: Mapping[Tuple[str, Tuple[Any, ...]], S
     return value
 
 
+_PLACEHOLDER = re.compile(r"00000000-0000-7000-8000-\d{12}")
+
+
+def renumber(rows: List[Tuple[str, Frame]], known: Set[str]) -> List[Tuple[str, Frame]]:
+    """Number the id placeholders again, by first appearance in the frames
+    whose label is in ``known``: a new kind of frame carrying an id of its
+    own (0.171.0's ``thread/readState/changed``) must not shift the numbers
+    of every id after it."""
+    order: Dict[str, str] = {}
+    for label, frame in rows:
+        if label in known:
+            for found in _PLACEHOLDER.findall(json.dumps(frame, sort_keys=True)):
+                order.setdefault(found, f"00000000-0000-7000-8000-{len(order) + 1:012d}")
+
+    def swap(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        if isinstance(value, str):
+            return _PLACEHOLDER.sub(lambda m: order.get(m.group(0), "00000000-0000-7000-8000-NEW"), value)
+        return value
+
+    return [(label, swap(frame)) for label, frame in rows]
+
+
 def transcript_differences(golden: List[Tuple[str, Frame]], live: List[Tuple[str, Frame]], direction: str) -> List[str]:
     """The differences in one direction, in transcript order (frames that
     only moved are not differences)."""
     old = [(label, frame) for d, label, frame in label_frames(golden) if d == direction]
     keys = key_sets((direction, label, frame) for label, frame in old)
-    new = [(label, project(label, frame, keys)) for d, label, frame in label_frames(live) if d == direction]
+    known = {label for label, _ in old}
+    old = renumber(old, known)
+    new = renumber([(label, project(label, frame, keys)) for d, label, frame in label_frames(live) if d == direction], known)
     render = [json.dumps([label, frame], sort_keys=True) for label, frame in old]
     rendered = [json.dumps([label, frame], sort_keys=True) for label, frame in new]
     blocks = [b for b in difflib.SequenceMatcher(a=render, b=rendered, autojunk=False).get_opcodes() if b[0] != "equal"]
@@ -233,16 +269,21 @@ def transcript_differences(golden: List[Tuple[str, Frame]], live: List[Tuple[str
                 out.append(row)
         return out
 
-    lines: List[str] = []
+    olds: List[Tuple[str, Frame]] = []
+    news: List[Tuple[str, Frame]] = []
     for _, i1, i2, j1, j2 in blocks:
-        olds, news = kept(old[i1:i2], render, i1, gone), kept(new[j1:j2], rendered, j1, came)
-        # Frames of the same label pair up in order: a changed value is a
-        # field difference, not a missing frame plus a new one.
-        while olds and news and olds[0][0] == news[0][0]:
-            (label, a), (_, b) = olds.pop(0), news.pop(0)
-            lines += [f"{label} {line}" for line in value_differences(a, b)]
-        lines += [f"{label}: no longer sent" for label, _ in olds]
-        lines += [f"{label}: new{_keys(frame)}" for label, frame in news]
+        olds += kept(old[i1:i2], render, i1, gone)
+        news += kept(new[j1:j2], rendered, j1, came)
+    # Frames of the same label pair up in order, wherever they are: a changed
+    # value is a field difference, not a missing frame plus a new one.
+    lines: List[str] = []
+    for label, a in olds:
+        twin = next((i for i, (other, _) in enumerate(news) if other == label), None)
+        if twin is None:
+            lines.append(f"{label}: no longer sent")
+        else:
+            lines += [f"{label} {line}" for line in value_differences(a, news.pop(twin)[1])]
+    lines += [f"{label}: new{_keys(frame)}" for label, frame in news]
     return lines
 
 
@@ -271,18 +312,23 @@ def session_differences(golden: List[Dict[str, Any]], live: List[Dict[str, Any]]
     def key(event: Dict[str, Any]) -> str:
         return json.dumps({k: v for k, v in event.items() if k != "seq"}, sort_keys=True)
 
-    lines = []
     matcher = difflib.SequenceMatcher(a=[key(e) for e in golden], b=[key(e) for e in live], autojunk=False)
+    olds: List[Dict[str, Any]] = []
+    news: List[Dict[str, Any]] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
+        if tag != "equal":
+            olds += golden[i1:i2]
+            news += live[j1:j2]
+    lines = []
+    for a in olds:  # events of the same type pair up in order, as frames do
+        twin = next((i for i, b in enumerate(news) if b["type"] == a["type"]), None)
+        if twin is None:
+            lines.append(f"{a['type']}: no longer logged ({_short(a['data'])})")
             continue
-        olds, news = golden[i1:i2], live[j1:j2]
-        while olds and news and olds[0]["type"] == news[0]["type"]:
-            a, b = olds.pop(0), news.pop(0)
-            lines += [f"{a['type']} {line}" for line in value_differences(a["data"], b["data"], ("data",))]
-            lines += [f"{a['type']} {line}" for line in value_differences({k: a[k] for k in ("turn", "step")}, {k: b[k] for k in ("turn", "step")})]
-        lines += [f"{e['type']}: no longer logged ({_short(e['data'])})" for e in olds]
-        lines += [f"{e['type']}: newly logged ({_short(e['data'])})" for e in news]
+        b = news.pop(twin)
+        lines += [f"{a['type']} {line}" for line in value_differences(a["data"], b["data"], ("data",))]
+        lines += [f"{a['type']} {line}" for line in value_differences({k: a[k] for k in ("turn", "step")}, {k: b[k] for k in ("turn", "step")})]
+    lines += [f"{e['type']}: newly logged ({_short(e['data'])})" for e in news]
     return lines
 
 
@@ -387,7 +433,7 @@ def format_behaviour(report: BehaviourReport) -> str:
             own = {part: [x for x in found if (part, x) not in common] for part, found in outcome.differences.items()}
             shared = sum(len(found) - len(own[part]) for part, found in outcome.differences.items())
             parts = ", ".join(_PARTS[p] for p in outcome.differences)
-            tail = f"  ({parts}{'; ' + str(shared) + ' in several scenarios' if shared else ''})" if parts else ""
+            tail = f"  ({parts}{'; ' + str(shared) + ' listed under many scenarios' if shared else ''})" if parts else ""
             lines.append(f"  {verdict:<7}  {outcome.name}{tail}")
             for part, found in own.items():
                 for line in found[:SHOWN]:
@@ -395,7 +441,7 @@ def format_behaviour(report: BehaviourReport) -> str:
                 if len(found) > SHOWN:
                     lines.append(f"      {_PARTS[part]}: … {len(found) - SHOWN} more")
     if common:
-        lines += ["", f"  in several scenarios (listed once; {COMMON} or more):"]
+        lines += ["", f"  in many scenarios (listed once; {report.common_threshold} or more of {len(report.outcomes)}):"]
         for part, line, n in report.common():
             lines.append(f"      {_PARTS[part]}: {_trim(line)}  [{n} scenarios]")
     lines += ["", "behaviour: {} same, {} differ, {} fail".format(summary[SAME], summary[DIFFERS], summary[FAILS])]
