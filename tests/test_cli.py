@@ -457,6 +457,25 @@ def test_cli_smoke_reports_what_failed(monkeypatch):
     assert "smoke FAILED: 2 expectation(s) did not hold" in out
 
 
+@pytest.mark.live
+@live
+def test_cli_smoke_says_when_no_slug_was_found(monkeypatch):
+    from codexmini import _errors
+    from codexmini import _smoke as smoke
+
+    async def no_probe(self, *args):
+        raise _errors.ConfigError("model/list is broken")
+
+    monkeypatch.setattr(smoke.Smoke, "probe", no_probe)
+    code, out, _ = call(["smoke"])
+    assert code == 1
+    assert "FAIL  codex offers exec_command, apply_patch for model (none) (probed 0 slug(s) from model/list; ConfigError: model/list is broken)" in out
+    # It still ran, with a slug of no version's choosing: the script's
+    # apply_patch was refused with the reason.
+    assert "model gpt-fake" in out
+    assert "FAIL  the model called only tools the request offered; script error in rule 'write the note'" in out
+
+
 def test_cli_smoke_without_a_binary(tmp_path):
     code, _, err = call(["smoke", "--codex-bin", str(tmp_path / "none")])
     assert code == 3 and "make setup" in err

@@ -33,6 +33,7 @@ from codexmini.testing.scripted_model import (
     provider_flags,
     stream_events,
 )
+from conformance.versions import ByVersion, LiveCodex, live_codex, not_recorded
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -960,11 +961,16 @@ def test_scripted_model_runs_as_a_module(tmp_path: Any) -> None:
 # ---------------------------------------------------------------------------
 # live: what the real codex makes of each script kind
 
-CODEX = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    ".codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
-)
+#: The binary the live suite runs against (``make test-live CODEX=<v>`` picks another).
+LIVE = live_codex()
 TURN_TIMEOUT_S = 90.0
+#: A model slug for which codex offers apply_patch, by version (protocol
+#: reference §3.6; ``make drift TO=0.171.0`` found 0.171.0 no longer offers
+#: it for gpt-5.4).
+PATCH_MODEL = ByVersion({"0.149.1": "gpt-5.4", "0.171.0": "gpt-5.5"}, why="which slug codex offers apply_patch for")
+#: How many requests a response.incomplete costs with one stream retry:
+#: 0.149.1 retries it like a disconnect, 0.171.0 fails the turn at once.
+INCOMPLETE_REQUESTS = ByVersion({"0.149.1": 2, "0.171.0": 1}, why="whether codex retries response.incomplete")
 
 
 class RawCodex:
@@ -985,7 +991,8 @@ class RawCodex:
             "CODEXMINI_API_KEY": "sk-scripted",
             "NO_COLOR": "1",
         }
-        args = [CODEX, "app-server", *provider_flags(url), "-c", f'model="{model}"', *extra]
+        assert isinstance(LIVE, LiveCodex)
+        args = [LIVE.path, "app-server", *provider_flags(url), "-c", f'model="{model}"', *extra]
         self.stderr = open(os.path.join(root, "stderr.txt"), "wb")
         self.proc = subprocess.Popen(
             args,
@@ -1072,8 +1079,10 @@ class RawCodex:
 def live() -> Iterator[Any]:
     """``live(script, prompt, model=..., extra=...)`` runs one codex turn
     against the script: (notifications, the model's request log, workspace)."""
-    if not os.access(CODEX, os.X_OK):
-        pytest.skip(f"the pinned codex binary is not installed at {CODEX} (make setup)")
+    if isinstance(LIVE, str):
+        pytest.skip(LIVE)
+    if not LIVE.recorded:
+        pytest.skip(not_recorded(LIVE))
     root = tempfile.mkdtemp(dir="/var/tmp", prefix="codexmini-scripted-")
     runs = 0
 
@@ -1235,8 +1244,9 @@ def test_scripted_model_live_apply_patch(live: Any) -> None:
             {"name": "patch", "respond": {"output": [call_]}},
         ]
     }
-    # apply_patch is offered (as a custom tool) only for gpt-5.4 (reference §3.6).
-    notes, requests, ws = live(script, "patch please", model="gpt-5.4")
+    # apply_patch is offered (as a custom tool) only for some slugs (reference §3.6).
+    assert isinstance(LIVE, LiveCodex) and LIVE.version is not None
+    notes, requests, ws = live(script, "patch please", model=PATCH_MODEL.at(LIVE.version))
     done = items(notes, "item/completed", "fileChange")
     assert [(i["id"], i["status"]) for i in done] == [("call_patch_1", "completed")]
     assert done[0]["changes"] == [
@@ -1317,12 +1327,25 @@ def test_scripted_model_live_response_incomplete(live: Any) -> None:
         {"type": "message", "id": "msg_inc", "deltas": ["part"]}, incomplete="max_output_tokens"
     )
     notes, requests, _ = live(response, "hi", extra=LOW_RETRIES)
-    assert len(requests) == 2  # retried like a disconnect
+    assert isinstance(LIVE, LiveCodex) and LIVE.version is not None
+    attempts = INCOMPLETE_REQUESTS.at(LIVE.version)
+    assert len(requests) == attempts
     # the same item id is started and completed once per attempt (reference §0.5)
-    assert [i["id"] for i in items(notes, "item/completed", "agentMessage")] == [
-        "msg_inc",
-        "msg_inc",
-    ]
+    assert [i["id"] for i in items(notes, "item/completed", "agentMessage")] == ["msg_inc"] * attempts
     turn = completed_turn(notes)
     assert turn["status"] == "failed"
     assert "max_output_tokens" in turn["error"]["message"]
+
+
+@pytest.mark.live
+def test_scripted_model_live_refuses_a_tool_codex_did_not_offer(live: Any) -> None:
+    # gpt-fake has no apply_patch in any version: the script's call is refused
+    # with the reason, which codex reports as the turn's error.
+    call_ = {"type": "custom_tool_call", "call_id": "call_p", "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch\n"}
+    notes, requests, _ = live({"rules": [{"name": "patch", "respond": {"output": [call_]}}]}, "patch please")
+    (request,) = requests
+    assert request["status"] == 400 and "does not offer that tool" in request["error"]
+    turn = completed_turn(notes)
+    assert turn["status"] == "failed"
+    assert "script error in rule 'patch'" in turn["error"]["message"]
+    assert not items(notes, "item/started", "fileChange")
