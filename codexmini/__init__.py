@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 #: both ends included: each end has its own schema fixtures and recordings
 #: (``fixtures/schema/<v>/``, ``fixtures/<v>/``) and is tested live.
 #: CODEX_VERSION is the pin: what ``make setup`` installs.
-CODEX_VERSION = "0.149.1"
+CODEX_VERSION = "0.171.0"
 OLDEST_CODEX_VERSION = "0.149.1"
 
 #: Public name → the internal module that defines it.  One table: ``__all__``

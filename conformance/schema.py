@@ -113,10 +113,46 @@ KNOWN_UNDECLARED_0_149_1: Mapping[str, FrozenSet[KnownField]] = {
     ),
 }
 
+#: The same for codex 0.171.0, from ``conformance/test_live_frames.py`` run
+#: against it: ``historyMode`` is declared now, and the thread's
+#: ``attachedToThreadId``, ``daybreakEnabled`` and ``environments`` are new
+#: experimental fields sent without experimentalApi.  The approval, settings
+#: and turn/start fields are still experimental-only in its bundles.
+KNOWN_UNDECLARED_0_171_0: Mapping[str, FrozenSet[KnownField]] = {
+    "experimental": frozenset(),
+    "stable": frozenset(
+        [
+            *(
+                KnownField("response", "thread/start", f"$.result.{name}", _STABLE_EXPERIMENTAL)
+                for name in (
+                    "activePermissionProfile",
+                    "multiAgentMode",
+                    "runtimeWorkspaceRoots",
+                    "thread.attachedToThreadId",
+                    "thread.canAcceptDirectInput",
+                    "thread.daybreakEnabled",
+                    "thread.environments",
+                    "thread.extra",
+                )
+            ),
+            *(
+                KnownField("notification", "thread/started", f"$.params.thread.{name}", _STABLE_EXPERIMENTAL)
+                for name in ("attachedToThreadId", "canAcceptDirectInput", "daybreakEnabled", "environments", "extra")
+            ),
+            *(
+                k
+                for k in KNOWN_UNDECLARED_0_149_1["stable"]
+                if k.method in ("thread/settings/updated", "item/commandExecution/requestApproval", "turn/start")
+            ),
+        ]
+    ),
+}
+
 #: codex version → its catalog.  A version without one is held to its schema
 #: with nothing allowed undeclared.
 KNOWN_UNDECLARED_BY_VERSION: Mapping[str, Mapping[str, FrozenSet[KnownField]]] = {
     "0.149.1": KNOWN_UNDECLARED_0_149_1,
+    "0.171.0": KNOWN_UNDECLARED_0_171_0,
 }
 
 

@@ -178,6 +178,6 @@ def test_live(name: str, codex: LiveCodex) -> None:
     result = run_sync(execute(scenario, "live", version=codex.version, codex_bin=codex.path), RUN_TIMEOUT_S)
     check_scenario(result)
     if scenario.uses_agent:
-        got = comparable_live_session(name, result.normalised_session())
-        want = comparable_live_session(name, golden_session(name, codex.version))
+        got = comparable_live_session(name, result.normalised_session(), codex.version)
+        want = comparable_live_session(name, golden_session(name, codex.version), codex.version)
         assert got == want, session_diff(name, codex.version, got, want)

@@ -1176,7 +1176,9 @@ def test_scripted_model_live_reasoning(live: Any) -> None:
         "raw chain ",
         "of thought.",
     ]
-    assert items(notes, "item/completed", "reasoning") == [
+    # (0.171.0 adds the item's startedAtMs/completedAtMs.)
+    keys = ("type", "id", "summary", "content")
+    assert [{k: i[k] for k in keys} for i in items(notes, "item/completed", "reasoning")] == [
         {
             "type": "reasoning",
             "id": "rs_1",

@@ -83,8 +83,8 @@ async def record(scenario: Scenario, out: str, codex: str, version: str) -> dict
     # equal what the live run logged, or the recording is not written.
     if scenario.check is not None:
         scenario.check(replay)
-    same = comparable_live_session(scenario.name, replay.normalised_session())
-    if same != comparable_live_session(scenario.name, live.normalised_session()):
+    same = comparable_live_session(scenario.name, replay.normalised_session(), version)
+    if same != comparable_live_session(scenario.name, live.normalised_session(), version):
         os.unlink(tmp)
         raise SystemExit(f"{scenario.name}: the replayed session log differs from the live one")
     os.replace(tmp, transcript)

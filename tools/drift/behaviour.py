@@ -376,8 +376,8 @@ def judge(name: str, result: RunResult, new: str, bundle: SchemaBundle, old: str
             differences["check"] = [failing_assertion(exc)]
     root = fixtures_dir(old)
     if scenario.uses_agent:
-        golden = codex_placeholder(comparable_live_session(name, _load_jsonl(fixture_path(name, "session.jsonl", root))), old)
-        live = codex_placeholder(comparable_live_session(name, result.normalised_session()), new)
+        golden = codex_placeholder(comparable_live_session(name, _load_jsonl(fixture_path(name, "session.jsonl", root)), old), old)
+        live = codex_placeholder(comparable_live_session(name, result.normalised_session(), old), new)
         differences["session"] = session_differences(golden, live)
     recorded = [(r["dir"], codex_placeholder(r["frame"], old)) for r in _load_jsonl(fixture_path(name, "frames.jsonl", root))]
     frames = [(r["dir"], codex_placeholder(r["frame"], new)) for r in result.normalised_frames()]
