@@ -116,6 +116,12 @@ def test_behaviour_ids_are_renumbered_without_the_new_kinds_of_frames():
     # which took number 2 in its recording and shifted the turn's id to 3.
     live = INIT + [note("thread/started", id=uuid(1)), note("readState", rev=uuid(2)), note("turn/started", id=uuid(3))]
     assert behaviour.transcript_differences(golden, live, "in") == ["readState: new (keys: rev)"]
+    # The other way round (the goldens have the extra kind) just the same.
+    assert behaviour.transcript_differences(live, golden, "in") == ["readState: no longer sent"]
+
+
+def test_behaviour_repeated_lines_are_counted_once():
+    assert behaviour.counted(["a", "b", "a", "c", "a"]) == ["a (×3)", "b", "c"]
 
 
 def test_behaviour_racing_transcripts_compare_frame_counts():

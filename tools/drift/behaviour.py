@@ -220,9 +220,10 @@ _PLACEHOLDER = re.compile(r"00000000-0000-7000-8000-\d{12}")
 
 def renumber(rows: List[Tuple[str, Frame]], known: Set[str]) -> List[Tuple[str, Frame]]:
     """Number the id placeholders again, by first appearance in the frames
-    whose label is in ``known``: a new kind of frame carrying an id of its
-    own (0.171.0's ``thread/readState/changed``) must not shift the numbers
-    of every id after it."""
+    whose label is in ``known`` (the kinds both sides sent): a kind of frame
+    only one side has, carrying an id of its own (0.171.0's
+    ``thread/readState/changed``), must not shift the numbers of every id
+    after it."""
     order: Dict[str, str] = {}
     for label, frame in rows:
         if label in known:
@@ -246,9 +247,9 @@ def transcript_differences(golden: List[Tuple[str, Frame]], live: List[Tuple[str
     only moved are not differences)."""
     old = [(label, frame) for d, label, frame in label_frames(golden) if d == direction]
     keys = key_sets((direction, label, frame) for label, frame in old)
-    known = {label for label, _ in old}
-    old = renumber(old, known)
-    new = renumber([(label, project(label, frame, keys)) for d, label, frame in label_frames(live) if d == direction], known)
+    new = [(label, project(label, frame, keys)) for d, label, frame in label_frames(live) if d == direction]
+    shared = {label for label, _ in old} & {label for label, _ in new}
+    old, new = renumber(old, shared), renumber(new, shared)
     render = [json.dumps([label, frame], sort_keys=True) for label, frame in old]
     rendered = [json.dumps([label, frame], sort_keys=True) for label, frame in new]
     blocks = [b for b in difflib.SequenceMatcher(a=render, b=rendered, autojunk=False).get_opcodes() if b[0] != "equal"]
@@ -348,6 +349,13 @@ def _trim(text: str, width: int = 240) -> str:
 # Running
 
 
+def counted(lines: Sequence[str]) -> List[str]:
+    """Each distinct line once, in order, with how often it came when more
+    than once (the same field missing from every ``item/completed``)."""
+    counts = Counter(lines)
+    return [line if counts[line] == 1 else f"{line} (×{counts[line]})" for line in dict.fromkeys(lines)]
+
+
 def _load_jsonl(path: str) -> List[Dict[str, Any]]:
     with open(path, encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
@@ -384,7 +392,7 @@ def judge(name: str, result: RunResult, new: str, bundle: SchemaBundle, old: str
     for direction in ("out", "in"):
         compare = label_count_differences if name in RACING_TRANSCRIPTS else transcript_differences
         differences[direction] = compare(recorded, frames, direction)
-    differences = {part: lines for part, lines in differences.items() if lines}
+    differences = {part: counted(lines) for part, lines in differences.items() if lines}
     return Outcome(name, DIFFERS if differences else SAME, differences=differences, frames=validator.frames)
 
 
