@@ -2,9 +2,15 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# The one pinned version lives in codexmini/__init__.py.
+# The supported range lives in codexmini/__init__.py: the pin and the oldest.
 CODEX_VERSION := $(shell sed -n 's/^CODEX_VERSION = "\(.*\)"/\1/p' codexmini/__init__.py)
+OLDEST_CODEX_VERSION := $(shell sed -n 's/^OLDEST_CODEX_VERSION = "\(.*\)"/\1/p' codexmini/__init__.py)
 CODEX_STAMP := .codex/.installed-$(CODEX_VERSION)
+# The version a target works on (record, schema, test-live); default the pin.
+# Any other version is installed into .cache/codex/<version>/ once, by
+# tools/codex_bin.py, which prints the native binary's path.
+CODEX ?= $(CODEX_VERSION)
+WITH_CODEX_BIN = bin="$$($(PY) tools/codex_bin.py $(CODEX))" &&
 # The venv remembers which Python made it: `make test PYTHON=python3.9` after a
 # 3.11 run rebuilds it instead of testing the wrong interpreter.
 PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
@@ -12,7 +18,7 @@ VENV_STAMP := $(VENV)/.installed-$(PYVER)
 MATRIX ?= 3.9 3.10 3.11 3.12 3.13
 TO ?= 0.171.0
 
-.PHONY: setup test lint test-offline test-matrix smoke record schema protocol drift bench clean
+.PHONY: setup test lint test-offline test-live test-matrix smoke record schema protocol drift bench clean
 
 setup: $(VENV_STAMP) $(CODEX_STAMP)
 
@@ -45,6 +51,11 @@ lint: setup
 test-offline: setup
 	$(PY) -m pytest -q -m "not live"
 
+# The live suite against one installed version: make test-live CODEX=0.149.1.
+# (make test runs it against the pin, with everything else.)
+test-live: setup
+	@$(WITH_CODEX_BIN) echo "live suite against codex $(CODEX): $$bin" && CODEXMINI_CODEX_BIN="$$bin" $(PY) -m pytest -q -m live
+
 # The offline suite under every Python 3.9–3.13 that pyenv (or PATH) has.
 test-matrix:
 	@bash tools/test_matrix.sh $(MATRIX)
@@ -52,18 +63,20 @@ test-matrix:
 smoke: setup
 	$(PY) -m codexmini smoke
 
+# fixtures/<version>/ from a binary of that version: make record CODEX=0.149.1.
 record: setup
-	$(PY) tools/record_fixtures.py
+	@$(WITH_CODEX_BIN) $(PY) tools/record_fixtures.py --version $(CODEX) --codex "$$bin"
 
 schema: setup
-	$(PY) tools/schema_fixtures.py --write
+	@$(WITH_CODEX_BIN) $(PY) tools/schema_fixtures.py --write --version $(CODEX) --codex "$$bin"
 
 # codexmini/protocol.py (+ _protocol_types.py) from the pinned stable schema.
 protocol: setup
 	$(PY) tools/gen_protocol.py
 
+# Schema drift from the pin to TO, and every recorded scenario run live against TO.
 drift: setup
-	$(PY) tools/schema_drift.py $(CODEX_VERSION) $(TO)
+	$(PY) tools/schema_drift.py $(CODEX_VERSION) $(TO) --behaviour
 
 # Every figure a ratio to a baseline measured in the same run (tools/bench.py).
 # make bench [QUICK=1] [JSON=FILE] [BENCH_PYTHON=python3.9] [ARGS="--only stream,large"]

@@ -18,8 +18,12 @@ from typing import TYPE_CHECKING, Any, Dict, List
 
 __version__ = "0.1.0"
 
-#: The codex release this package is recorded against (fixtures, schema).
-CODEX_VERSION = "0.149.1"
+#: The supported codex releases are OLDEST_CODEX_VERSION to CODEX_VERSION,
+#: both ends included: each end has its own schema fixtures and recordings
+#: (``fixtures/schema/<v>/``, ``fixtures/<v>/``) and is tested live.
+#: CODEX_VERSION is the pin: what ``make setup`` installs.
+CODEX_VERSION = "0.171.0"
+OLDEST_CODEX_VERSION = "0.149.1"
 
 #: Public name → the internal module that defines it.  One table: ``__all__``
 #: is derived from it, and a test checks it against the documented list.
@@ -70,7 +74,7 @@ _EXPORTS: Dict[str, str] = {
     "SessionLogError": "_errors",
 }
 
-__all__ = ["__version__", "CODEX_VERSION", *_EXPORTS]
+__all__ = ["__version__", "CODEX_VERSION", "OLDEST_CODEX_VERSION", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,12 @@
 """Find the codex binary and check its version.
 
+Supported versions are :data:`~codexmini.OLDEST_CODEX_VERSION` to the pin
+:data:`~codexmini.CODEX_VERSION`, both included; :func:`check_version` says
+whether a version is in that range (compared numerically, ``0.99.0`` before
+``0.149.1``, a pre-release before its release) and warns
+(:class:`CodexVersionWarning`) when it is not.  A binary outside the range
+still works; its frames may just not be what codexmini was tested against.
+
 Resolution order (SPEC §1): ``$CODEXMINI_CODEX_BIN``, then a project-local npm
 install (``.codex/`` in the working directory or one of its parents, or next
 to this package), then ``codex`` on ``PATH``.  Inside an npm install the
@@ -17,9 +24,9 @@ import shutil
 import subprocess
 import warnings
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Optional
+from typing import Iterator, Mapping, Optional, Tuple
 
-from . import CODEX_VERSION
+from . import CODEX_VERSION, OLDEST_CODEX_VERSION
 from ._environment import child_environment
 from ._errors import BinaryNotFound
 
@@ -40,7 +47,7 @@ INSTALL_HINT = (
 
 
 class CodexVersionWarning(UserWarning):
-    """The codex binary found is not the version codexmini is pinned to."""
+    """The codex binary found is outside the supported range of versions."""
 
 
 @dataclass(frozen=True)
@@ -130,13 +137,44 @@ def codex_version(path: str, timeout: float = 30.0) -> Optional[str]:
     return parse_version(done.stdout.decode("utf-8", "replace"))
 
 
-def check_version(found: Optional[str], expected: str = CODEX_VERSION) -> bool:
-    """Warn (:class:`CodexVersionWarning`) unless ``found`` is the pinned version."""
-    if found == expected:
+_KEY_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
+
+
+def version_key(version: str) -> Tuple[int, int, int, Tuple[Tuple[int, int, str], ...]]:
+    """A sort key for ``MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD]``, compared as
+    semver does: numerically, a pre-release before its release (``0.150.0-alpha.3``
+    < ``0.150.0``), numeric pre-release parts before alphanumeric ones; the
+    build part is ignored.  Raises ``ValueError`` for anything else."""
+    match = _KEY_RE.match(version)
+    if match is None:
+        raise ValueError(f"not a codex version: {version!r}")
+    major, minor, patch, pre = match.groups()
+    # A release sorts after every pre-release of it: (1, …) > (0, …).
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in pre.split(".")) if pre else ((2, 0, ""),)
+    return int(major), int(minor), int(patch), parts
+
+
+def in_supported_range(found: Optional[str], oldest: str = OLDEST_CODEX_VERSION, newest: str = CODEX_VERSION) -> bool:
+    """True when ``found`` is a version from ``oldest`` to ``newest``, both included."""
+    try:
+        return found is not None and version_key(oldest) <= version_key(found) <= version_key(newest)
+    except ValueError:
+        return False
+
+
+def supported_range(oldest: str = OLDEST_CODEX_VERSION, newest: str = CODEX_VERSION) -> str:
+    """The range as people read it: ``0.149.1 to 0.171.0`` (or one version)."""
+    return oldest if oldest == newest else f"{oldest} to {newest}"
+
+
+def check_version(found: Optional[str], oldest: str = OLDEST_CODEX_VERSION, newest: str = CODEX_VERSION) -> bool:
+    """True when ``found`` is in the supported range; otherwise warn
+    (:class:`CodexVersionWarning`, naming the range) and return False."""
+    if in_supported_range(found, oldest, newest):
         return True
     warnings.warn(
-        f"codex {found or 'of unknown version'} found, codexmini is pinned to {expected}; "
-        "frames may not match the recorded protocol",
+        f"codex {found or 'of unknown version'} found; codexmini supports codex {supported_range(oldest, newest)} "
+        f"(pinned {newest}): frames may not match the recorded protocol",
         CodexVersionWarning,
         stacklevel=2,
     )
@@ -151,6 +189,9 @@ __all__ = [
     "check_version",
     "codex_version",
     "find_codex",
+    "in_supported_range",
     "native_in_npm_root",
     "parse_version",
+    "supported_range",
+    "version_key",
 ]

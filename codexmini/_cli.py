@@ -27,7 +27,7 @@ from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
 from . import CODEX_VERSION, __version__
 from ._agent import Agent, AgentConfig
-from ._binary import codex_version, find_codex
+from ._binary import codex_version, find_codex, in_supported_range, supported_range
 from ._endpoint import ModelEndpoint
 from ._errors import BinaryNotFound, CodexminiError, ConfigError, SessionLogError
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
@@ -106,13 +106,15 @@ def main(argv: Optional[Sequence[str]] = None, *, stdin: IO[str] = None, stdout:
 
 
 def version(out: IO[str], env: Mapping[str, str]) -> int:
-    out.write(f"codexmini {__version__}\npinned codex {CODEX_VERSION}\n")
+    out.write(f"codexmini {__version__}\npinned codex {CODEX_VERSION} (supported: {supported_range()})\n")
     try:
         found = find_codex(env=env)
     except BinaryNotFound as exc:
         out.write(f"codex binary: not found ({exc})\n")
         return EXIT_NO_CODEX
-    out.write(f"codex binary: {found.path} ({found.source}), version {codex_version(found.path) or 'unknown'}\n")
+    reported = codex_version(found.path)
+    verdict = "supported" if in_supported_range(reported) else f"outside the supported {supported_range()}"
+    out.write(f"codex binary: {found.path} ({found.source}), version {reported or 'unknown'} ({verdict})\n")
     return EXIT_OK
 
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List
 
-from . import CODEX_VERSION
+from . import CODEX_VERSION, OLDEST_CODEX_VERSION
 from ._errors import ConfigError
 
 #: The provider id codexmini configures in codex.
@@ -36,10 +36,11 @@ class ModelEndpoint:
 
     def __post_init__(self) -> None:
         if self.wire_api != "responses":
-            # codex 0.149.1 refuses `wire_api = "chat"` at config load and the
-            # app-server dies before answering; say so before spawning anything.
+            # Every supported codex (0.149.1 and 0.171.0 alike) refuses
+            # `wire_api = "chat"` at config load and the app-server dies
+            # before answering; say so before spawning anything.
             raise ConfigError(
-                f"wire_api {self.wire_api!r} is not supported by codex {CODEX_VERSION}: "
+                f"wire_api {self.wire_api!r} is not supported by codex {OLDEST_CODEX_VERSION} to {CODEX_VERSION}: "
                 "only the Responses API (wire_api='responses') works"
             )
         if not self.base_url.startswith(("http://", "https://")):

@@ -1,12 +1,14 @@
 """Mapping: wire notifications → codexmini events, finished items → tool calls.  Pure.
 
-Two tables, both checked against the pinned schema by a conformance test, so a
-new codex release forces a decision instead of silently dropping something:
+Two tables, both checked against the schema of every supported codex (the
+oldest and the pin) by a conformance test, so a new codex release forces a
+decision instead of silently dropping something:
 
 * :data:`NOTIFICATIONS` maps every ``ServerNotification`` method the turn
   stream understands to a handler; :data:`IGNORED` lists every other method
-  of the schema, grouped by why it is ignored.  A method in neither (a newer
-  codex) becomes :class:`~.events.Unmapped`.
+  of those schemas, grouped by why it is ignored (a method only one version
+  has says which).  A method in neither (a newer codex) becomes
+  :class:`~.events.Unmapped`.
 * :data:`TOOL_ITEMS` maps the item types that are tool calls to their
   session-log form (SPEC §4.3).  Other item types are not tools; the caller
   counts them.
@@ -231,6 +233,8 @@ IGNORED = frozenset(
         "mcpServer/startupStatus/updated",
         "mcpServer/oauthLogin/completed",
         "remoteControl/status/changed",
+        "mcpServer/event/stream/notification",  # 0.171.0
+        "thread/prediction/updated",  # 0.171.0
         "model/rerouted",
         "model/verification",
         "model/safetyBuffering/updated",
@@ -255,6 +259,11 @@ IGNORED = frozenset(
         "thread/project/updated",
         "thread/environment/connected",
         "thread/environment/disconnected",
+        "thread/readState/changed",  # 0.171.0: read markers for a UI, sent after every turn
+        "thread/section/changed",  # 0.171.0
+        "thread/attachment/updated",  # 0.171.0
+        "thread/search/partial",  # 0.171.0: results of thread/search
+
         "project/changed",
         "skills/changed",
         # Standalone command/process/filesystem APIs codexmini does not call.
@@ -268,6 +277,9 @@ IGNORED = frozenset(
         "account/updated",
         "account/rateLimits/updated",
         "account/login/completed",
+        "account/gatewayOAuth/changed",  # 0.171.0
+        "modelProvider/authRecoveryStarted",  # 0.171.0
+        "modelProvider/authRecoveryCompleted",  # 0.171.0
         "app/list/updated",
         "externalAgentConfig/import/progress",
         "externalAgentConfig/import/completed",
@@ -280,6 +292,9 @@ IGNORED = frozenset(
         "thread/realtime/sdp",
         "thread/realtime/error",
         "thread/realtime/closed",
+        "thread/realtime/item/started",  # 0.171.0
+        "thread/realtime/item/completed",  # 0.171.0
+        "thread/realtime/item/transcript/delta",  # 0.171.0
     }
 )
 

@@ -1,21 +1,35 @@
 """``python -m codexmini smoke``: one command that proves the whole chain works.
 
-Python → the pinned codex binary → a model → tools → an approval → the durable
-log, all on this machine and offline: the model is the scripted loopback
-server (:mod:`.scripted_model`), ``CODEX_HOME`` and the workspace are
-temporary directories (under ``/var/tmp``: codex refuses to create its helper
-binaries under ``/tmp``).  One agent turn runs a streamed answer, a command,
-an ``apply_patch`` (codex offers it for the model slug ``gpt-5.4``) and a
-command that needs approval, which the smoke policy accepts.
+Python → a supported codex binary → a model → tools → an approval → the
+durable log, all on this machine and offline: the model is the scripted
+loopback server (:mod:`.testing.scripted_model`), ``CODEX_HOME`` and the
+workspace are temporary directories (under ``/var/tmp``: codex refuses to
+create its helper binaries under ``/tmp``).  One agent turn runs a streamed
+answer, a command, an ``apply_patch`` and a command that needs approval,
+which the smoke policy accepts.
+
+It works on every supported codex (:data:`~codexmini.OLDEST_CODEX_VERSION` to
+the pin) and says whether the binary is one.  Which tools codex offers depends
+on its version and the model slug (0.149.1 offers ``apply_patch`` for
+``gpt-5.4``, 0.171.0 only for ``gpt-5.5``), so nothing is hard-coded per
+version: the smoke asks ``model/list`` for every slug, runs one probe turn
+per slug at once on one connection, and picks the first slug (in the
+binary's own order) whose request offers every tool the script calls
+(:func:`pick_model`).  The scripted model then calls each tool in the form
+the request offers it, and refuses a script that calls a tool not offered
+(a check fails with its reason).
 
 Every expectation is checked at the end; the exit status is 0 only if all
 held, else 1 with the list of what failed (3 when codex is missing).  Every
-frame is validated, strictly, against the schema **the binary in use prints**
-(``codex app-server generate-json-schema --experimental`` into the temporary
-folder), with codexmini's own standard-library validator
-(:mod:`._jsonschema`): a vendored copy with nothing installed validates as
-much as a checkout.  A check that could not run fails; it is never printed
-as ``ok``.
+frame -- the probe's and the agent's -- is validated, strictly, against the
+schema **the binary in use prints** (``codex app-server generate-json-schema
+--experimental`` into the temporary folder), with codexmini's own
+standard-library validator (:mod:`._jsonschema`): a vendored copy with nothing
+installed validates as much as a checkout.  A check that could not run fails;
+it is never printed as ``ok``.  What the model received is checked in the
+scripted model's request log: codex 0.149.1 can drop a command's first output
+chunk from what it reports to the client (protocol reference §0.6) but always
+sends the model the whole output.
 """
 
 from __future__ import annotations
@@ -26,26 +40,38 @@ import os
 import shutil
 import tempfile
 import time
-from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import CODEX_VERSION
 from ._agent import Agent, AgentConfig
-from ._binary import codex_version, find_codex
+from ._binary import codex_version, find_codex, in_supported_range, supported_range
+from ._client import AppServerClient
 from ._endpoint import ModelEndpoint
-from ._errors import SchemaError
+from ._errors import CodexminiError, SchemaError
 from ._events import AgentMessageDelta, Event
 from ._permission import ACCEPT, ApprovalRequest, Reply
 from ._render import Console, Transcript, use_color
 from ._schema import FrameValidator, bundle_for_binary
 from ._session import SessionLog, read_log
+from ._thread import Thread
 from .testing import ScriptedModel
+from .testing.scripted_model import ToolKey, offered_tools
 
 NOTE = "hello from the codexmini smoke run\n"
 FINAL = ["All ", "three ", "tools ", "worked."]
 USAGE = {"input_tokens": 120, "cached_tokens": 20, "output_tokens": 30, "reasoning_tokens": 5}
 
+PROBE = "codexmini smoke: which tools do you offer?"
+#: The tools SCRIPT calls; a model slug must offer all of them.
+TOOLS: Tuple[ToolKey, ...] = ((None, "exec_command"), (None, "apply_patch"))
+PROBE_TIMEOUT_S = 60.0
+
 SCRIPT: Dict[str, Any] = {
     "rules": [
+        {
+            "name": "probe",
+            "when": {"user_contains": PROBE},
+            "respond": {"output": [{"type": "message", "deltas": ["probed"]}]},
+        },
         {
             "name": "final answer",
             "when": {"last_call_id": "call_smoke_read"},
@@ -111,6 +137,28 @@ def scratch_dir() -> str:
     return tempfile.mkdtemp(prefix="codexmini-smoke-")  # pragma: no cover - no writable base at all
 
 
+def pick_model(slugs: Sequence[str], offers: Mapping[str, Any], needed: Sequence[ToolKey] = TOOLS) -> Optional[str]:
+    """The first slug whose probe request offered every ``needed`` tool
+    (``offers``: slug → :func:`~.testing.scripted_model.offered_tools`)."""
+    for slug in slugs:
+        if slug in offers and all(key in offers[slug] for key in needed):
+            return slug
+    return None
+
+
+def model_saw(requests: Sequence[Mapping[str, Any]], call_id: str) -> str:
+    """What the model received as the output of ``call_id`` (every request's
+    ``*_call_output`` items for it, joined), from the scripted model's log."""
+    seen = []
+    for request in requests:
+        body = request.get("body")
+        for item in body.get("input", ()) if isinstance(body, dict) else ():
+            if isinstance(item, dict) and item.get("call_id") == call_id and str(item.get("type", "")).endswith("_call_output"):
+                output = item.get("output")
+                seen.append(output if isinstance(output, str) else repr(output))
+    return "\n".join(seen)
+
+
 def schema_validator(binary: str, root: str, version: str) -> Tuple[Optional[FrameValidator], str]:
     """A strict frame validator for the schema ``binary`` prints, or why there is none."""
     try:
@@ -130,6 +178,11 @@ class Smoke:
         self.deltas = 0
         self.approvals: List[ApprovalRequest] = []
         self.failures: List[str] = []
+        self.model_slug: Optional[str] = None
+        self.probed: List[str] = []
+        self.probe_error = ""
+        self.requests: List[Dict[str, Any]] = []
+        self.script_errors: List[str] = []
 
     def tap(self, direction: str, frame: Dict[str, Any]) -> None:
         self.frames += 1
@@ -145,6 +198,37 @@ class Smoke:
         self.console.line(("  ok    " if ok else "  FAIL  ") + what, "green" if ok else "red")
         if not ok:
             self.failures.append(what)
+
+    async def probe(self, model: ScriptedModel, codex_bin: str, ws: str, home: str, root: str) -> None:
+        """Ask ``model/list`` for every slug, run one probe turn per slug at
+        once, and pick the first slug offering every tool the script calls."""
+        endpoint = ModelEndpoint(model.url, "sk-smoke")
+        client = await AppServerClient.start(
+            codex_bin=codex_bin,
+            config=endpoint.config(),
+            env={"HOME": root, "CODEX_HOME": home, **endpoint.env()},
+            cwd=ws,
+            tap=self.tap,
+        )
+        try:
+            listed = await client.request("model/list", {"includeHidden": True}, timeout=PROBE_TIMEOUT_S)
+            slugs = [m["model"] for m in listed["data"] if isinstance(m, dict) and isinstance(m.get("model"), str)]
+
+            async def one(slug: str) -> None:
+                thread = await Thread.start(client, cwd=ws, model=slug, sandbox="read-only", approval_policy="never")
+                try:
+                    async with thread.turn(PROBE) as turn:
+                        async for _ in turn:
+                            pass
+                finally:
+                    thread.close()
+
+            await asyncio.wait_for(asyncio.gather(*(one(slug) for slug in slugs)), PROBE_TIMEOUT_S)
+        finally:
+            await client.close()
+        offers = {r["body"].get("model"): offered_tools(r["body"]) for r in model.requests if r["rule"] == "probe"}
+        self.probed = [slug for slug in slugs if slug in offers]
+        self.model_slug = pick_model(slugs, offers)
 
     async def run(self, root: str) -> int:
         c = self.console
@@ -163,41 +247,60 @@ class Smoke:
             self.deltas += isinstance(event, AgentMessageDelta)
             transcript(event)
 
-        with ScriptedModel(SCRIPT) as model, SessionLog.open(log_path) as log:
-            config = AgentConfig(
-                cwd=ws,
-                model="gpt-5.4",
-                codex_bin=binary.path,
-                env={"HOME": root},  # no login profile of this machine in `bash -lc`
-                endpoint=ModelEndpoint(model.url, "sk-smoke"),
-                codex_home=home,
-                handler_timeout=60.0,
-                tap=self.tap,
-            )
-            async with Agent(log, config, approvals=self.approve, on_event=on_event) as agent:
-                await agent.start()
-                agent.set_knob("approval/policy", "ask")
-                c.line("> smoke: echo, write a note with apply_patch, read it back", "bold")
-                end = await asyncio.wait_for(agent.run("smoke: echo, write a note with apply_patch, read it back"), 120)
-                stats = dict(agent.stats)
-            events = list(log.events)
+        end: Dict[str, Any] = {}
+        stats: Dict[str, Any] = {}
+        events: List[Dict[str, Any]] = []
+        with ScriptedModel(SCRIPT) as model:
+            try:
+                await self.probe(model, binary.path, ws, home, root)
+            except (CodexminiError, asyncio.TimeoutError, KeyError, TypeError) as exc:
+                self.probe_error = f"{type(exc).__name__}: {exc}"
+            probed = len(model.requests)
+            # Without a slug that offers every tool the run still goes on (and
+            # the script error says which tool was missing), with a slug the
+            # binary listed if there is one.
+            slug = self.model_slug or (self.probed[0] if self.probed else "gpt-fake")
+            c.line(f"model {slug} (of {len(self.probed)} probed: the first that offers {', '.join(k[1] for k in TOOLS)})", "bold")
+            with SessionLog.open(log_path) as log:
+                config = AgentConfig(
+                    cwd=ws,
+                    model=slug,
+                    codex_bin=binary.path,
+                    env={"HOME": root},  # no login profile of this machine in `bash -lc`
+                    endpoint=ModelEndpoint(model.url, "sk-smoke"),
+                    codex_home=home,
+                    handler_timeout=60.0,
+                    tap=self.tap,
+                )
+                async with Agent(log, config, approvals=self.approve, on_event=on_event) as agent:
+                    await agent.start()
+                    agent.set_knob("approval/policy", "ask")
+                    c.line("> smoke: echo, write a note with apply_patch, read it back", "bold")
+                    end = await asyncio.wait_for(agent.run("smoke: echo, write a note with apply_patch, read it back"), 120)
+                    stats = dict(agent.stats)
+                events = list(log.events)
+            self.requests = list(model.requests[probed:])
+            self.script_errors = list(model.errors)
         elapsed = time.monotonic() - started
         self._check(events, end, ws, log_path, found)
-        usage = end.get("usage") or {}
-        validated = self.validator.frames if self.validator is not None else 0
         c.line("")
-        c.line(
-            f"steps {stats['steps']} · tool calls {stats['tool_calls']} · approvals {stats['approvals']} · "
-            f"tokens {usage.get('totalTokens', 0)} · frames seen {self.frames} · "
-            f"frames validated {validated} ({self.validation}) · "
-            f"{elapsed:.1f}s",
-            "bold",
-        )
+        c.line(self.summary(stats, end, elapsed), "bold")
         if self.failures:
             c.line(f"smoke FAILED: {len(self.failures)} expectation(s) did not hold: " + "; ".join(self.failures), "red")
             return 1
         c.line("smoke passed: Python → codex → model → tools → approval → log all work here", "green")
         return 0
+
+    def summary(self, stats: Mapping[str, Any], end: Mapping[str, Any], elapsed: float) -> str:
+        """The summary line.  Both frame counts only ever count up, from the
+        tap (seen) and from the validator (validated: 0 when it never ran)."""
+        usage = end.get("usage") or {}
+        validated = self.validator.frames if self.validator is not None else 0
+        return (
+            f"steps {stats.get('steps', 0)} · tool calls {stats.get('tool_calls', 0)} · approvals {stats.get('approvals', 0)} · "
+            f"tokens {usage.get('totalTokens', 0)} · model {self.model_slug or '(none)'} · frames seen {self.frames} · "
+            f"frames validated {validated} ({self.validation}) · {elapsed:.1f}s"
+        )
 
     def _check(self, events: List[Dict[str, Any]], end: Dict[str, Any], ws: str, log_path: str, found: Optional[str]) -> None:
         c = self.console
@@ -205,8 +308,9 @@ class Smoke:
         c.line("checks:", "bold")
         results = {e["data"]["callId"]: e["data"] for e in events if e["type"] == "tool/result"}
 
-        def result_text(call: str) -> str:
-            return "".join(b.get("text", "") for b in results.get(call, {}).get("content", ()))
+        def ran(call: str) -> bool:
+            result = results[call]
+            return result["status"] == "completed" and not result["isError"]
 
         texts = [b["text"] for e in events if e["type"] == "assistant/message" for b in e["data"]["content"] if b["type"] == "text"]
         decisions = [e["data"] for e in events if e["type"] == "approval/decision"]
@@ -215,17 +319,24 @@ class Smoke:
         if os.path.isfile(note):
             with open(note, encoding="utf-8") as fh:
                 content = fh.read()
+        offered = ", ".join(k[1] for k in TOOLS)
+        probe = f"probed {len(self.probed)} slug(s) from model/list" + (f"; {self.probe_error}" if self.probe_error else "")
         checks: List[Tuple[Callable[[], bool], str]] = [
-            (lambda: found == CODEX_VERSION, f"codex is the pinned {CODEX_VERSION}"),
+            (lambda: in_supported_range(found), f"codex {found or '(version unknown)'} is supported ({supported_range()})"),
+            (lambda: self.model_slug is not None, f"codex offers {offered} for model {self.model_slug or '(none)'} ({probe})"),
+            (lambda: not self.script_errors, "the model called only tools the request offered" + "".join(f"; {e}" for e in self.script_errors[:1])),
             (lambda: end.get("reason") == "completed", "the turn completed"),
             (lambda: self.deltas >= len(FINAL) and texts[-1:] == ["".join(FINAL)], "the answer streamed in deltas and was logged"),
-            (lambda: "smoke-ok" in result_text("call_smoke_echo") and not results["call_smoke_echo"]["isError"], "the command ran"),
-            (lambda: results.get("call_smoke_patch", {}).get("status") == "completed" and content == NOTE, "apply_patch wrote note.txt"),
+            (lambda: ran("call_smoke_echo") and "smoke-ok" in model_saw(self.requests, "call_smoke_echo"), "the command ran (its output reached the model)"),
+            (lambda: ran("call_smoke_patch") and content == NOTE, "apply_patch wrote note.txt"),
             (
                 lambda: [(d["itemId"], d["decision"], d["by"]) for d in decisions] == [("call_smoke_read", "accept", "handler")],
                 "the approval was asked and answered by policy",
             ),
-            (lambda: NOTE.strip() in result_text("call_smoke_read"), "the approved command read the note back"),
+            (
+                lambda: ran("call_smoke_read") and NOTE.strip() in model_saw(self.requests, "call_smoke_read"),
+                "the approved command read the note back (to the model)",
+            ),
             (lambda: bool((end.get("usage") or {}).get("totalTokens")), "token usage reached turn/end"),
             (lambda: read_log(log_path).events == events, "the session log reads back intact"),
             (self._frames_valid, f"every frame is valid against the schema this codex prints ({self.validation})"),
@@ -239,6 +350,8 @@ class Smoke:
         if self.validator is not None:
             for problem in self.validator.problems[:5]:
                 c.line(f"    {problem}", "red")
+        if not in_supported_range(found):
+            c.line(f"    codexmini supports codex {supported_range()}; this one may still work, but it was not tested", "yellow")
 
     def _frames_valid(self) -> bool:
         """Every frame seen was validated, and none had a problem (False when
@@ -258,4 +371,4 @@ def smoke(args: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int
             shutil.rmtree(root, ignore_errors=True)
 
 
-__all__ = ["SCRIPT", "smoke"]
+__all__ = ["PROBE", "SCRIPT", "TOOLS", "model_saw", "pick_model", "smoke"]

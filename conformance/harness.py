@@ -4,11 +4,19 @@ The same scenario code drives both: :func:`execute` builds a scratch workspace,
 an agent (or, for thread-level scenarios, a bare client) and a frame tap, and
 runs the scenario's prompts.  Only where frames come from differs:
 
-* ``live``: the pinned binary, talking to a :class:`~codexmini.testing.scripted_model.ScriptedModel`
-  serving the scenario's script;
+* ``live``: a real codex binary, talking to a :class:`~codexmini.testing.scripted_model.ScriptedModel`
+  serving the scenario's script (a script error -- a tool the request did
+  not offer -- fails the run with the scripted model's reason);
 * ``replay``: :class:`codexmini.testing.replay.Replay`, in memory, playing
   ``fixtures/<version>/<scenario>.frames.jsonl`` and checking that the client
   sends what the binary received.
+
+Every run is held to one codex version's behaviour (``version``, default
+the pin): the scenario's :class:`~conformance.versions.ByVersion` values are
+resolved for it (:meth:`Scenario.at`), a replay plays that version's
+recording, and the checks read :attr:`RunResult.version`.  A live run may use
+a binary of another version (``make drift``); it is still held to
+``version``.
 
 Everything that would vary between runs is pinned or normalised: message ids
 come from a counter, the session log's clock is fixed at 0, ``HOME`` points
@@ -21,6 +29,7 @@ under ``/tmp``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import os
@@ -30,20 +39,20 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from codexmini import CODEX_VERSION, __version__
-from codexmini import Agent, AgentConfig, ModelEndpoint
+from codexmini import CODEX_VERSION, Agent, AgentConfig, ModelEndpoint, __version__
 from codexmini._client import AppServerClient
 from codexmini._events import Event
 from codexmini._permission import ApprovalRequest, Reply
-from codexmini.testing.scripted_model import ScriptedModel
 from codexmini._session import SessionLog
-
 from codexmini.testing import FakeAppServer
 from codexmini.testing.normalize import Normaliser, normalise_argv
 from codexmini.testing.replay import Replay, load_transcript
+from codexmini.testing.scripted_model import ScriptedModel
+
+from .versions import ByVersion, at_version, fixtures_dir
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURES = os.path.join(REPO, "fixtures", CODEX_VERSION)
+FIXTURES = fixtures_dir(CODEX_VERSION)
 SCRATCH_ENV = "CODEXMINI_SCRATCH"
 
 #: A step of a scenario: a user message for a new turn, or a coroutine.
@@ -96,13 +105,17 @@ class Paths:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One recorded behaviour of codex, and what codexmini must make of it."""
+    """One recorded behaviour of codex, and what codexmini must make of it.
+
+    ``model`` and ``config`` may be :class:`~conformance.versions.ByVersion`
+    values (a model slug that offers ``apply_patch``, a flag one version
+    needs); :meth:`at` resolves them for one version."""
 
     name: str
     script: Mapping[str, Any]
     prompts: Sequence[Prompt] = ("say hi",)
-    model: str = "gpt-fake"
-    config: Sequence[str] = ()
+    model: Union[str, ByVersion[str]] = "gpt-fake"
+    config: Union[Sequence[str], ByVersion[Sequence[str]]] = ()
     knobs: Sequence[Tuple[str, str]] = ()
     sandbox: Optional[str] = None
     approval_policy: Optional[str] = None
@@ -117,6 +130,15 @@ class Scenario:
     @property
     def uses_agent(self) -> bool:
         return self.driver is None
+
+    def at(self, version: str) -> "Scenario":
+        """This scenario with its per-version values resolved for ``version``."""
+        return dataclasses.replace(self, model=at_version(self.model, version), config=tuple(at_version(self.config, version)))
+
+    @property
+    def by_version(self) -> Dict[str, ByVersion[Any]]:
+        """The fields that differ by version."""
+        return {f: v for f in ("model", "config") for v in [getattr(self, f)] if isinstance(v, ByVersion)}
 
 
 @dataclass
@@ -174,6 +196,12 @@ class RunResult:
     argv: List[str]
     model_requests: List[Dict[str, Any]] = field(default_factory=list)
     report: Optional[Dict[str, Any]] = None
+    #: The codex version whose behaviour this run is held to.
+    version: str = CODEX_VERSION
+
+    def at(self, value: "ByVersion[Any]") -> Any:
+        """A check's per-version expectation for :attr:`version`."""
+        return value.at(self.version)
 
     @property
     def normaliser(self) -> Normaliser:
@@ -196,6 +224,11 @@ class RunResult:
 
 def fixture_path(name: str, suffix: str, root: str = FIXTURES) -> str:
     return os.path.join(root, f"{name}.{suffix}")
+
+
+class ScriptFailed(AssertionError):
+    """The scripted model refused a request of a live run: the script called a
+    tool the request did not offer (the reasons are in the message)."""
 
 
 def _write_files(paths: Paths, files: Mapping[str, Union[str, bytes]]) -> None:
@@ -221,14 +254,20 @@ async def execute(
     scenario: Scenario,
     mode: str,
     *,
+    version: str = CODEX_VERSION,
     codex_bin: Optional[str] = None,
-    fixtures: str = FIXTURES,
+    fixtures: Optional[str] = None,
     keep: bool = False,
     transcript: Optional[str] = None,
 ) -> RunResult:
-    """Run ``scenario`` in ``mode`` ("live" or "replay") and collect everything."""
+    """Run ``scenario`` in ``mode`` ("live" or "replay"), held to codex
+    ``version`` (the pin by default; a replay plays ``fixtures/<version>/``
+    unless ``fixtures`` says otherwise), and collect everything.  A live run
+    whose scripted model refused a request raises :class:`ScriptFailed`."""
     if mode not in ("live", "replay"):
         raise ValueError(f"mode must be live or replay, not {mode!r}")
+    scenario = scenario.at(version)
+    fixtures = fixtures if fixtures is not None else fixtures_dir(version)
     paths = Paths.create(scenario.name)
     model: Optional[ScriptedModel] = None
     replay: Optional[Replay] = None
@@ -268,7 +307,12 @@ async def execute(
             ),
         )
         run.config.tap = run.tap
-        argv = await _drive(run)
+        try:
+            argv = await _drive(run)
+        finally:
+            # The scripted model's reason beats whatever the refusal led to.
+            if model is not None and model.errors:
+                raise ScriptFailed(f"{scenario.name}: the scripted model refused {len(model.errors)} request(s): " + "; ".join(model.errors))
         session = list(run.log.events) if run.log is not None else []
         report = replay.report if replay is not None else None
         return RunResult(
@@ -282,6 +326,7 @@ async def execute(
             argv,
             model_requests=list(model.requests) if model else [],
             report=report,
+            version=version,
         )
     finally:
         if model is not None:
@@ -349,6 +394,7 @@ __all__ = [
     "Run",
     "RunResult",
     "Scenario",
+    "ScriptFailed",
     "execute",
     "fixture_path",
     "run_sync",

@@ -7,9 +7,11 @@ Loaded for the whole suite by ``addopts = "-p conformance.plugin"``
   :func:`codexmini._client.observe_clients` for the duration of each test, so
   every :class:`~codexmini._client.AppServerClient` created during the test --
   against the real binary, a replayed transcript or a hand-written fake --
-  gets its own strict :class:`~conformance.schema.FrameValidator` (experimental
-  bundle) as a frame tap.  The fixture's value is the list of those
-  validators, for tests that want to assert what was seen.
+  gets its own strict :class:`~conformance.schema.ServerVersionValidator`
+  (experimental bundle of the codex version the server names in its
+  ``initialize`` response, else of the pin) as a frame tap.  The fixture's
+  value is the list of those validators, for tests that want to assert what
+  was seen.
 * A ``pytest_runtest_makereport`` hook judges the problems the validators
   collected.  Problems found by the end of the test body fail the test itself
   (its call phase), with a readable listing; problems from frames exchanged
@@ -45,9 +47,11 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
         "(or pip install 'jsonschema>=4.17')"
     ) from exc
 
+from codexmini import CODEX_VERSION
+from codexmini._binary import version_key
 from codexmini._client import Tap, observe_clients
 
-from .schema import FrameValidator, Problem, SchemaBundle
+from .schema import FrameValidator, Problem, SchemaBundle, ServerVersionValidator
 
 MARKER = "frame_problems"
 _LISTED = 50  # problems listed in one failure; the rest are counted
@@ -68,12 +72,12 @@ class TestFrames:
 
     def __init__(self, expected: Tuple[str, ...]) -> None:
         self.expected = expected
-        self.validators: List[FrameValidator] = []
+        self.validators: List[ServerVersionValidator] = []
         self._judged: Set[int] = set()  # id() of problems already reported
         self._checked_expected = False
 
     def factory(self) -> Tap:
-        validator = FrameValidator(SchemaBundle.load(), strict=True)
+        validator = ServerVersionValidator(strict=True)
         self.validators.append(validator)
         return validator.tap
 
@@ -98,12 +102,12 @@ class TestFrames:
             missing = [s for s in self.expected if not any(s in p.headline for p in problems)]
         if not unexpected and not missing:
             return None
-        bundle = SchemaBundle.load()
+        versions = ", ".join(sorted({v.bundle.version for v in self.validators}, key=version_key)) or CODEX_VERSION
         lines = []
         if unexpected:
             lines.append(
                 f"{len(unexpected)} frame problem(s) found by the conformance validator "
-                f"(strict, {bundle.flavor} schema of codex {bundle.version}, {self.frames} frame(s) checked):"
+                f"(strict, experimental schema of codex {versions}, {self.frames} frame(s) checked):"
             )
             for n, problem in enumerate(unexpected[:_LISTED], 1):
                 lines.append(f"  {n}. {problem}")

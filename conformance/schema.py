@@ -10,10 +10,15 @@ repository has:
   ``tools/schema_fixtures.py``), loaded once each by :meth:`SchemaBundle.load`;
 * ``jsonschema``'s Draft 7 validator as the engine, the reference the stdlib
   validator is proven against (``tests/test_jsonschema_stdlib.py``);
-* :data:`KNOWN_UNDECLARED`, the catalog of fields codex 0.149.1 really sends
-  but the chosen flavor does not declare (protocol reference §5), checked
-  against live traffic by ``conformance/test_live_frames.py``, which is the
-  default allow-list of this module's :class:`FrameValidator`.
+* :data:`KNOWN_UNDECLARED`, the catalog of fields codex really sends but the
+  chosen flavor does not declare (protocol reference §5), per codex version,
+  checked against live traffic by ``conformance/test_live_frames.py``, which
+  is the default allow-list of this module's :class:`FrameValidator`;
+* :class:`ServerVersionValidator`, the validator the pytest plugin attaches to
+  every client: it validates a connection against the schema of the codex
+  version the server says it is (the ``initialize`` response's
+  ``userAgent``), so a live run against the oldest supported binary, or a
+  replay of its recordings, is held to that binary's own schema.
 
 Cost (CPython 3.11, jsonschema 4.26, warm caches, strict pass included):
 about 0.08 ms for an ``item/agentMessage/delta``, 0.5 ms for a ``thread/start``
@@ -29,11 +34,13 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from typing import Any, Dict, FrozenSet, Iterable, List, Mapping, Optional, Tuple
 
 import jsonschema
 
 from codexmini import CODEX_VERSION, _schema
+from codexmini._binary import version_key
 from codexmini._schema import (
     BUNDLE_FILE,
     CLIENT_NOTIFICATION,
@@ -70,7 +77,7 @@ _STABLE_EXPERIMENTAL = "an experimental field, sent even without experimentalApi
 #: ``emittedAtMs``, which ``ServerNotification`` declares at the union level
 #: (``properties`` beside ``oneOf``) and the reference's harness missed.  The
 #: stable bundle leaves out the experimental fields the server sends anyway.
-KNOWN_UNDECLARED: Mapping[str, FrozenSet[KnownField]] = {
+KNOWN_UNDECLARED_0_149_1: Mapping[str, FrozenSet[KnownField]] = {
     "experimental": frozenset(),
     "stable": frozenset(
         [
@@ -105,6 +112,57 @@ KNOWN_UNDECLARED: Mapping[str, FrozenSet[KnownField]] = {
         ]
     ),
 }
+
+#: The same for codex 0.171.0, from ``conformance/test_live_frames.py`` run
+#: against it: ``historyMode`` is declared now, and the thread's
+#: ``attachedToThreadId``, ``daybreakEnabled`` and ``environments`` are new
+#: experimental fields sent without experimentalApi.  The approval, settings
+#: and turn/start fields are still experimental-only in its bundles.
+KNOWN_UNDECLARED_0_171_0: Mapping[str, FrozenSet[KnownField]] = {
+    "experimental": frozenset(),
+    "stable": frozenset(
+        [
+            *(
+                KnownField("response", "thread/start", f"$.result.{name}", _STABLE_EXPERIMENTAL)
+                for name in (
+                    "activePermissionProfile",
+                    "multiAgentMode",
+                    "runtimeWorkspaceRoots",
+                    "thread.attachedToThreadId",
+                    "thread.canAcceptDirectInput",
+                    "thread.daybreakEnabled",
+                    "thread.environments",
+                    "thread.extra",
+                )
+            ),
+            *(
+                KnownField("notification", "thread/started", f"$.params.thread.{name}", _STABLE_EXPERIMENTAL)
+                for name in ("attachedToThreadId", "canAcceptDirectInput", "daybreakEnabled", "environments", "extra")
+            ),
+            *(
+                k
+                for k in KNOWN_UNDECLARED_0_149_1["stable"]
+                if k.method in ("thread/settings/updated", "item/commandExecution/requestApproval", "turn/start")
+            ),
+        ]
+    ),
+}
+
+#: codex version → its catalog.  A version without one is held to its schema
+#: with nothing allowed undeclared.
+KNOWN_UNDECLARED_BY_VERSION: Mapping[str, Mapping[str, FrozenSet[KnownField]]] = {
+    "0.149.1": KNOWN_UNDECLARED_0_149_1,
+    "0.171.0": KNOWN_UNDECLARED_0_171_0,
+}
+
+
+def known_undeclared(version: str) -> Mapping[str, FrozenSet[KnownField]]:
+    """The catalog of codex ``version`` (flavor → fields), empty when it has none."""
+    return KNOWN_UNDECLARED_BY_VERSION.get(version, {flavor: frozenset() for flavor in FLAVORS})
+
+
+#: The pinned version's catalog.
+KNOWN_UNDECLARED: Mapping[str, FrozenSet[KnownField]] = known_undeclared(CODEX_VERSION)
 
 
 # ---------------------------------------------------------------------------
@@ -148,22 +206,99 @@ def _load(version: str, flavor: str) -> SchemaBundle:
 
 class FrameValidator(_schema.FrameValidator):
     """:class:`codexmini._schema.FrameValidator` with this suite's defaults:
-    the pinned experimental fixture and :data:`KNOWN_UNDECLARED`."""
+    the pinned experimental fixture and the bundle's version's catalog of
+    known undeclared fields (:func:`known_undeclared`)."""
 
     def __init__(
         self,
         bundle: Optional[_schema.SchemaBundle] = None,
         strict: bool = True,
-        allow_undeclared: AllowList = KNOWN_UNDECLARED,
+        allow_undeclared: Optional[AllowList] = None,
     ) -> None:
-        super().__init__(bundle if bundle is not None else SchemaBundle.load(), strict, allow_undeclared)
+        bundle = bundle if bundle is not None else SchemaBundle.load()
+        allowed = known_undeclared(bundle.version) if allow_undeclared is None else allow_undeclared
+        super().__init__(bundle, strict, allowed)
+
+
+#: ``codexmini/0.149.1 (Debian 12; x86_64) …``: the version after the originator.
+_AGENT_VERSION = re.compile(r"^[^/\s]+/(\S+)")
+
+
+def server_version(frame: Any) -> Optional[str]:
+    """The codex version an ``initialize`` response's ``userAgent`` names, if
+    that version has schema fixtures; otherwise ``None``."""
+    result = frame.get("result") if isinstance(frame, dict) else None
+    agent = result.get("userAgent") if isinstance(result, dict) else None
+    match = _AGENT_VERSION.match(agent) if isinstance(agent, str) else None
+    if match is None:
+        return None
+    try:
+        version_key(match.group(1))
+    except ValueError:
+        return None
+    return match.group(1) if match.group(1) in fixture_versions() else None
+
+
+class ServerVersionValidator:
+    """A strict :class:`FrameValidator` for the codex version the server says
+    it is.  The frames of a connection wait until the first server frame: the
+    ``initialize`` response, whose ``userAgent`` names the version
+    (:func:`server_version`); the schema fixture of that version validates
+    them and all that follow.  A first server frame that names no version
+    with fixtures (a fake of another shape) means the pinned schema."""
+
+    def __init__(self, default: str = CODEX_VERSION, flavor: str = "experimental", strict: bool = True) -> None:
+        self.default = default
+        self.flavor = flavor
+        self.strict = strict
+        self._waiting: List[Tuple[str, Any]] = []
+        self._inner: Optional[FrameValidator] = None
+
+    def tap(self, direction: str, frame: Any) -> None:
+        self.check(direction, frame)
+
+    def check(self, direction: str, frame: Any) -> List[Problem]:
+        if self._inner is not None:
+            return self._inner.check(direction, frame)
+        self._waiting.append((direction, frame))
+        if direction != _schema.IN:
+            return []
+        return self._decide(server_version(frame) or self.default)
+
+    def _decide(self, version: str) -> List[Problem]:
+        self._inner = FrameValidator(SchemaBundle.load(version, self.flavor), self.strict)
+        waiting, self._waiting = self._waiting, []
+        return [p for d, f in waiting for p in self._inner.check(d, f)]
+
+    def _settled(self) -> FrameValidator:
+        """The validator, deciding for the default if no server frame came."""
+        if self._inner is None:
+            self._decide(self.default)
+        assert self._inner is not None
+        return self._inner
+
+    @property
+    def bundle(self) -> _schema.SchemaBundle:
+        return self._settled().bundle
+
+    @property
+    def problems(self) -> List[Problem]:
+        return self._settled().problems
+
+    @property
+    def frames(self) -> int:
+        return self._settled().frames
+
+    @property
+    def seen(self) -> List[Tuple[str, str, Optional[str]]]:
+        return self._settled().seen
 
 
 def validate_transcript(
     frames: Iterable[Tuple[str, Any]],
     bundle: Optional[_schema.SchemaBundle] = None,
     strict: bool = True,
-    allow_undeclared: AllowList = KNOWN_UNDECLARED,
+    allow_undeclared: Optional[AllowList] = None,
 ) -> List[Problem]:
     """Run ``(direction, frame)`` pairs through one :class:`FrameValidator`."""
     validator = FrameValidator(bundle, strict=strict, allow_undeclared=allow_undeclared)
@@ -183,6 +318,7 @@ __all__ = [
     "IN",
     "JSONSCHEMA",
     "KNOWN_UNDECLARED",
+    "KNOWN_UNDECLARED_BY_VERSION",
     "KnownField",
     "OUT",
     "Problem",
@@ -191,8 +327,11 @@ __all__ = [
     "SERVER_NOTIFICATION",
     "SERVER_REQUEST",
     "SchemaBundle",
+    "ServerVersionValidator",
     "UNIONS",
     "child_path",
     "fixture_versions",
+    "known_undeclared",
+    "server_version",
     "validate_transcript",
 ]

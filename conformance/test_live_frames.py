@@ -7,8 +7,9 @@ under a temporary dir there; protocol reference §1).
 
 The plugin's own validator (the ``conformance_frames`` fixture) must have seen
 the handshake and the thread start with zero problems in strict mode against
-the experimental bundle.  The same frames are then replayed against the
-stable bundle, whose catalog of sent-but-undeclared fields must match what
+the experimental bundle of the binary's own version.  The same frames are then
+replayed against that version's stable bundle, whose catalog of
+sent-but-undeclared fields (``KNOWN_UNDECLARED_BY_VERSION``) must match what
 the binary really sends -- no more, no less -- for the methods seen here.
 """
 
@@ -22,10 +23,9 @@ import tempfile
 
 import pytest
 
-from codexmini._binary import find_codex
 from codexmini._client import ALL, AppServerClient
-from codexmini._errors import BinaryNotFound
-from conformance.schema import KNOWN_UNDECLARED, SchemaBundle, validate_transcript
+from conformance.schema import SchemaBundle, fixture_versions, known_undeclared, validate_transcript
+from conformance.versions import live_codex
 
 pytestmark = pytest.mark.live
 
@@ -67,10 +67,11 @@ async def _thread_start(home: str, workspace: str, tap) -> None:
 
 
 def test_live_thread_start_frames_pass_strict_validation(conformance_frames):
-    try:
-        find_codex()
-    except BinaryNotFound as exc:
-        pytest.skip(f"the pinned codex binary is not installed ({exc})")
+    codex = live_codex()
+    if isinstance(codex, str):
+        pytest.skip(codex)
+    if codex.version not in fixture_versions():
+        pytest.skip(f"codex {codex.version} has no schema fixtures")
     home = tempfile.mkdtemp(prefix="codexmini-live-", dir=_scratch_parent())
     workspace = os.path.join(home, "ws")
     os.mkdir(workspace)
@@ -81,6 +82,7 @@ def test_live_thread_start_frames_pass_strict_validation(conformance_frames):
         shutil.rmtree(home, ignore_errors=True)
 
     (validator,) = conformance_frames
+    assert validator.bundle.version == codex.version  # the server named its own version
     assert [p.headline for p in validator.problems] == []
     assert validator.frames == len(transcript)
     assert {
@@ -92,9 +94,9 @@ def test_live_thread_start_frames_pass_strict_validation(conformance_frames):
         ("in", "notification", "thread/started"),
     } <= set(validator.seen)
 
-    stable = SchemaBundle.load(flavor="stable")
-    assert [p.headline for p in validate_transcript(transcript, stable)] == []
+    stable = SchemaBundle.load(codex.version, "stable")
     sent = {(p.kind, p.method, p.path) for p in validate_transcript(transcript, stable, allow_undeclared=())}
     methods = {m for _, _, m in validator.seen}
-    catalog = {(k.kind, k.method, k.path) for k in KNOWN_UNDECLARED["stable"] if k.method in methods}
-    assert sent == catalog
+    catalog = {(k.kind, k.method, k.path) for k in known_undeclared(codex.version)["stable"] if k.method in methods}
+    assert sorted(sent) == sorted(catalog), f"codex {codex.version}: sent but not declared by its stable schema"
+    assert [p.headline for p in validate_transcript(transcript, stable)] == []

@@ -1,10 +1,11 @@
-"""codexmini._mapping's tables against the pinned schema.
+"""codexmini._mapping's tables against the schema of every supported codex.
 
 A codex bump must force a decision (SPEC §4.3, STYLE "tables over
-branches"): every ``ServerNotification`` method of the schema is either
-handled (:data:`~codexmini._mapping.NOTIFICATIONS`) or explicitly ignored
+branches"): every ``ServerNotification`` method of every schema fixture (the
+oldest supported version and the pin) is either handled
+(:data:`~codexmini._mapping.NOTIFICATIONS`) or explicitly ignored
 (:data:`~codexmini._mapping.IGNORED`), never both, and no row names a method
-the schema no longer has.  The tool-item table may only read fields the
+that no supported version has.  The tool-item table may only read fields the
 schema declares on the item's ``ThreadItem`` branch -- a renamed field would
 otherwise silently read as ``None`` and log empty tool calls.
 
@@ -20,32 +21,37 @@ from typing import Any, Iterable, List, Mapping, Optional, Set, Tuple
 import pytest
 
 from codexmini._mapping import IGNORED, NOTIFICATIONS, TOOL_ITEMS, tool_call, tool_result
-from conformance.schema import SchemaBundle
+from conformance.schema import SchemaBundle, fixture_versions
 
 FLAVORS = ["stable", "experimental"]
+VERSIONS = fixture_versions()
 
 Path = Tuple[str, ...]
 
 
-@pytest.fixture(params=FLAVORS)
+@pytest.fixture(params=[(v, f) for v in VERSIONS for f in FLAVORS], ids=lambda p: f"{p[0]}-{p[1]}")
 def bundle(request) -> SchemaBundle:
-    return SchemaBundle.load(flavor=request.param)
+    version, flavor = request.param
+    return SchemaBundle.load(version, flavor)
 
 
 # -- the notification table ----------------------------------------------------
 
 
-def test_mapping_table_covers_exactly_the_schema_notifications(bundle):
+def test_mapping_table_covers_every_schema_notification(bundle):
     schema = set(bundle.methods("ServerNotification"))
     assert schema, "the bundle lists no ServerNotification method"
-    table = set(NOTIFICATIONS) | set(IGNORED)
-    new = sorted(schema - table)
-    gone = sorted(table - schema)
-    assert not new and not gone, (
-        f"codexmini._mapping is out of step with the {bundle.flavor} schema of codex {bundle.version}:\n"
-        f"  new in the schema (handle them in NOTIFICATIONS or list them in IGNORED): {new}\n"
-        f"  gone from the schema (remove them from NOTIFICATIONS/IGNORED): {gone}"
+    new = sorted(schema - set(NOTIFICATIONS) - set(IGNORED))
+    assert not new, (
+        f"codexmini._mapping is out of step with the {bundle.flavor} schema of codex {bundle.version}: "
+        f"new in the schema (handle them in NOTIFICATIONS or list them in IGNORED): {new}"
     )
+
+
+def test_mapping_table_names_no_method_that_no_supported_version_has():
+    every = {m for v in VERSIONS for f in FLAVORS for m in SchemaBundle.load(v, f).methods("ServerNotification")}
+    gone = sorted((set(NOTIFICATIONS) | set(IGNORED)) - every)
+    assert not gone, f"gone from the schema of every supported codex ({', '.join(VERSIONS)}): remove them from NOTIFICATIONS/IGNORED: {gone}"
 
 
 def test_mapping_table_handled_and_ignored_are_disjoint():
@@ -53,11 +59,12 @@ def test_mapping_table_handled_and_ignored_are_disjoint():
     assert not both, f"methods both handled and ignored: {both}"
 
 
-def test_mapping_table_flavors_have_the_same_notifications():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_mapping_table_flavors_have_the_same_notifications(version):
     # Both flavors share one table; if they ever differ, the table must
     # cover the union (experimental is what codexmini opts into).
-    stable = set(SchemaBundle.load(flavor="stable").methods("ServerNotification"))
-    experimental = set(SchemaBundle.load(flavor="experimental").methods("ServerNotification"))
+    stable = set(SchemaBundle.load(version, "stable").methods("ServerNotification"))
+    experimental = set(SchemaBundle.load(version, "experimental").methods("ServerNotification"))
     assert stable <= experimental
     assert experimental <= set(NOTIFICATIONS) | set(IGNORED)
 

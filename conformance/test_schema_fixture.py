@@ -1,4 +1,8 @@
-"""The schema fixtures are exactly what the pinned binary prints.
+"""The schema fixtures are exactly what each binary prints.
+
+Both ends of the supported range have fixtures (``fixtures/schema/<v>/``); the
+live test checks those of the binary the live suite runs against (the pin in
+``make test``, another with ``make test-live CODEX=<v>``).
 
 Like codex's own schema-fixture test: regenerate both flavors into a temporary
 directory, compare every file (JSON canonicalised), and on any difference fail
@@ -15,9 +19,8 @@ import sys
 
 import pytest
 
-from codexmini import CODEX_VERSION
-from codexmini._binary import find_codex
-from codexmini._errors import BinaryNotFound
+from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION
+from conformance.versions import live_codex
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,10 +39,11 @@ def _tool():
 schema_fixtures = _tool()
 
 
-def test_schema_fixture_directories_exist():
+@pytest.mark.parametrize("version", sorted({OLDEST_CODEX_VERSION, CODEX_VERSION}))
+def test_schema_fixture_directories_exist(version):
     for flavor in schema_fixtures.FLAVORS:
-        bundle = os.path.join(schema_fixtures.FIXTURES, CODEX_VERSION, flavor, "codex_app_server_protocol.schemas.json")
-        assert os.path.isfile(bundle), f"missing {bundle}; run `{schema_fixtures.REFRESH}`"
+        bundle = os.path.join(schema_fixtures.FIXTURES, version, flavor, "codex_app_server_protocol.schemas.json")
+        assert os.path.isfile(bundle), f"missing {bundle}; run `make schema CODEX={version}`"
 
 
 def test_schema_fixture_compare_trees_canonicalises_json(tmp_path):
@@ -59,20 +63,21 @@ def test_schema_fixture_compare_trees_canonicalises_json(tmp_path):
 
 
 @pytest.mark.live
-def test_schema_fixture_matches_the_pinned_binary():
+def test_schema_fixture_matches_the_binary():
+    codex = live_codex()
+    if isinstance(codex, str):
+        pytest.skip(codex)
+    if codex.version not in (OLDEST_CODEX_VERSION, CODEX_VERSION):
+        pytest.skip(f"codex {codex.version} is neither end of the supported range: no fixtures to compare")
     try:
-        codex = find_codex().path
-    except BinaryNotFound as exc:
-        pytest.skip(f"the pinned codex binary is not installed ({exc})")
-    try:
-        codex = schema_fixtures.resolve_codex(codex, CODEX_VERSION)
+        path = schema_fixtures.resolve_codex(codex.path, codex.version)
     except schema_fixtures.SchemaFixtureError as exc:
         pytest.fail(str(exc), pytrace=False)
-    diff = schema_fixtures.check(codex, CODEX_VERSION)
+    diff = schema_fixtures.check(path, codex.version)
     if diff:
-        pytest.fail(schema_fixtures.report(diff, CODEX_VERSION), pytrace=False)
+        pytest.fail(schema_fixtures.report(diff, codex.version), pytrace=False)
     # And the fixtures parse: the validator loads them.
     for flavor in schema_fixtures.FLAVORS:
-        path = os.path.join(schema_fixtures.FIXTURES, CODEX_VERSION, flavor, "codex_app_server_protocol.schemas.json")
+        path = os.path.join(schema_fixtures.FIXTURES, codex.version, flavor, "codex_app_server_protocol.schemas.json")
         with open(path, encoding="utf-8") as fh:
             assert "v2" in json.load(fh)["definitions"]

@@ -15,7 +15,7 @@ import pytest
 from codexmini import _permission as permission
 from codexmini._permission import DECISIONS, Reply, build_answer, fail_closed
 from conformance import recorded
-from conformance.schema import FrameValidator, SchemaBundle
+from conformance.schema import FrameValidator, SchemaBundle, fixture_versions
 
 #: A realistic params example per method: the recorded ones where the
 #: reference has one, otherwise minimal params that satisfy the schema.
@@ -52,7 +52,7 @@ PARAMS = {
         "reason": None,
         "parsedCmd": [{"type": "unknown", "cmd": "echo hi"}],
     },
-    # Experimental flavor only; no row in permission.REQUESTS yet.
+    # Experimental flavor of 0.149.1 only (0.171.0 no longer has it).
     "currentTime/read": {"threadId": recorded.THREAD},
 }
 
@@ -63,16 +63,24 @@ REPLY_EXTRAS = {
 }
 
 FLAVORS = ["experimental", "stable"]
+VERSIONS = fixture_versions()
 
 
-def test_server_requests_table_matches_the_schema():
+@pytest.mark.parametrize("version", VERSIONS)
+def test_server_requests_table_covers_the_schema(version):
     # codexmini opts into the experimental API, so it answers every method of
-    # the experimental bundle (which adds currentTime/read to the stable ten).
-    experimental = SchemaBundle.load(flavor="experimental").methods("ServerRequest")
-    stable = SchemaBundle.load(flavor="stable").methods("ServerRequest")
-    assert sorted(permission.REQUESTS) == sorted(experimental)
-    assert set(stable) <= set(permission.REQUESTS)
+    # the experimental bundle of every supported codex (0.149.1's adds
+    # currentTime/read to the stable ten).
+    experimental = SchemaBundle.load(version, "experimental").methods("ServerRequest")
+    stable = SchemaBundle.load(version, "stable").methods("ServerRequest")
+    assert set(experimental) <= set(permission.REQUESTS), f"codex {version} asks what codexmini cannot answer"
+    assert set(stable) <= set(experimental)
     assert len(stable) == 10
+
+
+def test_server_requests_table_answers_only_what_a_supported_codex_asks():
+    asked = {m for v in VERSIONS for m in SchemaBundle.load(v, "experimental").methods("ServerRequest")}
+    assert sorted(permission.REQUESTS) == sorted(asked)
 
 
 def test_server_requests_every_method_has_a_params_example():
@@ -81,12 +89,13 @@ def test_server_requests_every_method_has_a_params_example():
 
 
 def _methods():
-    """(flavor, method) for every ServerRequest method the table answers."""
+    """(version, flavor, method) for every ServerRequest method the table answers."""
     cases = []
-    for flavor in FLAVORS:
-        for method in SchemaBundle.load(flavor=flavor).methods("ServerRequest"):
-            if method in permission.REQUESTS:  # the rest: test_server_requests_table_matches_the_schema
-                cases.append(pytest.param(flavor, method, id=f"{flavor}-{method}"))
+    for version in VERSIONS:
+        for flavor in FLAVORS:
+            for method in SchemaBundle.load(version, flavor).methods("ServerRequest"):
+                if method in permission.REQUESTS:  # the rest: test_server_requests_table_covers_the_schema
+                    cases.append(pytest.param(version, flavor, method, id=f"{version}-{flavor}-{method}"))
     return cases
 
 
@@ -98,9 +107,9 @@ def _decisions():
     ]
 
 
-def _exchange(flavor, method, answer):
+def _exchange(version, flavor, method, answer):
     """The request then its answer, through one validator; the problems."""
-    validator = FrameValidator(SchemaBundle.load(flavor=flavor), strict=True)
+    validator = FrameValidator(SchemaBundle.load(version, flavor), strict=True)
     request = {"id": 0, "method": method, "params": PARAMS[method]}
     assert validator.check("in", request) == [], "the params example itself is invalid"
     if answer.error is not None:
@@ -114,27 +123,27 @@ def _exchange(flavor, method, answer):
     return [p.headline for p in problems]
 
 
-@pytest.mark.parametrize("flavor,method", _methods())
-def test_server_requests_params_examples_validate(flavor, method):
-    bundle = SchemaBundle.load(flavor=flavor)
+@pytest.mark.parametrize("version,flavor,method", _methods())
+def test_server_requests_params_examples_validate(version, flavor, method):
+    bundle = SchemaBundle.load(version, flavor)
     pointer = bundle.branch_pointer("ServerRequest", method)
     frame = {"id": 0, "method": method, "params": PARAMS[method]}
     assert bundle.validate(frame, pointer) == []
     assert FrameValidator(bundle).check("in", frame) == []
 
 
-@pytest.mark.parametrize("flavor,method", _methods())
-def test_server_requests_fail_closed_answer_validates(flavor, method):
+@pytest.mark.parametrize("version,flavor,method", _methods())
+def test_server_requests_fail_closed_answer_validates(version, flavor, method):
     answer = fail_closed(method, PARAMS[method])
-    assert _exchange(flavor, method, answer) == []
+    assert _exchange(version, flavor, method, answer) == []
     # Fail-closed never means yes.
     assert answer.decision == permission.DECLINE or answer.error is not None
 
 
-@pytest.mark.parametrize("flavor,method,decision", _decisions())
-def test_server_requests_every_decision_validates(flavor, method, decision):
+@pytest.mark.parametrize("version,flavor,method,decision", _decisions())
+def test_server_requests_every_decision_validates(version, flavor, method, decision):
     answer = build_answer(method, PARAMS[method], Reply(decision, **REPLY_EXTRAS.get(method, {})))
-    assert _exchange(flavor, method, answer) == []
+    assert _exchange(version, flavor, method, answer) == []
 
 
 def test_server_requests_user_input_answers_only_the_questions_asked():
@@ -143,4 +152,5 @@ def test_server_requests_user_input_answers_only_the_questions_asked():
         "item/tool/requestUserInput", params, Reply("accept", answers={"color": ["Red"], "invented": ["x"]})
     )
     assert answer.result == {"answers": {"color": {"answers": ["Red"]}}}
-    assert _exchange("experimental", "item/tool/requestUserInput", answer) == []
+    for version in VERSIONS:
+        assert _exchange(version, "experimental", "item/tool/requestUserInput", answer) == []

@@ -18,6 +18,7 @@ import textwrap
 
 import pytest
 
+from codexmini import CODEX_VERSION
 from conformance import recorded
 from conformance.schema import (
     KNOWN_UNDECLARED,
@@ -27,6 +28,8 @@ from conformance.schema import (
     FrameValidator,
     KnownField,
     SchemaBundle,
+    fixture_versions,
+    known_undeclared,
     validate_transcript,
 )
 
@@ -55,7 +58,7 @@ def check_after(validator, *frames):
 
 
 def test_schema_bundle_load_is_cached():
-    assert SchemaBundle.load() is SchemaBundle.load("0.149.1", "experimental")
+    assert SchemaBundle.load() is SchemaBundle.load(CODEX_VERSION, "experimental")
     assert SchemaBundle.load(flavor="stable") is not SchemaBundle.load()
 
 
@@ -77,9 +80,10 @@ def test_schema_unions_route_every_branch_by_method(flavor):
             assert bundle.branch(union, method)["properties"]["method"]["enum"] == [method]
 
 
+@pytest.mark.parametrize("version", fixture_versions())
 @pytest.mark.parametrize("flavor", bundles())
-def test_schema_every_request_method_has_a_response(flavor):
-    bundle = SchemaBundle.load(flavor=flavor)
+def test_schema_every_request_method_has_a_response(flavor, version):
+    bundle = SchemaBundle.load(version, flavor)
     unresolved = {}
     for union in REQUEST_UNIONS:
         for method in bundle.methods(union):
@@ -91,19 +95,26 @@ def test_schema_every_request_method_has_a_response(flavor):
 
 
 def test_schema_response_overrides_are_all_needed():
-    """An override is for a method whose derived name does not exist; if a
-    codex release adds the derived definition, the override must go."""
-    seen = set()
-    for flavor in ("experimental", "stable"):
-        bundle = SchemaBundle.load(flavor=flavor)
-        for union in REQUEST_UNIONS:
-            for method in set(bundle.methods(union)) & set(RESPONSE_OVERRIDES):
-                seen.add(method)
-                params = bundle.params_definition(union, method)
-                derived = params[: -len("Params")] + "Response" if params and params.endswith("Params") else None
-                assert derived is None or not bundle.has_definition(derived), (method, derived)
-                assert bundle.has_definition(RESPONSE_OVERRIDES[method]), method
-    assert seen == set(RESPONSE_OVERRIDES), "overrides for methods no flavor has"
+    """An override is for a method whose derived name does not exist in some
+    supported codex; where a release has the derived definition, the override
+    must name that same definition, and once no supported version needs it,
+    it must go."""
+    needed, seen = set(), set()
+    for version in fixture_versions():
+        for flavor in ("experimental", "stable"):
+            bundle = SchemaBundle.load(version, flavor)
+            for union in REQUEST_UNIONS:
+                for method in set(bundle.methods(union)) & set(RESPONSE_OVERRIDES):
+                    seen.add(method)
+                    params = bundle.params_definition(union, method)
+                    derived = params[: -len("Params")] + "Response" if params and params.endswith("Params") else None
+                    if derived is None or not bundle.has_definition(derived):
+                        needed.add(method)
+                    else:
+                        assert derived == RESPONSE_OVERRIDES[method], (version, method, derived)
+                    assert bundle.has_definition(RESPONSE_OVERRIDES[method]), (version, method)
+    assert seen == set(RESPONSE_OVERRIDES), "overrides for methods no supported codex has"
+    assert needed == set(RESPONSE_OVERRIDES), f"overrides no supported codex needs: {sorted(set(RESPONSE_OVERRIDES) - needed)}"
 
 
 def test_schema_response_definition_derives_from_params():
@@ -323,15 +334,17 @@ def test_validator_emitted_at_ms_is_declared_only_on_server_notifications(frame_
 
 
 def test_validator_known_undeclared_is_per_flavor():
-    stable = SchemaBundle.load(flavor="stable")
+    # recorded.TRANSCRIPT is 0.149.1's (protocol reference): held to its schema.
+    stable = SchemaBundle.load("0.149.1", flavor="stable")
+    catalog = known_undeclared("0.149.1")
     frames = recorded.TRANSCRIPT
     assert validate_transcript(frames, stable) == []
     bare = validate_transcript(frames, stable, allow_undeclared=())
     assert sorted({(p.method, p.path) for p in bare}) == sorted(
-        {(k.method, k.path) for k in KNOWN_UNDECLARED["stable"] if k.method in ("thread/start", "thread/started")}
+        {(k.method, k.path) for k in catalog["stable"] if k.method in ("thread/start", "thread/started")}
         | {("item/commandExecution/requestApproval", "$.params.availableDecisions")}
     )
-    assert KNOWN_UNDECLARED["experimental"] == frozenset()
+    assert catalog["experimental"] == frozenset() == KNOWN_UNDECLARED["experimental"]
 
 
 def test_validator_known_field_matches_any_array_index():

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from codexmini import CODEX_VERSION
+from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION
 from codexmini import _binary as binary
 from codexmini._binary import (
     ENV_VAR,
@@ -336,20 +336,77 @@ def test_codex_version_child_gets_no_color(tmp_path):
     assert codex_version(str(script)) == "9.9.1"
 
 
-def test_check_version_match_is_silent():
+@pytest.mark.parametrize(
+    "lower, higher",
+    [
+        ("0.99.0", "0.149.1"),  # numeric, not lexicographic
+        ("0.149.1", "0.149.10"),
+        ("0.149.9", "0.150.0"),
+        ("0.9.9", "1.0.0"),
+        ("0.150.0-alpha.3", "0.150.0"),  # a pre-release comes before its release
+        ("0.150.0-alpha.3", "0.150.0-alpha.10"),
+        ("0.150.0-alpha", "0.150.0-alpha.1"),
+        ("0.150.0-1", "0.150.0-alpha"),  # numeric identifiers before alphanumeric ones
+        ("0.150.0-alpha", "0.150.0-beta"),
+    ],
+)
+def test_version_key_orders_like_semver(lower, higher):
+    assert binary.version_key(lower) < binary.version_key(higher)
+
+
+def test_version_key_ignores_build_metadata_and_refuses_non_versions():
+    assert binary.version_key("0.171.0+abc") == binary.version_key("0.171.0")
+    for bad in ("", "0.171", "v0.171.0", "0.171.0.1", "0.171.x"):
+        with pytest.raises(ValueError, match="not a codex version"):
+            binary.version_key(bad)
+
+
+@pytest.mark.parametrize(
+    "found, supported",
+    [
+        ("0.149.1", True),
+        ("0.160.2", True),
+        ("0.171.0", True),
+        ("0.149.0", False),
+        ("0.99.9", False),  # below, although "0.99.9" > "0.149.1" as a string
+        ("0.171.1", False),
+        ("0.171.0-alpha.1", True),  # before 0.171.0, after 0.149.1
+        ("0.149.1-alpha.1", False),  # before the oldest
+        ("not-a-version", False),
+        (None, False),
+    ],
+)
+def test_in_supported_range_includes_both_ends(found, supported):
+    assert binary.in_supported_range(found, "0.149.1", "0.171.0") is supported
+
+
+def test_supported_range_reads_naturally():
+    assert binary.supported_range("0.149.1", "0.171.0") == "0.149.1 to 0.171.0"
+    assert binary.supported_range("0.171.0", "0.171.0") == "0.171.0"
+
+
+def test_check_version_in_range_is_silent():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert check_version(CODEX_VERSION) is True
-        assert check_version("1.0.0", expected="1.0.0") is True
+        assert check_version(OLDEST_CODEX_VERSION) is True
+        assert check_version("0.160.0", oldest="0.149.1", newest="0.171.0") is True
 
 
-@pytest.mark.parametrize("found", ["0.150.0", None])
-def test_check_version_mismatch_warns(found):
-    with pytest.warns(CodexVersionWarning, match=f"pinned to {CODEX_VERSION}") as record:
+@pytest.mark.parametrize("found", ["0.148.9", "99.0.0", "garbage", None])
+def test_check_version_outside_the_range_warns_naming_it(found):
+    with pytest.warns(CodexVersionWarning) as record:
         assert check_version(found) is False
     message = str(record[0].message)
     assert (found or "of unknown version") in message
+    assert f"supports codex {binary.supported_range()}" in message
+    assert OLDEST_CODEX_VERSION in message and CODEX_VERSION in message
     assert record[0].filename == __file__  # stacklevel points at the caller
+
+
+def test_check_version_names_the_range_it_was_given():
+    with pytest.warns(CodexVersionWarning, match=r"supports codex 1\.0\.0 to 1\.2\.0 \(pinned 1\.2\.0\)"):
+        assert check_version("1.3.0", oldest="1.0.0", newest="1.2.0") is False
 
 
 def test_binary_all_names_exist():

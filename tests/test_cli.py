@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from codexmini import CODEX_VERSION, __version__
+from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION, __version__
 from codexmini import _cli as cli
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound
@@ -32,8 +32,8 @@ from codexmini._events import (
 )
 from codexmini._permission import ApprovalRequest
 from codexmini._render import Console, Transcript, command_of, use_color
-from codexmini.testing.scripted_model import ScriptedModel
 from codexmini._session import read_log
+from codexmini.testing.scripted_model import ScriptedModel
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -70,8 +70,8 @@ def command_then(cmd, final="Done.", **args):
 @pytest.fixture
 def scratch(tmp_path_factory):
     # Not under /tmp: codex refuses to create helper binaries there.
-    import tempfile
     import shutil
+    import tempfile
 
     root = tempfile.mkdtemp(prefix="codexmini-cli-", dir="/var/tmp")
     os.makedirs(os.path.join(root, "ws"))
@@ -239,7 +239,18 @@ def test_cli_version_flag_and_command():
     assert code == 0  # argparse printed to the real stdout
     code, out, _ = call(["version"])
     assert code == (0 if have_codex() else 3)
-    assert f"codexmini {__version__}" in out and f"pinned codex {CODEX_VERSION}" in out
+    assert f"codexmini {__version__}" in out and f"pinned codex {CODEX_VERSION} (supported: " in out
+    if code == 0:
+        assert out.rstrip().endswith("(supported)")  # the pinned binary is in the range
+
+
+def test_cli_version_says_when_the_binary_is_outside_the_range(tmp_path):
+    old = tmp_path / "codex"
+    old.write_text('#!/bin/sh\necho "codex-cli 0.1.0"\n')
+    old.chmod(0o755)
+    code, out, _ = call(["version"], env={"PATH": str(tmp_path), "CODEXMINI_CODEX_BIN": str(old)})
+    assert code == 0
+    assert f"version 0.1.0 (outside the supported {OLDEST_CODEX_VERSION}" in out
 
 
 def test_cli_version_without_a_binary(tmp_path):
@@ -444,6 +455,25 @@ def test_cli_smoke_reports_what_failed(monkeypatch):
     assert code == 1
     assert "FAIL  apply_patch wrote note.txt" in out
     assert "smoke FAILED: 2 expectation(s) did not hold" in out
+
+
+@pytest.mark.live
+@live
+def test_cli_smoke_says_when_no_slug_was_found(monkeypatch):
+    from codexmini import _errors
+    from codexmini import _smoke as smoke
+
+    async def no_probe(self, *args):
+        raise _errors.ConfigError("model/list is broken")
+
+    monkeypatch.setattr(smoke.Smoke, "probe", no_probe)
+    code, out, _ = call(["smoke"])
+    assert code == 1
+    assert "FAIL  codex offers exec_command, apply_patch for model (none) (probed 0 slug(s) from model/list; ConfigError: model/list is broken)" in out
+    # It still ran, with a slug of no version's choosing: the script's
+    # apply_patch was refused with the reason.
+    assert "model gpt-fake" in out
+    assert "FAIL  the model called only tools the request offered; script error in rule 'write the note'" in out
 
 
 def test_cli_smoke_without_a_binary(tmp_path):

@@ -15,7 +15,6 @@ found nothing would fail here rather than pass vacuously.
 """
 
 from __future__ import annotations
-import __future__
 
 import ast
 import copy

@@ -32,12 +32,11 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import jsonschema
 import pytest
+from recorded_frames import FRAME_FILES, frame_count, recorded, routed
 
 from codexmini import CODEX_VERSION, _schema
 from codexmini._jsonschema import DRAFT7, KEYWORDS, SchemaError, Validator, child_path
 from conformance.schema import JSONSCHEMA, fixture_versions
-
-from recorded_frames import FRAME_FILES, frame_count, recorded, routed  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Versions checked even before their schema is a fixture: the latest

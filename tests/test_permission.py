@@ -42,6 +42,7 @@ from codexmini._permission import (
     reply_from_flag,
     resolve_permissions,
 )
+from conformance import recorded
 
 THREAD = recorded.THREAD
 TURN = recorded.TURN
@@ -123,7 +124,7 @@ LEGACY = {
 
 def _refused(what: str) -> dict:
     answer = Answer(error={"code": REFUSED, "message": f"codexmini does not provide {what}"}, decision=DECLINE)
-    return {d: answer for d in DECISIONS}
+    return dict.fromkeys(DECISIONS, answer)
 
 
 EXPECTED = {
@@ -491,17 +492,17 @@ DECISION_WORDS = {
         DECLINE: "decline",
         CANCEL: "decline",
     },
-    "item/tool/requestUserInput": {d: "decline" for d in DECISIONS},  # nothing answered
+    "item/tool/requestUserInput": dict.fromkeys(DECISIONS, "decline"),  # nothing answered
     "mcpServer/elicitation/request": {
         ACCEPT: "accept",
         ACCEPT_FOR_SESSION: "accept",
         DECLINE: "decline",
         CANCEL: "cancel",
     },
-    "item/tool/call": {d: "decline" for d in DECISIONS},
-    "account/chatgptAuthTokens/refresh": {d: "decline" for d in DECISIONS},
-    "attestation/generate": {d: "decline" for d in DECISIONS},
-    "currentTime/read": {d: "decline" for d in DECISIONS},
+    "item/tool/call": dict.fromkeys(DECISIONS, "decline"),
+    "account/chatgptAuthTokens/refresh": dict.fromkeys(DECISIONS, "decline"),
+    "attestation/generate": dict.fromkeys(DECISIONS, "decline"),
+    "currentTime/read": dict.fromkeys(DECISIONS, "decline"),
     # The legacy (v1) words are told in the log's words.
     "applyPatchApproval": {d: d for d in DECISIONS},
     "execCommandApproval": {d: d for d in DECISIONS},

@@ -1,20 +1,27 @@
-"""Every recorded scenario, replayed offline and run live against the pinned codex.
+"""Every recorded scenario, replayed offline for every recorded codex version
+and run live against the codex binary found.
 
 The scenarios live in :mod:`conformance.scenarios`; their golden fixtures in
-``fixtures/<codex-version>/`` come from ``tools/record_fixtures.py``:
+``fixtures/<codex-version>/`` come from ``tools/record_fixtures.py`` (``make
+record CODEX=<version>``), one directory per end of the supported range, each
+recorded from its own binary:
 
 * ``<name>.model.json``     the model script the recording was made with;
 * ``<name>.frames.jsonl``   both directions of the wire, normalised;
 * ``<name>.session.jsonl``  the golden session log (agent scenarios only);
 * ``MANIFEST.json``         per scenario the normalised codex command line.
 
-``test_replay`` plays each transcript through the real client code with a
-fake app-server (no binary needed) and demands the client sends exactly what
-the binary received, the scenario's check holds and the session log equals
-the golden one.  ``test_live`` (``-m live``) runs the same scenario against the
-real binary and the scripted model and compares its session log with the same
-golden file.  The conformance plugin validates every frame of both.  A
-failing golden test prints the command that re-records it.
+``test_replay`` (ids ``<version>-<scenario>``) plays each transcript through
+the real client code with a fake app-server (no binary needed) and demands the
+client sends exactly what the binary received, the scenario's check holds for
+that version and the session log equals that version's golden one.
+``test_live`` (``-m live``) runs every scenario against the binary
+:func:`conformance.versions.live_codex` finds -- the pinned one in ``make
+test``, any installed one with ``make test-live CODEX=<version>`` -- and
+compares its session log with the goldens of the version it reports.  The
+conformance plugin validates every frame of both against the schema of the
+version that sent it.  A failing golden test prints the command that
+re-records it.
 """
 
 from __future__ import annotations
@@ -26,19 +33,19 @@ from typing import Any, Dict, List
 
 import pytest
 
-from codexmini import CODEX_VERSION
-from codexmini._binary import codex_version, find_codex
-from codexmini._errors import BinaryNotFound
-from conformance.harness import FIXTURES, RunResult, Scenario, execute, fixture_path, run_sync
+from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION
+from conformance.harness import RunResult, Scenario, execute, fixture_path, run_sync
 from conformance.scenarios import SCENARIOS, comparable_live_session
+from conformance.versions import FIXTURES_ROOT, LiveCodex, fixtures_dir, live_codex, not_recorded, recorded_versions
 
 NAMES = sorted(SCENARIOS)
+VERSIONS = recorded_versions()
 #: Per-scenario deadline for one run (every wait has one; nothing may hang).
 RUN_TIMEOUT_S = 90.0
 
 
-def rerecord(name: str) -> str:
-    return f"re-record with `make record` or `python tools/record_fixtures.py {name}`"
+def rerecord(name: str, version: str) -> str:
+    return f"re-record with `make record CODEX={version}` or `python tools/record_fixtures.py --version {version} {name}`"
 
 
 def load_jsonl(path: str) -> List[Dict[str, Any]]:
@@ -46,8 +53,8 @@ def load_jsonl(path: str) -> List[Dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def manifest() -> Dict[str, Any]:
-    with open(os.path.join(FIXTURES, "MANIFEST.json"), encoding="utf-8") as fh:
+def manifest(version: str) -> Dict[str, Any]:
+    with open(os.path.join(fixtures_dir(version), "MANIFEST.json"), encoding="utf-8") as fh:
         return json.load(fh)
 
 
@@ -56,11 +63,11 @@ def expected_files(scenario: Scenario) -> List[str]:
     return [f"{scenario.name}.{suffix}" for suffix in suffixes]
 
 
-def golden_session(name: str) -> List[Dict[str, Any]]:
-    return load_jsonl(fixture_path(name, "session.jsonl"))
+def golden_session(name: str, version: str) -> List[Dict[str, Any]]:
+    return load_jsonl(fixture_path(name, "session.jsonl", fixtures_dir(version)))
 
 
-def session_diff(name: str, got: List[Dict[str, Any]], want: List[Dict[str, Any]]) -> str:
+def session_diff(name: str, version: str, got: List[Dict[str, Any]], want: List[Dict[str, Any]]) -> str:
     """The first differing event, readably, and how to re-record."""
     for i, (g, w) in enumerate(zip(got, want)):
         if g != w:
@@ -68,34 +75,61 @@ def session_diff(name: str, got: List[Dict[str, Any]], want: List[Dict[str, Any]
             break
     else:
         where = f"{len(got)} event(s) logged, the golden log has {len(want)}"
-    return f"{name}: the session log is not the golden {name}.session.jsonl: {where}\n{rerecord(name)}"
+    return f"{name}: the session log is not the golden {version}/{name}.session.jsonl: {where}\n{rerecord(name, version)}"
+
+
+def by_version_params() -> List[Any]:
+    return [pytest.param(version, name, id=f"{version}-{name}") for version in VERSIONS for name in NAMES]
 
 
 # -- the fixture set --------------------------------------------------------------
 
 
-def test_scenarios_fixture_glob_is_not_empty() -> None:
-    assert glob.glob(os.path.join(FIXTURES, "*.frames.jsonl")), f"no fixtures in {FIXTURES}; run `make record`"
+def test_scenarios_both_ends_of_the_range_are_recorded() -> None:
+    assert VERSIONS, "no fixtures/<version>/MANIFEST.json; run `make record`"
+    assert {OLDEST_CODEX_VERSION, CODEX_VERSION} <= set(VERSIONS), (
+        f"recorded: {VERSIONS}; both ends of the supported range need recordings "
+        f"(`make record CODEX={OLDEST_CODEX_VERSION}`, `make record`)"
+    )
+    for version in VERSIONS:
+        schema = os.path.join(FIXTURES_ROOT, "schema", version)
+        assert os.path.isdir(schema), f"fixtures/{version}/ has no fixtures/schema/{version}/ (`make schema CODEX={version}`)"
 
 
-def test_scenarios_and_fixture_files_correspond() -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_scenarios_fixture_glob_is_not_empty(version: str) -> None:
+    assert glob.glob(os.path.join(fixtures_dir(version), "*.frames.jsonl")), f"no fixtures in {fixtures_dir(version)}; run `make record CODEX={version}`"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_scenarios_and_fixture_files_correspond(version: str) -> None:
     want = {f for s in SCENARIOS.values() for f in expected_files(s)}
-    have = set(os.listdir(FIXTURES)) - {"MANIFEST.json"}
+    have = set(os.listdir(fixtures_dir(version))) - {"MANIFEST.json"}
     missing, orphans = sorted(want - have), sorted(have - want)
-    assert not missing, f"scenarios without fixtures: {missing}; record them with `make record`"
-    assert not orphans, f"fixture files no scenario owns: {orphans}; delete them (or restore their scenario)"
-    assert sorted(manifest()["scenarios"]) == NAMES, "MANIFEST.json lists other scenarios; run `make record`"
+    assert not missing, f"codex {version}: scenarios without fixtures: {missing}; record them with `make record CODEX={version}`"
+    assert not orphans, f"codex {version}: fixture files no scenario owns: {orphans}; delete them (or restore their scenario)"
+    recorded = manifest(version)
+    assert sorted(recorded["scenarios"]) == NAMES, f"fixtures/{version}/MANIFEST.json lists other scenarios; run `make record CODEX={version}`"
+    assert recorded["codexVersion"] == version, f"fixtures/{version}/ was recorded with codex {recorded['codexVersion']}"
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_scenarios_model_fixture_is_the_script(name: str) -> None:
-    scenario = SCENARIOS[name]
-    with open(fixture_path(name, "model.json"), encoding="utf-8") as fh:
+def test_scenarios_decide_every_recorded_version(name: str) -> None:
+    # A value that differs by version must say what each recorded version does.
+    for field_name, value in SCENARIOS[name].by_version.items():
+        missing = sorted(set(VERSIONS) - set(value.values))
+        assert not missing, f"{name}.{field_name} has no value for codex {missing} ({value.why})"
+
+
+@pytest.mark.parametrize("version, name", by_version_params())
+def test_scenarios_model_fixture_is_the_script(version: str, name: str) -> None:
+    scenario = SCENARIOS[name].at(version)
+    with open(fixture_path(name, "model.json", fixtures_dir(version)), encoding="utf-8") as fh:
         recorded = json.load(fh)
     # Through JSON, so tuples in the script compare equal to the lists on disk.
-    assert recorded == json.loads(json.dumps(scenario.script)), f"{name}: the script changed since recording; {rerecord(name)}"
-    entry = manifest()["scenarios"][name]
-    assert entry["model"] == scenario.model, f"{name}: the model changed since recording; {rerecord(name)}"
+    assert recorded == json.loads(json.dumps(scenario.script)), f"{name}: the script changed since recording; {rerecord(name, version)}"
+    entry = manifest(version)["scenarios"][name]
+    assert entry["model"] == scenario.model, f"{name}: the model changed since recording; {rerecord(name, version)}"
 
 
 # -- replay (no binary) -----------------------------------------------------------
@@ -106,42 +140,44 @@ def check_scenario(result: RunResult) -> None:
     result.scenario.check(result)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_replay(name: str) -> None:
+@pytest.mark.parametrize("version, name", by_version_params())
+def test_replay(version: str, name: str) -> None:
     scenario = SCENARIOS[name]
-    result = run_sync(execute(scenario, "replay"), RUN_TIMEOUT_S)
+    result = run_sync(execute(scenario, "replay", version=version), RUN_TIMEOUT_S)
+    assert result.version == version
     report = result.report
-    assert report is not None, f"{name}: the replay server wrote no report; {rerecord(name)}"
-    assert report["ok"], f"{name}: the client did not send what codex received:\n" + "\n".join(report["mismatches"]) + f"\n{rerecord(name)}"
-    assert report["argv"] == manifest()["scenarios"][name]["argv"], f"{name}: the codex command line changed; {rerecord(name)}"
+    assert report is not None, f"{name}: the replay server wrote no report; {rerecord(name, version)}"
+    assert report["ok"], (
+        f"{name}: the client did not send what codex {version} received:\n" + "\n".join(report["mismatches"]) + f"\n{rerecord(name, version)}"
+    )
+    assert report["argv"] == manifest(version)["scenarios"][name]["argv"], f"{name}: the codex command line changed; {rerecord(name, version)}"
     check_scenario(result)
     if scenario.uses_agent:
-        got, want = result.normalised_session(), golden_session(name)
-        assert got == want, session_diff(name, got, want)
+        got, want = result.normalised_session(), golden_session(name, version)
+        assert got == want, session_diff(name, version, got, want)
 
 
-# -- live (the pinned binary and the scripted model) ------------------------------------
+# -- live (the binary found, held to its own version's goldens) ---------------------------
 
 
 @pytest.fixture(scope="module")
-def codex_bin() -> str:
-    try:
-        path = find_codex().path
-    except BinaryNotFound as exc:
-        pytest.skip(f"live scenarios need the pinned codex binary (make setup installs it): {exc}")
-    found = codex_version(path)
-    if found != CODEX_VERSION:  # the goldens say what 0.149.1 does, not what another version does
-        pytest.skip(f"live scenarios need codex {CODEX_VERSION}, but {path} is {found} (make setup installs the pinned one)")
-    return path
+def codex() -> LiveCodex:
+    found = live_codex()
+    if isinstance(found, str):
+        pytest.skip(f"live scenarios: {found}")
+    if not found.recorded:  # the goldens say what a recorded version does, nothing about another one
+        pytest.skip(f"live scenarios: {not_recorded(found)}")
+    return found
 
 
 @pytest.mark.live
 @pytest.mark.parametrize("name", NAMES)
-def test_live(name: str, codex_bin: str) -> None:
+def test_live(name: str, codex: LiveCodex) -> None:
     scenario = SCENARIOS[name]
-    result = run_sync(execute(scenario, "live", codex_bin=codex_bin), RUN_TIMEOUT_S)
+    assert codex.version is not None
+    result = run_sync(execute(scenario, "live", version=codex.version, codex_bin=codex.path), RUN_TIMEOUT_S)
     check_scenario(result)
     if scenario.uses_agent:
-        got = comparable_live_session(name, result.normalised_session())
-        want = comparable_live_session(name, golden_session(name))
-        assert got == want, session_diff(name, got, want)
+        got = comparable_live_session(name, result.normalised_session(), codex.version)
+        want = comparable_live_session(name, golden_session(name, codex.version), codex.version)
+        assert got == want, session_diff(name, codex.version, got, want)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Set, Tuple
 
 import pytest
 
-from codexmini import CODEX_VERSION
+from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION
 from codexmini import _mapping as mapping
 from codexmini import _permission as permission
 
@@ -45,7 +45,6 @@ drift = importlib.import_module("tools.drift")  # the package that does the work
 
 PINNED_DIR = os.path.join(ROOT, "fixtures", "schema", CODEX_VERSION, "experimental")
 PINNED = os.path.join(PINNED_DIR, drift.BUNDLE_FILE)
-LIVE_TARGET = "0.171.0"
 
 Row = Tuple[str, str, str, str, Any]  # verdict, definition, path, kind, value
 
@@ -432,7 +431,10 @@ def test_schema_drift_ref_renamed_to_the_same_shape_is_additive(mutated):
 def test_schema_drift_surface_holds_every_table_row(surface):
     methods = {(use.union, key.split(":", 1)[1]) for key, use in surface.methods.items()}
     assert {("ServerNotification", m) for m in mapping.NOTIFICATIONS} <= methods
-    assert {("ServerRequest", m) for m in permission.REQUESTS} <= methods
+    # Every row the pinned schema has (currentTime/read is 0.149.1's only).
+    pinned = set(drift.Bundle.load(PINNED, CODEX_VERSION).defs["ServerRequest"]["variants"])
+    assert {("ServerRequest", m) for m in permission.REQUESTS if f"method={m}" in pinned} <= methods
+    assert "currentTime/read" in permission.REQUESTS and "method=currentTime/read" not in pinned
     assert {("ClientRequest", "turn/start"), ("ClientRequest", "thread/start"), ("ClientNotification", "initialized")} <= methods
     # turn/steer and turn/interrupt are found in the code itself (ast).
     for method in ("turn/steer", "turn/interrupt"):
@@ -539,31 +541,24 @@ def test_schema_drift_script_runs_standalone():
 
 
 # ---------------------------------------------------------------------------
-# Live: the real comparison
-
-_NETWORK = ("ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ECONNRESET", "network")
+# The real comparison: the two ends of the supported range, both checked in
 
 
-@pytest.mark.live
-def test_schema_drift_live_0_149_1_to_0_171_0():
-    """Installs codex 0.171.0 into .cache/codex/ on first use (seconds), then runs from the cache."""
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not on PATH: cannot install codex 0.171.0 to compare with")
-    try:
-        new = drift.locate(LIVE_TARGET, "experimental")
-    except drift.DriftError as exc:
-        if any(marker in str(exc) for marker in _NETWORK):
-            pytest.skip(f"the npm registry is unreachable: {exc}")
-        raise
-    old = drift.locate(CODEX_VERSION, "experimental")
-    report = drift.compare(old, new)
+def test_schema_drift_oldest_to_the_pin():
+    old = drift.locate(OLDEST_CODEX_VERSION, "experimental")
+    new = drift.locate(CODEX_VERSION, "experimental")
+    assert old.origin == new.origin == "checked-in fixtures"
+    report = drift.compare(old, new, version=OLDEST_CODEX_VERSION)  # the surface of the oldest's recordings
     summary = report.summary()
     assert summary["additive"] > 0 and summary["outside"] > 0
-    assert report.exit_code == (1 if summary["breaking"] else 0)
     found = {(c.definition, c.where): c.verdict for c in report.changes}
-    # Facts of the real release pair that do not depend on codexmini's details:
-    # thread/rollback went away (codexmini never sends it); new notifications arrived.
+    # Facts of the real release pair: thread/rollback went away (codexmini
+    # never sends it); new notifications arrived; the experimental
+    # currentTime/read server request that codexmini answers went away (the
+    # row stays: the oldest supported codex still asks it).
     assert found[("ClientRequest", "$<method=thread/rollback>")] == drift.OUTSIDE
     assert found[("ServerNotification", "$<method=thread/section/changed>")] == drift.ADDITIVE
+    assert found[("ServerRequest", "$<method=currentTime/read>")] == drift.BREAKING
+    assert report.exit_code == 1
     text = drift.format_report(report)
-    assert text.splitlines()[0] == f"codex schema drift: {CODEX_VERSION} → {LIVE_TARGET} (experimental flavor)"
+    assert text.splitlines()[0] == f"codex schema drift: {OLDEST_CODEX_VERSION} → {CODEX_VERSION} (experimental flavor)"

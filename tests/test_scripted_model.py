@@ -26,18 +26,49 @@ from codexmini._errors import CodexminiError, ConfigError
 from codexmini.testing.scripted_model import (
     RequestView,
     ScriptedModel,
+    ScriptError,
     main,
     matches,
+    offered_tools,
     provider_flags,
+    stream_events,
 )
+from conformance.versions import ByVersion, LiveCodex, live_codex, not_recorded
 
 # ---------------------------------------------------------------------------
 # helpers
 
 
-def request_body(prompt: str, *after: Dict[str, Any]) -> Dict[str, Any]:
+def _function(name: str, **properties: Any) -> Dict[str, Any]:
+    return {
+        "type": "function",
+        "name": name,
+        "description": f"the {name} tool",
+        "strict": False,
+        "parameters": {"type": "object", "properties": properties, "additionalProperties": False},
+    }
+
+
+#: The tools of a request, in the shapes codex 0.149.1 and 0.171.0 send them
+#: (abridged: one of each kind; recorded with the scripted model's request log).
+TOOLS: List[Dict[str, Any]] = [
+    _function("exec_command", cmd={"type": "string"}, yield_time_ms={"type": "number"}),
+    _function("update_plan", plan={"type": "array"}),
+    {
+        "type": "custom",
+        "name": "apply_patch",
+        "description": "The `apply_patch` tool can be used to edit files. This is a FREEFORM tool.",
+        "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch hunk+ end_patch"},
+    },
+    {"type": "namespace", "name": "mcp__probe", "description": "probe", "tools": [_function("echo", text={"type": "string"})]},
+    {"type": "web_search", "external_web_access": False},
+]
+
+
+def request_body(prompt: str, *after: Dict[str, Any], tools: Optional[List[Any]] = None) -> Dict[str, Any]:
     """A request shaped like codex's: developer message, environment context,
-    the prompt, then whatever items follow (tool calls and outputs)."""
+    the prompt, then whatever items follow (tool calls and outputs); it
+    offers :data:`TOOLS` unless told otherwise."""
 
     def msg(role: str, text: str) -> Dict[str, Any]:
         return {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}
@@ -48,7 +79,7 @@ def request_body(prompt: str, *after: Dict[str, Any]) -> Dict[str, Any]:
         msg("user", prompt),
         *after,
     ]
-    return {"model": "gpt-fake", "stream": True, "input": items}
+    return {"model": "gpt-fake", "stream": True, "input": items, "tools": TOOLS if tools is None else tools}
 
 
 def call(
@@ -82,10 +113,10 @@ def parse_sse(raw: bytes) -> List[Dict[str, Any]]:
     return events
 
 
-def stream(script: Dict[str, Any], prompt: str = "go") -> List[Dict[str, Any]]:
+def stream(script: Dict[str, Any], prompt: str = "go", tools: Optional[List[Any]] = None) -> List[Dict[str, Any]]:
     """Serve ``script``, send one request, return its SSE events."""
     with ScriptedModel(script) as model:
-        status, headers, raw = call(model, request_body(prompt))
+        status, headers, raw = call(model, request_body(prompt, tools=tools))
     assert status == 200
     assert headers["content-type"] == "text/event-stream"
     return parse_sse(raw)
@@ -290,7 +321,7 @@ def test_scripted_model_custom_tool_call_events() -> None:
 
 
 def test_scripted_model_empty_tool_input_streams_one_empty_delta() -> None:
-    item = {"type": "custom_tool_call", "name": "t", "input": "", "stream_chunks": 4}
+    item = {"type": "custom_tool_call", "name": "apply_patch", "input": "", "stream_chunks": 4}
     events = stream(one(item))
     assert [e["delta"] for e in events if e["type"].endswith(".delta")] == [""]
 
@@ -309,6 +340,114 @@ def test_scripted_model_several_items_get_their_output_index() -> None:
     dones = [e for e in events if e["type"] == "response.output_item.done"]
     assert [e["output_index"] for e in dones] == [0, 1]
     assert [i["id"] for i in events[-1]["response"]["output"]] == ["rs_1_0", "msg_1_1"]
+
+
+# ---------------------------------------------------------------------------
+# tools: only what the request offers, in the form it offers them
+
+PATCH = "*** Begin Patch\n*** Add File: a.txt\n+a\n*** End Patch\n"
+
+
+def test_scripted_model_offered_tools_by_namespace_and_name() -> None:
+    offered = offered_tools(request_body("x"))
+    assert set(offered) == {(None, "apply_patch"), (None, "exec_command"), (None, "update_plan"), ("mcp__probe", "echo")}
+    assert offered[(None, "apply_patch")]["type"] == "custom"
+    assert offered[("mcp__probe", "echo")]["type"] == "function"
+    # Odd bodies offer nothing, and name-less or malformed entries are skipped.
+    odd = [{"type": "web_search"}, "x", {"type": "namespace", "name": "ns", "tools": "nope"}, {"type": "function", "name": 3}]
+    assert offered_tools({"tools": odd}) == {}
+    assert offered_tools({"tools": [{"type": "namespace", "name": "ns", "tools": [{"type": "function"}, 1]}]}) == {}
+    assert offered_tools({"tools": "all of them"}) == offered_tools(None) == offered_tools([]) == {}
+
+
+def script_error(script: Dict[str, Any], tools: Optional[List[Any]] = None) -> Tuple[ScriptedModel, Dict[str, Any]]:
+    """Serve ``script`` to one request; it must be answered 400 with a script error."""
+    with ScriptedModel(script) as model:
+        status, headers, raw = call(model, request_body("go", tools=tools))
+    assert status == 400 and headers["content-type"] == "application/json"
+    return model, json.loads(raw)
+
+
+def test_scripted_model_a_tool_the_request_does_not_offer_is_a_script_error(caplog: pytest.LogCaptureFixture) -> None:
+    call_ = {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": PATCH}
+    script = {"rules": [{"name": "patch", "respond": {"output": [{"type": "message", "deltas": ["x"]}, call_]}}]}
+    without_patch = [t for t in TOOLS if t.get("name") != "apply_patch"]
+    with caplog.at_level(logging.ERROR, logger="codexmini.testing.scripted_model"):
+        model, body = script_error(script, without_patch)
+    message = body["error"]["message"]
+    assert message.startswith("scripted model: script error in rule 'patch': output[1]: a custom_tool_call of 'apply_patch',")
+    assert "(model 'gpt-fake') does not offer that tool; it offers: exec_command, mcp__probe.echo, update_plan" in message
+    assert body["error"]["type"] == "invalid_request_error"
+    (entry,) = model.requests
+    assert entry["status"] == 400 and entry["rule"] == "patch" and entry["error"] == message[len("scripted model: ") :]
+    assert model.errors == [entry["error"]]
+    assert entry["error"] in caplog.text
+
+
+@pytest.mark.parametrize(
+    "item, tools, problem",
+    [
+        ({"type": "function_call", "name": "exec_command", "arguments": {}}, [], "it offers: none"),
+        # An MCP tool is looked up under its namespace, not its bare name.
+        ({"type": "function_call", "name": "echo", "arguments": {}}, None, "a function_call of 'echo'"),
+        ({"type": "function_call", "name": "echo", "namespace": "mcp__other", "arguments": {}}, None, "'mcp__other.echo'"),
+        ({"type": "web_search_call", "query": "q"}, [TOOLS[0]], "offers no web_search tool"),
+    ],
+)
+def test_scripted_model_script_errors_name_the_tool(item: Dict[str, Any], tools: Any, problem: str) -> None:
+    _, body = script_error(one(item), tools)
+    assert problem in body["error"]["message"]
+
+
+def test_scripted_model_custom_call_of_a_function_tool_becomes_a_function_call() -> None:
+    # A codex that offered apply_patch as a function tool with one string
+    # parameter gets a function_call with the patch as that parameter.
+    as_function = [_function("apply_patch", input={"type": "string", "description": "the patch"})]
+    item = {"type": "custom_tool_call", "call_id": "call_p", "name": "apply_patch", "input": PATCH, "stream_chunks": 2}
+    events = stream(one(item), tools=as_function)
+    assert types(events)[1:5] == [
+        "output_item.added",
+        "function_call_arguments.delta",
+        "function_call_arguments.delta",
+        "function_call_arguments.done",
+    ]
+    done = events[-2]["item"]
+    assert (done["type"], done["id"], done["call_id"], done["name"]) == ("function_call", "fc_1_0", "call_p", "apply_patch")
+    assert json.loads(done["arguments"]) == {"input": PATCH}
+
+
+def test_scripted_model_function_call_of_a_custom_tool_becomes_a_custom_call() -> None:
+    item = {"type": "function_call", "call_id": "call_p", "name": "apply_patch", "arguments": {"input": PATCH}}
+    done = stream(one(item))[-2]["item"]
+    assert (done["type"], done["id"], done["call_id"], done["input"]) == ("custom_tool_call", "ctc_1_0", "call_p", PATCH)
+
+
+@pytest.mark.parametrize(
+    "item, tools",
+    [
+        # A function tool with other parameters cannot take a freeform input ...
+        ({"type": "custom_tool_call", "name": "exec_command", "input": "echo hi"}, None),
+        ({"type": "custom_tool_call", "name": "f", "input": "x"}, [_function("f", n={"type": "integer"})]),
+        ({"type": "custom_tool_call", "name": "f", "input": "x"}, [{"type": "function", "name": "f"}]),
+        # ... and a custom tool takes one string, not a JSON object.
+        ({"type": "function_call", "name": "apply_patch", "arguments": {"a": "x", "b": "y"}}, None),
+        ({"type": "function_call", "name": "apply_patch", "arguments": '{"input": "x"}'}, None),
+        ({"type": "function_call", "name": "apply_patch", "arguments": {"input": 3}}, None),
+        # A kind of tool the model cannot call by name at all.
+        ({"type": "function_call", "name": "f", "arguments": {}}, [{"type": "local_shell", "name": "f"}]),
+    ],
+)
+def test_scripted_model_a_call_that_cannot_take_the_offered_form_is_a_script_error(item: Dict[str, Any], tools: Any) -> None:
+    _, body = script_error(one(item), tools)
+    assert "cannot be converted" in body["error"]["message"] and "write the call in the form offered" in body["error"]["message"]
+
+
+def test_scripted_model_stream_events_without_a_view_take_items_as_written() -> None:
+    call_ = {"type": "custom_tool_call", "name": "anything", "input": "x"}
+    events = stream_events({"output": [call_]}, 1)
+    assert events[-2]["item"]["type"] == "custom_tool_call"
+    with pytest.raises(ScriptError, match=r"output\[0\]: a custom_tool_call of 'anything'"):
+        stream_events({"output": [call_]}, 1, RequestView(request_body("x")))
 
 
 # ---------------------------------------------------------------------------
@@ -822,11 +961,16 @@ def test_scripted_model_runs_as_a_module(tmp_path: Any) -> None:
 # ---------------------------------------------------------------------------
 # live: what the real codex makes of each script kind
 
-CODEX = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    ".codex/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
-)
+#: The binary the live suite runs against (``make test-live CODEX=<v>`` picks another).
+LIVE = live_codex()
 TURN_TIMEOUT_S = 90.0
+#: A model slug for which codex offers apply_patch, by version (protocol
+#: reference §3.6; ``make drift TO=0.171.0`` found 0.171.0 no longer offers
+#: it for gpt-5.4).
+PATCH_MODEL = ByVersion({"0.149.1": "gpt-5.4", "0.171.0": "gpt-5.5"}, why="which slug codex offers apply_patch for")
+#: How many requests a response.incomplete costs with one stream retry:
+#: 0.149.1 retries it like a disconnect, 0.171.0 fails the turn at once.
+INCOMPLETE_REQUESTS = ByVersion({"0.149.1": 2, "0.171.0": 1}, why="whether codex retries response.incomplete")
 
 
 class RawCodex:
@@ -847,7 +991,8 @@ class RawCodex:
             "CODEXMINI_API_KEY": "sk-scripted",
             "NO_COLOR": "1",
         }
-        args = [CODEX, "app-server", *provider_flags(url), "-c", f'model="{model}"', *extra]
+        assert isinstance(LIVE, LiveCodex)
+        args = [LIVE.path, "app-server", *provider_flags(url), "-c", f'model="{model}"', *extra]
         self.stderr = open(os.path.join(root, "stderr.txt"), "wb")
         self.proc = subprocess.Popen(
             args,
@@ -934,8 +1079,10 @@ class RawCodex:
 def live() -> Iterator[Any]:
     """``live(script, prompt, model=..., extra=...)`` runs one codex turn
     against the script: (notifications, the model's request log, workspace)."""
-    if not os.access(CODEX, os.X_OK):
-        pytest.skip(f"the pinned codex binary is not installed at {CODEX} (make setup)")
+    if isinstance(LIVE, str):
+        pytest.skip(LIVE)
+    if not LIVE.recorded:
+        pytest.skip(not_recorded(LIVE))
     root = tempfile.mkdtemp(dir="/var/tmp", prefix="codexmini-scripted-")
     runs = 0
 
@@ -1029,7 +1176,9 @@ def test_scripted_model_live_reasoning(live: Any) -> None:
         "raw chain ",
         "of thought.",
     ]
-    assert items(notes, "item/completed", "reasoning") == [
+    # (0.171.0 adds the item's startedAtMs/completedAtMs.)
+    keys = ("type", "id", "summary", "content")
+    assert [{k: i[k] for k in keys} for i in items(notes, "item/completed", "reasoning")] == [
         {
             "type": "reasoning",
             "id": "rs_1",
@@ -1097,8 +1246,9 @@ def test_scripted_model_live_apply_patch(live: Any) -> None:
             {"name": "patch", "respond": {"output": [call_]}},
         ]
     }
-    # apply_patch is offered (as a custom tool) only for gpt-5.4 (reference §3.6).
-    notes, requests, ws = live(script, "patch please", model="gpt-5.4")
+    # apply_patch is offered (as a custom tool) only for some slugs (reference §3.6).
+    assert isinstance(LIVE, LiveCodex) and LIVE.version is not None
+    notes, requests, ws = live(script, "patch please", model=PATCH_MODEL.at(LIVE.version))
     done = items(notes, "item/completed", "fileChange")
     assert [(i["id"], i["status"]) for i in done] == [("call_patch_1", "completed")]
     assert done[0]["changes"] == [
@@ -1179,12 +1329,25 @@ def test_scripted_model_live_response_incomplete(live: Any) -> None:
         {"type": "message", "id": "msg_inc", "deltas": ["part"]}, incomplete="max_output_tokens"
     )
     notes, requests, _ = live(response, "hi", extra=LOW_RETRIES)
-    assert len(requests) == 2  # retried like a disconnect
+    assert isinstance(LIVE, LiveCodex) and LIVE.version is not None
+    attempts = INCOMPLETE_REQUESTS.at(LIVE.version)
+    assert len(requests) == attempts
     # the same item id is started and completed once per attempt (reference §0.5)
-    assert [i["id"] for i in items(notes, "item/completed", "agentMessage")] == [
-        "msg_inc",
-        "msg_inc",
-    ]
+    assert [i["id"] for i in items(notes, "item/completed", "agentMessage")] == ["msg_inc"] * attempts
     turn = completed_turn(notes)
     assert turn["status"] == "failed"
     assert "max_output_tokens" in turn["error"]["message"]
+
+
+@pytest.mark.live
+def test_scripted_model_live_refuses_a_tool_codex_did_not_offer(live: Any) -> None:
+    # gpt-fake has no apply_patch in any version: the script's call is refused
+    # with the reason, which codex reports as the turn's error.
+    call_ = {"type": "custom_tool_call", "call_id": "call_p", "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch\n"}
+    notes, requests, _ = live({"rules": [{"name": "patch", "respond": {"output": [call_]}}]}, "patch please")
+    (request,) = requests
+    assert request["status"] == 400 and "does not offer that tool" in request["error"]
+    turn = completed_turn(notes)
+    assert turn["status"] == "failed"
+    assert "script error in rule 'patch'" in turn["error"]["message"]
+    assert not items(notes, "item/started", "fileChange")

@@ -10,8 +10,6 @@ from __future__ import annotations
 import itertools
 from typing import Any, Dict, List, Optional
 
-import pytest
-
 from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,

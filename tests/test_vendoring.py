@@ -21,8 +21,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import codexmini
 from codexmini import _client as client_mod
+from conformance.versions import live_codex
 
 PACKAGE_DIR = Path(codexmini.__file__).resolve().parent
 
@@ -151,3 +154,31 @@ def test_vendoring_copy_imports_and_works(tmp_path):
         if tap is not None:
             for direction, frame in frames:
                 tap(direction, frame)
+
+
+@pytest.mark.live
+def test_vendoring_copy_runs_the_smoke_with_every_frame_validated(tmp_path):
+    # The restricted environment: the package copied as `cm`, no repository,
+    # no site-packages (so no jsonschema), only the standard library; the
+    # smoke must still validate every frame, with its own validator.
+    codex = live_codex()
+    if isinstance(codex, str):
+        pytest.skip(codex)
+    shutil.copytree(PACKAGE_DIR, tmp_path / "cm", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(tmp_path),
+        "NO_COLOR": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "CODEXMINI_CODEX_BIN": codex.path,
+    }
+    done = subprocess.run(
+        [sys.executable, "-S", "-m", "cm", "smoke"], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=240, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (summary,) = [line for line in done.stdout.splitlines() if line.startswith("steps ")]
+    seen = int(summary.split("frames seen ")[1].split()[0])
+    validated = int(summary.split("frames validated ")[1].split()[0])
+    assert seen == validated > 50, summary
+    assert f"(strict, codex {codex.version}'s own schema)" in summary
+    assert "FAIL" not in done.stdout and "smoke passed" in done.stdout

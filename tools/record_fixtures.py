@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""Record the golden fixtures from the real codex binary (``make record``).
+"""Record the golden fixtures from the real codex binary (``make record CODEX=<version>``).
 
-For each scenario of :mod:`conformance.scenarios` (or those named on the
-command line):
+``--version V`` (default: the pin) records ``fixtures/V/`` from a binary of
+that version: ``--codex PATH``, else the project's ``.codex/`` when it holds
+V, else ``.cache/codex/V/`` (installed from npm on first use).  Each end of
+the supported range is recorded from its own binary.  For each scenario of
+:mod:`conformance.scenarios` (or those named on the command line), with its
+per-version values for V:
 
-1. run it **live**: the pinned codex binary, the scripted model on 127.0.0.1,
+1. run it **live**: that codex binary, the scripted model on 127.0.0.1,
    every frame tapped;
 2. write ``fixtures/<version>/<scenario>.model.json`` (the model script, with
    its ``{WS}``-style placeholders) and ``<scenario>.frames.jsonl`` (both
@@ -15,8 +19,10 @@ command line):
 4. update ``MANIFEST.json``: codex version, schema hash, date, and per
    scenario the normalised codex command line.
 
-Every frame is validated against the pinned schema while recording; a
-scenario whose check fails, or whose replay does not match, is not written.
+Every frame is validated against V's own schema (``fixtures/schema/V/``,
+``make schema CODEX=V``) while recording; a scenario whose check fails, whose
+scripted model refused a request, or whose replay does not match, is not
+written.
 """
 
 from __future__ import annotations
@@ -34,11 +40,15 @@ sys.path.insert(0, REPO)
 
 from codexmini import CODEX_VERSION  # noqa: E402
 from codexmini._binary import codex_version, find_codex  # noqa: E402
-from conformance.harness import FIXTURES, RunResult, Scenario, execute, fixture_path  # noqa: E402
+from conformance.harness import RunResult, Scenario, execute, fixture_path  # noqa: E402
 from conformance.scenarios import SCENARIOS, comparable_live_session  # noqa: E402
-from conformance.schema import FrameValidator  # noqa: E402
+from conformance.schema import FrameValidator, SchemaBundle  # noqa: E402
+from conformance.versions import fixtures_dir  # noqa: E402
+from tools.drift.sides import VERSION_RE, DriftError, binary_for  # noqa: E402
 
-SCHEMA = os.path.join(REPO, "fixtures", "schema", CODEX_VERSION, "experimental", "codex_app_server_protocol.schemas.json")
+
+def schema_path(version: str) -> str:
+    return os.path.join(REPO, "fixtures", "schema", version, "experimental", "codex_app_server_protocol.schemas.json")
 
 
 def dump_jsonl(path: str, rows: list) -> None:
@@ -48,15 +58,15 @@ def dump_jsonl(path: str, rows: list) -> None:
 
 
 def validate(result: RunResult) -> list:
-    validator = FrameValidator(strict=True)
+    validator = FrameValidator(SchemaBundle.load(result.version), strict=True)
     problems = []
     for direction, frame in result.frames:
         problems += validator.check(direction, frame)
     return problems
 
 
-async def record(scenario: Scenario, out: str, codex: str) -> dict:
-    live = await execute(scenario, "live", codex_bin=codex)
+async def record(scenario: Scenario, out: str, codex: str, version: str) -> dict:
+    live = await execute(scenario, "live", version=version, codex_bin=codex)
     problems = validate(live)
     if problems:
         raise SystemExit(f"{scenario.name}: {len(problems)} invalid frame(s):\n" + "\n".join(map(str, problems[:5])))
@@ -65,7 +75,7 @@ async def record(scenario: Scenario, out: str, codex: str) -> dict:
     transcript = fixture_path(scenario.name, "frames.jsonl", out)
     tmp = transcript + ".new"
     dump_jsonl(tmp, live.normalised_frames())
-    replay = await execute(scenario, "replay", fixtures=out, transcript=tmp)
+    replay = await execute(scenario, "replay", version=version, fixtures=out, transcript=tmp)
     if not (replay.report and replay.report["ok"]):
         os.unlink(tmp)
         raise SystemExit(f"{scenario.name}: the replay does not match the recording: {replay.report}")
@@ -73,8 +83,8 @@ async def record(scenario: Scenario, out: str, codex: str) -> dict:
     # equal what the live run logged, or the recording is not written.
     if scenario.check is not None:
         scenario.check(replay)
-    same = comparable_live_session(scenario.name, replay.normalised_session())
-    if same != comparable_live_session(scenario.name, live.normalised_session()):
+    same = comparable_live_session(scenario.name, replay.normalised_session(), version)
+    if same != comparable_live_session(scenario.name, live.normalised_session(), version):
         os.unlink(tmp)
         raise SystemExit(f"{scenario.name}: the replayed session log differs from the live one")
     os.replace(tmp, transcript)
@@ -83,22 +93,31 @@ async def record(scenario: Scenario, out: str, codex: str) -> dict:
         fh.write("\n")
     if scenario.uses_agent:
         dump_jsonl(fixture_path(scenario.name, "session.jsonl", out), replay.normalised_session())
-    return {"argv": live.argv, "model": scenario.model, "description": scenario.description, "frames": len(live.frames)}
+    return {"argv": live.argv, "model": live.scenario.model, "description": scenario.description, "frames": len(live.frames)}
 
 
 def main(argv: list = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="scenarios to record (default: all)")
-    parser.add_argument("--out", default=FIXTURES)
-    parser.add_argument("--codex", default=None, help="codex binary (default: the pinned one)")
+    parser.add_argument("--version", default=CODEX_VERSION, help=f"the codex version to record (default: the pin, {CODEX_VERSION})")
+    parser.add_argument("--out", default=None, help="where to write (default: fixtures/<version>/)")
+    parser.add_argument("--codex", default=None, help="a codex binary of that version (default: .codex/ or .cache/codex/<version>/)")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in SCENARIOS]
     if unknown:
         parser.error(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
-    codex = find_codex(args.codex).path
+    if not VERSION_RE.match(args.version):
+        parser.error(f"--version {args.version!r} is not a codex version")
+    if not os.path.isfile(schema_path(args.version)):
+        parser.error(f"no schema fixtures for codex {args.version}: run `make schema CODEX={args.version}` first")
+    try:
+        codex = find_codex(args.codex).path if args.codex else binary_for(args.version)
+    except DriftError as exc:
+        parser.error(str(exc))
     found = codex_version(codex)
-    if found != CODEX_VERSION:
-        parser.error(f"codex {found} at {codex}; recordings must come from the pinned {CODEX_VERSION}")
+    if found != args.version:
+        parser.error(f"codex {found} at {codex}; recordings of {args.version} must come from a {args.version} binary")
+    args.out = args.out or fixtures_dir(args.version)
     os.makedirs(args.out, exist_ok=True)
     manifest_path = os.path.join(args.out, "MANIFEST.json")
     manifest = {"scenarios": {}}
@@ -107,13 +126,13 @@ def main(argv: list = None) -> int:
             manifest = json.load(fh)
     for name in args.names or list(SCENARIOS):
         print(f"recording {name} …", flush=True)
-        entry = asyncio.run(asyncio.wait_for(record(SCENARIOS[name], args.out, codex), 180))
+        entry = asyncio.run(asyncio.wait_for(record(SCENARIOS[name], args.out, codex, args.version), 180))
         manifest["scenarios"][name] = entry
-    with open(SCHEMA, "rb") as fh:
+    with open(schema_path(args.version), "rb") as fh:
         schema_hash = hashlib.sha256(fh.read()).hexdigest()
     manifest.update(
         {
-            "codexVersion": CODEX_VERSION,
+            "codexVersion": args.version,
             "schemaSha256": schema_hash,
             "recordedAt": datetime.date.today().isoformat(),
             "recorder": "tools/record_fixtures.py",

@@ -7,7 +7,8 @@ verbatim, in both flavors::
     codex app-server generate-json-schema --out DIR                 # stable
     codex app-server generate-json-schema --out DIR --experimental  # experimental
 
-``--write`` regenerates them in place (``make schema``).  ``--check``
+``--write`` regenerates them in place (``make schema CODEX=<version>``; the
+version defaults to the pin, and ``--codex`` must be a binary of it).  ``--check``
 regenerates into a temporary directory and compares every file with the
 fixtures; JSON files are compared canonicalised (parsed and re-dumped with
 sorted keys, so a key-order change in a future generator is not drift), other
@@ -168,7 +169,7 @@ def report(diff: TreeDiff, version: str) -> str:
     total = len(diff.added) + len(diff.removed) + len(diff.changed)
     lines = [f"schema fixtures for codex {version} differ from what the binary prints ({total} file(s)):"]
     lines += [f"  {line}" for line in diff.lines()]
-    lines.append(f"refresh them with: {REFRESH}   (runs `{REFRESH_LONG}`), then review the diff")
+    lines.append(f"refresh them with: {REFRESH} CODEX={version}   (runs `{REFRESH_LONG} --version {version}`), then review the diff")
     return "\n".join(lines)
 
 

@@ -2,7 +2,9 @@
 
 * :class:`ScriptedModel` -- a loopback OpenAI Responses API server driven by a
   JSON script, so a real codex binary runs offline (the smoke run, the fixture
-  recorder and the live tests use it).
+  recorder and the live tests use it); it calls only the tools a request
+  offers, in the form offered, and answers a script that asks for another
+  with a :class:`ScriptError`.
 * :class:`FakeAppServer` -- one fake ``codex app-server`` playing a scripted
   behaviour, in memory (a launcher for ``AppServerClient.start``) or as a
   child process over real pipes; :class:`CodexLike` is a behaviour with the
@@ -16,13 +18,14 @@ from __future__ import annotations
 
 from .codex_like import CodexLike
 from .fake_appserver import FakeAppServer, FakeError, MemoryTransport, ServerSide
-from .scripted_model import ScriptedModel, provider_flags, validate_script
+from .scripted_model import ScriptedModel, ScriptError, provider_flags, validate_script
 
 __all__ = [
     "CodexLike",
     "FakeAppServer",
     "FakeError",
     "MemoryTransport",
+    "ScriptError",
     "ScriptedModel",
     "ServerSide",
     "provider_flags",

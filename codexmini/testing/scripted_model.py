@@ -62,9 +62,30 @@ JSON path, e.g. ``rules[2].respond.output[0]: unknown item type 'foo'``)::
 ``*.delta`` events before ``output_item.done``; codex acts on the done item
 either way.
 
+Tools: only what the request offers
+-----------------------------------
+codex lists the tools a model may call in the request's ``tools``, and which
+ones depends on its version, the model slug and the configuration (codex
+0.149.1 offers ``apply_patch`` for ``gpt-5.4``, 0.171.0 does not; 0.171.0
+offers ``update_plan`` only with ``tools.update_plan={enabled=true}``).  So a
+tool call is emitted in the form the request offers that tool
+(:func:`offered_tools`): a ``custom`` tool gets a ``custom_tool_call``, a
+``function`` tool a ``function_call``, an MCP tool is looked up under its
+``namespace``; a ``web_search_call`` needs a ``web_search`` tool.  A script
+may write either form: a freeform ``input`` becomes the one string parameter
+of a function tool, and a ``function_call`` whose arguments are one string
+becomes a custom tool's input (no codex from 0.149.1 to 0.171.0 offers a tool
+in the other form -- both catalogs refuse ``apply_patch_tool_type:
+"function"`` -- so these conversions are unit-tested only).  Calling a tool
+the request does not offer is a :class:`ScriptError`: the request is
+answered HTTP 400 with the reason, which codex reports as the turn's error,
+and the reason is kept in :attr:`ScriptedModel.errors` and in the request's
+log entry, so a harness can fail with it instead of a puzzling transcript.
+
 In the request log each entry is ``{"path", "body", "rule", "status"}``: ``rule``
 is the rule's name, else its index; ``"default"`` for the default Response;
 ``None`` when nothing matched (HTTP 400) or the path is unknown (HTTP 404).
+A request answered with a script error has an ``"error"`` entry as well.
 
 A stream's body is delimited by closing the connection (no length, no chunked
 encoding), as in the recordings of the protocol reference: a cut stream is a
@@ -118,10 +139,41 @@ def _text(content: Any) -> str:
     return "" if content is None else json.dumps(content)
 
 
+ToolKey = Tuple[Optional[str], str]  # (namespace or None, name)
+
+
+def offered_tools(body: Any) -> Dict[ToolKey, Dict[str, Any]]:
+    """The tools a request offers, by (namespace, name): each top-level
+    ``function``/``custom`` tool under ``(None, name)``, each tool inside a
+    ``namespace`` tool (MCP servers, ``multi_agent_v1``) under ``(namespace,
+    name)``.  Name-less tools (``web_search``, ``tool_search``) are not here."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    found: Dict[ToolKey, Dict[str, Any]] = {}
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            continue
+        if tool.get("type") == "namespace":
+            inner = tool.get("tools")
+            for member in inner if isinstance(inner, list) else []:
+                if isinstance(member, dict) and isinstance(member.get("name"), str):
+                    found[(tool["name"], member["name"])] = member
+        else:
+            found[(None, tool["name"])] = tool
+    return found
+
+
+def _tool_types(body: Any) -> Set[str]:
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return {t["type"] for t in tools if isinstance(t, dict) and isinstance(t.get("type"), str)} if isinstance(tools, list) else set()
+
+
 class RequestView:
-    """The parts of a request body that rules can test."""
+    """The parts of a request body that rules can test, and the tools it offers."""
 
     def __init__(self, body: Any) -> None:
+        self.model = body.get("model") if isinstance(body, dict) else None
+        self.tools = offered_tools(body)
+        self.tool_types = _tool_types(body)
         items = body.get("input") if isinstance(body, dict) else None
         items = [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
         # codex sends its own developer message and a role=user
@@ -427,6 +479,64 @@ ITEMS: Dict[str, Tuple[Dict[str, Check], Tuple[str, ...], Builder, str]] = {
 }
 
 
+class ScriptError(ConfigError):
+    """The script asks for something this request does not allow (a tool it
+    does not offer, or in a form that cannot be converted)."""
+
+
+def _qualified(key: ToolKey) -> str:
+    return f"{key[0]}.{key[1]}" if key[0] else key[1]
+
+
+def _single_string_parameter(tool: Dict[str, Any]) -> Optional[str]:
+    """The name of a function tool's only parameter, if it is a string."""
+    parameters = tool.get("parameters")
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if isinstance(properties, dict) and len(properties) == 1:
+        ((name, schema),) = properties.items()
+        if isinstance(schema, dict) and schema.get("type") == "string":
+            return str(name)
+    return None
+
+
+def in_offered_form(spec: Item, view: RequestView) -> Item:
+    """``spec`` as the request offers its tool (see the module docstring), or
+    :class:`ScriptError` saying what the request offers instead."""
+    kind = spec["type"]
+    if kind == "web_search_call":
+        if "web_search" not in view.tool_types:
+            raise ScriptError(f"a web_search_call, but this request offers no web_search tool (model {view.model!r})")
+        return spec
+    if kind not in ("function_call", "custom_tool_call"):
+        return spec
+    key: ToolKey = (spec.get("namespace"), spec["name"])
+    tool = view.tools.get(key)
+    if tool is None:
+        offered = ", ".join(sorted(_qualified(k) for k in view.tools)) or "none"
+        raise ScriptError(
+            f"a {kind} of {_qualified(key)!r}, but this request (model {view.model!r}) does not offer that tool; "
+            f"it offers: {offered}"
+        )
+    offered_as = tool.get("type")
+    if (kind, offered_as) in (("function_call", "function"), ("custom_tool_call", "custom")):
+        return spec
+    common = {k: v for k, v in spec.items() if k in ("id", "call_id", "name", "namespace", "stream_chunks")}
+    if kind == "custom_tool_call" and offered_as == "function":
+        parameter = _single_string_parameter(tool)
+        if parameter is not None:
+            return dict(common, type="function_call", arguments={parameter: spec["input"]})
+    elif kind == "function_call" and offered_as == "custom":
+        arguments = spec["arguments"]
+        values = list(arguments.values()) if isinstance(arguments, dict) else []
+        if len(values) == 1 and isinstance(values[0], str):
+            return dict(common, type="custom_tool_call", input=values[0])
+    raise ScriptError(
+        f"a {kind} of {_qualified(key)!r}, but this request offers it as a {offered_as!r} tool "
+        "and the call cannot be converted (a freeform input maps only onto a function tool with one string "
+        "parameter, and back); write the call in the form offered"
+    )
+
+
 def _usage(usage: Dict[str, int]) -> Dict[str, Any]:
     u = dict(USAGE_DEFAULTS, **usage)
     return {
@@ -438,13 +548,21 @@ def _usage(usage: Dict[str, int]) -> Dict[str, Any]:
     }
 
 
-def stream_events(response: Dict[str, Any], seq: int) -> List[Event]:
+def stream_events(response: Dict[str, Any], seq: int, view: Optional[RequestView] = None) -> List[Event]:
     """Every SSE event of a stream Response; ``seq`` (the request's number)
-    makes the generated ids unique within a server's life."""
+    makes the generated ids unique within a server's life.  With the
+    request's ``view``, every tool call takes the form the request offers its
+    tool, and one it does not offer raises :class:`ScriptError` naming the
+    output item (without a view the items are taken as written)."""
     resp_id = f"resp_{seq}"
     events = [_ev("created", response={"id": resp_id, "status": "in_progress", "output": []})]
     final = []
     for at, spec in enumerate(response.get("output", [])):
+        if view is not None:
+            try:
+                spec = in_offered_form(spec, view)
+            except ScriptError as exc:
+                raise ScriptError(f"output[{at}]: {exc}") from None
         build, prefix = ITEMS[spec["type"]][2:]
         built, done = build(dict(spec, id=spec.get("id", f"{prefix}_{seq}_{at}")), at)
         events += built
@@ -530,6 +648,8 @@ class ScriptedModel:
         self.host = host
         self.port = port
         self.requests: List[Dict[str, Any]] = []
+        #: Every script error, in order: the requests it answered with HTTP 400.
+        self.errors: List[str] = []
         self._lock = threading.Lock()
         self._running: Optional[Tuple[_Server, threading.Thread]] = None
         self._seq = 0
@@ -597,9 +717,8 @@ class ScriptedModel:
 
     # -- one request --------------------------------------------------------
 
-    def _choose(self, body: Any) -> Tuple[Any, Optional[Dict[str, Any]], int]:
+    def _choose(self, view: RequestView) -> Tuple[Any, Optional[Dict[str, Any]], int]:
         """(rule label, its Response or None, the request's number)."""
-        view = RequestView(body)
         with self._lock:  # requests arrive concurrently; `times` must hold exactly
             self._seq += 1
             for i, rule in enumerate(self._script.get("rules", [])):
@@ -619,23 +738,35 @@ class ScriptedModel:
             body = None
         path = h.path.split("?", 1)[0]
         h.close_connection = True  # a stream's end is the connection's end
+        view = RequestView(body)
         if h.command == "POST" and path == RESPONSES_PATH:
-            rule, response, seq = self._choose(body)
+            rule, response, seq = self._choose(view)
         else:
             missing = _http_error(404, "not_found", f"no endpoint {h.command} {path}")
             rule, response, seq = None, missing, 0
         if response is None:
-            last_user = (RequestView(body).users or [""])[-1][:200]
+            last_user = (view.users or [""])[-1][:200]
             problem = f"no rule matched this request (last user message: {last_user!r})"
             response = _http_error(400, "invalid_request_error", problem)
-        status = response.get("http_status", 200)
+        entry: Dict[str, Any] = {"path": path, "body": body, "rule": rule}
+        events: List[Event] = []
+        if "http_status" not in response:
+            try:
+                events = stream_events(response, seq, view)
+            except ScriptError as exc:
+                entry["error"] = f"script error in rule {rule!r}: {exc}"
+                log.error("scripted model: %s", entry["error"])
+                response = _http_error(400, "invalid_request_error", entry["error"])
+        entry["status"] = status = response.get("http_status", 200)
         log.info("scripted model: %s %s -> %s (rule %r)", h.command, path, status, rule)
         with self._lock:
-            self.requests.append({"path": path, "body": body, "rule": rule, "status": status})
+            self.requests.append(entry)
+            if "error" in entry:
+                self.errors.append(entry["error"])
         if "http_status" in response:
             self._send_body(h, response)
         else:
-            self._stream(h, response, seq)
+            self._stream(h, response, events)
 
     @staticmethod
     def _send_body(h: _Handler, response: Dict[str, Any]) -> None:
@@ -653,8 +784,7 @@ class ScriptedModel:
         h.wfile.write(data)
 
     @staticmethod
-    def _stream(h: _Handler, response: Dict[str, Any], seq: int) -> None:
-        events = stream_events(response, seq)
+    def _stream(h: _Handler, response: Dict[str, Any], events: List[Event]) -> None:
         cut = response.get("cut_after_events")
         if cut is not None:
             log.info("scripted model: cutting the stream after %d of %d events", cut, len(events))
@@ -738,6 +868,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-__all__ = ["ITEMS", "RequestView", "ScriptedModel", "WHEN", "main", "matches", "provider_flags", "stream_events", "validate_script"]
+__all__ = [
+    "ITEMS",
+    "RequestView",
+    "ScriptError",
+    "ScriptedModel",
+    "WHEN",
+    "in_offered_form",
+    "main",
+    "matches",
+    "offered_tools",
+    "provider_flags",
+    "stream_events",
+    "validate_script",
+]
 
 

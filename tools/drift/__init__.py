@@ -16,6 +16,9 @@ step per module:
 5. ``classify`` -- each change *breaking*, *additive*, *outside the surface*
    or *docs*; the rules are written down there, and only there.
 6. ``report`` -- the report as text or JSON, and the ``--surface`` listing.
+7. ``behaviour`` -- with ``--behaviour``: every recorded scenario run live
+   against NEW and compared with the pinned goldens (same / differs / fails),
+   because a schema diff cannot see behaviour.
 
 ``paths`` says where things are in the repository.  This module re-exports
 what the command line and the tests use.
@@ -53,7 +56,7 @@ from .diff import (
 )
 from .paths import CACHE
 from .report import format_report, format_surface, report_json
-from .sides import BUNDLE_FILE, FLAVORS, DriftError, Side, UsageError, locate
+from .sides import BUNDLE_FILE, FLAVORS, DriftError, Side, UsageError, binary_for, locate
 from .surface import READS, SENDS, Surface
 
 __all__ = [
@@ -64,6 +67,7 @@ __all__ = [
     "DriftError",
     "Side",
     "UsageError",
+    "binary_for",
     "locate",
     # bundle, diff
     "Bundle",

@@ -13,6 +13,7 @@ SCHEMA_FIXTURES = os.path.join(ROOT, "fixtures", "schema")
 FRAME_FIXTURES = os.path.join(ROOT, "fixtures")
 PACKAGE_DIR = os.path.join(ROOT, "codexmini")
 CACHE = os.path.join(ROOT, ".cache", "codex")
+LOCAL_CODEX = os.path.join(ROOT, ".codex")  # where `make setup` installs the pin
 
 
 def relative(path: str) -> str:

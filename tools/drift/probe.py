@@ -12,7 +12,6 @@ from typing import Any, Dict, FrozenSet, Iterable, Iterator, Mapping, Sequence, 
 
 from .bundle import Bundle, Node
 
-
 # -- samples from the schema -------------------------------------------------
 
 

@@ -28,7 +28,7 @@ from typing import Callable, Dict
 from codexmini import CODEX_VERSION
 from codexmini._binary import codex_version, native_in_npm_root
 
-from .paths import CACHE, SCHEMA_FIXTURES, relative
+from .paths import CACHE, LOCAL_CODEX, SCHEMA_FIXTURES, relative
 
 BUNDLE_FILE = "codex_app_server_protocol.schemas.json"
 FLAVORS = ("experimental", "stable")
@@ -115,6 +115,16 @@ def ensure_installed(version: str, root: str, log: Callable[[str], None] = _stde
     if found != version:
         raise DriftError(f"{codex} reports version {found or 'unknown'}, not {version}; remove {root} and retry")
     return codex
+
+
+def binary_for(version: str, cache: str = CACHE, log: Callable[[str], None] = _stderr) -> str:
+    """A native codex binary of ``version``: the project's ``.codex/`` when it
+    holds that version (the pin), else ``<cache>/<version>/``, installed from
+    npm on first use."""
+    local = native_in_npm_root(LOCAL_CODEX) if os.path.isdir(LOCAL_CODEX) else None
+    if local is not None and codex_version(local) == version:
+        return local
+    return ensure_installed(version, os.path.join(cache, version), log)
 
 
 def generate(codex: str, out: str, flavor: str, scratch: str) -> None:

@@ -108,7 +108,7 @@ class Surface:
         return set(use.values.get(json.dumps(value, sort_keys=True), ()))
 
     def counts(self) -> Dict[str, int]:
-        out = {role: 0 for role in METHOD_ROLES.values()}
+        out = dict.fromkeys(METHOD_ROLES.values(), 0)
         for use in self.methods.values():
             out[use.role] += 1
         out["definitions"] = len([d for d in self.entries if self.entries[d]])
