@@ -40,6 +40,8 @@ from codexmini._events import (
     DiffUpdated,
     Event,
     ItemCompleted,
+    MessageDelta,
+    MessageStreamEnd,
     ItemStarted,
     PlanUpdated,
     ReasoningSummaryDelta,
@@ -105,6 +107,16 @@ def turn_ends(result: RunResult) -> List[Dict[str, Any]]:
     return [e["data"] for e in result.of_type("turn/end")]
 
 
+def completed_items(result: RunResult) -> List[Mapping[str, Any]]:
+    """The turn's history from its ``item/completed`` events: the last
+    completion of each id, in order of first completion.  (The agent's codex
+    turns keep no history of their own: their items are in the log.)"""
+    items: Dict[str, Mapping[str, Any]] = {}
+    for event in result.events_of(ItemCompleted):
+        items[event.item_id] = event.item
+    return list(items.values())
+
+
 # -- plain (§3.1) ------------------------------------------------------------
 
 
@@ -117,7 +129,7 @@ def _check_plain(result: RunResult) -> None:
     assert end["usage"]["totalTokens"] == 15
     (completed,) = result.events_of(TurnCompleted)
     assert completed.status == "completed"
-    assert [i["type"] for i in completed.items] == ["userMessage", "agentMessage"]
+    assert [i["type"] for i in completed_items(result)] == ["userMessage", "agentMessage"]
     message_ = result.of_type("assistant/message")[0]["data"]
     assert message_["usage"] == end["usage"]
 
@@ -266,7 +278,7 @@ def _check_reasoning(result: RunResult) -> None:
     ]
     _completed_turn_end(result)
     # The reasoning item is not in the wire's summary items; ours has it.
-    assert [i["type"] for i in _completed(result).items] == ["userMessage", "reasoning", "agentMessage"]
+    assert [i["type"] for i in completed_items(result)] == ["userMessage", "reasoning", "agentMessage"]
 
 
 REASONING = Scenario(
@@ -907,7 +919,13 @@ def _check_stream_cut_then_ok(result: RunResult) -> None:
     started = [e.item_id for e in result.events_of(ItemStarted) if e.item_type == "agentMessage"]
     assert len(started) == 3 and len(set(started)) == 3 and started[-1] == "msg_ok"
     assert list(completed.abandoned) == started[:2]
-    assert [i["id"] for i in completed.items if i["type"] == "agentMessage"] == ["msg_ok"]
+    assert [i["id"] for i in completed_items(result) if i["type"] == "agentMessage"] == ["msg_ok"]
+    # Streams tied to messages: both cut attempts end abandoned, the retry
+    # committed -- all three streamed into the one message the log holds.
+    (message_id,) = [e["data"]["id"] for e in result.of_type("assistant/message")]
+    ends = [(e.message_id, e.item_id, e.committed) for e in result.events_of(MessageStreamEnd)]
+    assert ends == [(message_id, started[0], False), (message_id, started[1], False), (message_id, "msg_ok", True)]
+    assert {e.message_id for e in result.events_of(MessageDelta)} == {message_id}
     assert len(result.events_of(RetryingError)) == 2
     # The orphans' text never reaches the log.
     assert texts(result) == ["Recovered answer."]
@@ -1145,7 +1163,7 @@ def _check_steer(result: RunResult) -> None:
         # completed) and answers the steer in a new model call; what was
         # never completed is never logged.
         assert spoken == ["user/message", "user/message", "assistant/message"]
-        assert [i["type"] for i in completed.items] == ["userMessage", "userMessage", "agentMessage"]
+        assert [i["type"] for i in completed_items(result)] == ["userMessage", "userMessage", "agentMessage"]
         assert list(completed.abandoned) == ["msg_slow"]
         assert texts(result) == ["Bananas, too."]
         assert _completed_turn_end(result)["usage"]["totalTokens"] == 15  # the abandoned call reported none
@@ -1154,7 +1172,7 @@ def _check_steer(result: RunResult) -> None:
         # codex took it in, so the log reads as the model saw it ...
         assert spoken == ["user/message", "assistant/message", "user/message", "assistant/message"]
         # ... and answered in a second model call of the same turn.
-        assert [i["type"] for i in completed.items] == ["userMessage", "agentMessage", "userMessage", "agentMessage"]
+        assert [i["type"] for i in completed_items(result)] == ["userMessage", "agentMessage", "userMessage", "agentMessage"]
         assert texts(result) == ["Here is a slow answer.", "Bananas, too."]
         assert _completed_turn_end(result)["usage"]["totalTokens"] == 30
     if result.mode == "live":  # the second call ends with the steered message

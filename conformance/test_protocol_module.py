@@ -129,7 +129,8 @@ def test_protocol_tables_list_every_stable_method_with_its_types(bundle: SchemaB
     assert list(protocol.CLIENT_REQUESTS) == bundle.methods(CLIENT_REQUEST)
     assert list(protocol.SERVER_NOTIFICATIONS) == bundle.methods(SERVER_NOTIFICATION)
     assert list(protocol.SERVER_REQUESTS) == bundle.methods(SERVER_REQUEST)
-    assert len(protocol.CLIENT_REQUESTS) == 95 and len(protocol.SERVER_REQUESTS) == 10  # codex 0.149.1
+    # Not vacuous: the pinned schema has scores of each (95 and 10 in 0.149.1, 110 and 10 in 0.171.0).
+    assert len(protocol.CLIENT_REQUESTS) >= 90 and len(protocol.SERVER_REQUESTS) >= 10
     for method, (params, result) in protocol.CLIENT_REQUESTS.items():
         assert (params, result) == (bundle.params_definition(CLIENT_REQUEST, method), bundle.response_name(method))
     for method, params in protocol.SERVER_NOTIFICATIONS.items():
@@ -328,7 +329,8 @@ def test_protocol_tagged_union_branches_carry_their_tag() -> None:
     module = _types_module()
     branches = get_args(module.ThreadItem)
     tags = [get_args(_hints(_resolve(b))["type"]) for b in branches]
-    assert len(branches) == 18 and all(len(tag) == 1 for tag in tags)
+    schema_branches = SchemaBundle.load(CODEX_VERSION, "stable").resolve("#/definitions/v2/ThreadItem")
+    assert len(branches) == len(schema_branches["oneOf"]) and all(len(tag) == 1 for tag in tags)  # type: ignore[index]
     assert ("agentMessage",) in [tuple(t) for t in tags] and len({t for (t,) in tags}) == len(tags)
     assert module.AgentMessageThreadItem.__required_keys__ == {"id", "text", "type"}
     assert "phase" in module.AgentMessageThreadItem.__optional_keys__

@@ -96,12 +96,30 @@ async def record(scenario: Scenario, out: str, codex: str, version: str) -> dict
     return {"argv": live.argv, "model": live.scenario.model, "description": scenario.description, "frames": len(live.frames)}
 
 
+async def regold(scenario: Scenario, out: str, version: str) -> None:
+    """Replay the recorded transcript through the agent and rewrite only its
+    golden session log: for a change in what the agent logs, not in what the
+    binary does (the transcript stays as recorded).  The replay must match and
+    pass the scenario's check, or nothing is written."""
+    replay = await execute(scenario, "replay", version=version, fixtures=out)
+    if not (replay.report and replay.report["ok"]):
+        raise SystemExit(f"{scenario.name}: the replay does not match the recording: {replay.report}")
+    if scenario.check is not None:
+        scenario.check(replay)
+    dump_jsonl(fixture_path(scenario.name, "session.jsonl", out), replay.normalised_session())
+
+
 def main(argv: list = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="scenarios to record (default: all)")
     parser.add_argument("--version", default=CODEX_VERSION, help=f"the codex version to record (default: the pin, {CODEX_VERSION})")
     parser.add_argument("--out", default=None, help="where to write (default: fixtures/<version>/)")
     parser.add_argument("--codex", default=None, help="a codex binary of that version (default: .codex/ or .cache/codex/<version>/)")
+    parser.add_argument(
+        "--goldens",
+        action="store_true",
+        help="rewrite only the golden session logs, from the recorded transcripts (no binary needed)",
+    )
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in SCENARIOS]
     if unknown:
@@ -110,6 +128,14 @@ def main(argv: list = None) -> int:
         parser.error(f"--version {args.version!r} is not a codex version")
     if not os.path.isfile(schema_path(args.version)):
         parser.error(f"no schema fixtures for codex {args.version}: run `make schema CODEX={args.version}` first")
+    if args.goldens:
+        out = args.out or fixtures_dir(args.version)
+        names = [n for n in args.names or list(SCENARIOS) if SCENARIOS[n].uses_agent]
+        for name in names:
+            print(f"regenerating the golden log of {name} …", flush=True)
+            asyncio.run(asyncio.wait_for(regold(SCENARIOS[name], out, args.version), 180))
+        print(f"rewrote {len(names)} golden session log(s) in {out}")
+        return 0
     try:
         codex = find_codex(args.codex).path if args.codex else binary_for(args.version)
     except DriftError as exc:
