@@ -938,7 +938,7 @@ def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(live_setup,
     on_disk = read_log(s.log.path).events
     assert on_disk[: len(before)] == before
     types = [e["type"] for e in before]
-    assert types[-4:] == ["tool/call", "tool/result", "step/end", "turn/end"]
+    assert types[-5:] == ["tool/call", "tool/result", "step/end", "agent/error", "turn/end"]
     assert s.of_type("tool/result")[0]["data"]["status"] == "abandoned"
     # The second turn ran on a new process (two initialize handshakes).
     assert len(s.sent("initialize")) == 2

@@ -136,7 +136,8 @@ def test_cli_smoke_passes_against_the_real_binary():
 def test_cli_run_json_plain_answer(scratch):
     done, lines = run_json(scratch, {"rules": [], "default": message("Hel", "lo!")}, "say hi")
     assert done.returncode == 0, done.stderr
-    assert [e["type"] for e in lines][:3] == ["session/header", "turn/start", "step/start"]
+    # The header, the session's knobs from the command line (so a resume keeps them), the turn.
+    assert [e["type"] for e in lines][:5] == ["session/header", "model/choice", "model/endpoint", "turn/start", "step/start"]
     assert of_type(lines, "assistant/message")[0]["content"] == [{"type": "text", "text": "Hello!"}]
     assert of_type(lines, "turn/end") == [{"reason": "completed", "usage": of_type(lines, "turn/end")[0]["usage"]}]
     assert "Hello!" in done.stderr and "turn completed" in done.stderr  # the human view went to stderr
