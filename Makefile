@@ -65,7 +65,7 @@ smoke: setup
 
 # fixtures/<version>/ from a binary of that version: make record CODEX=0.149.1.
 record: setup
-	@$(WITH_CODEX_BIN) $(PY) tools/record_fixtures.py --version $(CODEX) --codex "$$bin"
+	@$(WITH_CODEX_BIN) $(PY) tools/record_fixtures.py --version $(CODEX) --codex "$$bin" $(NAMES)
 
 schema: setup
 	@$(WITH_CODEX_BIN) $(PY) tools/schema_fixtures.py --write --version $(CODEX) --codex "$$bin"

@@ -1249,6 +1249,36 @@ KNOB_CHANGE = Scenario(
 )
 
 
+# -- the session's model, changed between turns (the agent issue) ------------------------
+
+
+async def _choose_gpt_5_5(run: Run) -> None:
+    assert run.agent is not None
+    run.agent.set_model("gpt-5.5")
+
+
+def _check_model_change(result: RunResult) -> None:
+    # The scenario's configured model for the first turn; the session's
+    # choice, logged as model/choice, from the next step on.
+    assert [p["model"] for p in _sent(result, "thread/start")] == ["gpt-fake", "gpt-5.5"]
+    assert _only(result, "model/choice") == {"model": "gpt-5.5"}
+    types = _types(result)
+    assert types.index("turn/end") < types.index("model/choice") < len(types) - 1 - types[::-1].index("turn/start")
+    sources = [e["data"]["source"]["model"] for e in result.of_type("assistant/message")]
+    assert sources == ["gpt-fake", "gpt-5.5"]
+    if result.mode == "live":  # what the model was asked for
+        assert [r["body"]["model"] for r in result.model_requests] == ["gpt-fake", "gpt-5.5"]
+
+
+MODEL_CHANGE = Scenario(
+    name="model_change",
+    description="a model chosen in the session between two turns is the next thread's model",
+    script={"rules": [], "default": answer(message("msg_1", "ok"))},
+    prompts=("first turn", _choose_gpt_5_5, "second turn"),
+    check=_check_model_change,
+)
+
+
 SCENARIOS = {
     s.name: s
     for s in [
@@ -1280,6 +1310,7 @@ SCENARIOS = {
         STEER,
         TWO_TURNS,
         KNOB_CHANGE,
+        MODEL_CHANGE,
     ]
 }
 
