@@ -1618,3 +1618,26 @@ def test_agent_steered_message_gets_its_skills(offline):
     assert steer[1]["text"].startswith('<skill_content name="agents-md">') and "haiku" in steer[1]["text"]
     sources = [e["data"]["source"] for e in s.of_type("user/message")]
     assert sources[1:] == [{"kind": "user"}, {"kind": "skill-invocation", "name": "agents-md"}]
+
+
+def test_agent_unanswered_questions_are_logged_and_textless_ones_not_shown(offline, caplog):
+    s = offline(tb.AskUser)
+    asked: List[Any] = []
+
+    async def answer(request: Any) -> Reply:
+        asked.append(request)
+        return Reply("accept", answers={"color": "Blue (Recommended)"})
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent(approvals=answer) as agent:
+            with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
+                return await agent.run("ask me")
+
+    end = run(main())
+    assert end["reason"] == "completed"
+    (request,) = asked
+    assert [q["id"] for q in request.questions] == ["color", "size"]  # the question with no text is not shown
+    (decision,) = s.of_type("approval/decision")
+    assert decision["data"]["decision"] == "accept" and decision["data"]["unanswered"] == ["size", "blank"]
+    assert "2 question(s) of call_rui_1 went unanswered: size, blank" in caplog.text
+    assert [b["text"] for e in s.of_type("assistant/message") for b in e["data"]["content"]] == ["answers: color"]

@@ -377,6 +377,26 @@ class Approving(AgentTurns):
         self.reply(f"decision: {decision}")
 
 
+class AskUser(AgentTurns):
+    """``ask …``: codex asks the user two questions and a third with no text
+    (``item/tool/requestUserInput``, user_input shapes), then says which
+    answers it got."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        said = last_user_text(params)
+        if not said.startswith("ask"):
+            return await super().script(params)
+        from conformance.recorded import USER_INPUT_PARAMS
+
+        questions = [*USER_INPUT_PARAMS["questions"], {"id": "blank", "header": "", "question": "", "isOther": False, "isSecret": False, "options": None}]
+        ask = dict(USER_INPUT_PARAMS, threadId=THREAD, turnId=self.tid(None), questions=questions)
+        self.write({"id": 0, "method": "item/tool/requestUserInput", "params": ask})
+        answer = await self.server.recv(30)
+        got = sorted((((answer or {}).get("result") or {}).get("answers") or {}))
+        self.note("serverRequest/resolved", {"threadId": THREAD, "requestId": 0})
+        self.reply(f"answers: {', '.join(got) or 'none'}")
+
+
 class DieOnSteer(AgentTurns):
     """turn/steer arrives and the child dies before answering it."""
 
@@ -439,6 +459,7 @@ class LingerOnClose(AgentTurns):
 
 __all__ = [
     "AgentTurns",
+    "AskUser",
     "CutStream",
     "LingerOnClose",
     "Approving",
