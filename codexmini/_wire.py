@@ -50,7 +50,7 @@ Decoded = Union[Frame, ProtocolError]
 _PREVIEW = 120
 
 
-def _preview(raw: bytes) -> str:
+def _preview(raw: Union[bytes, bytearray]) -> str:
     return raw[:_PREVIEW].decode("utf-8", "replace")
 
 
@@ -110,7 +110,7 @@ def _loads(text: str) -> Any:
     return value
 
 
-def decode_line(line: bytes) -> Decoded:
+def decode_line(line: Union[bytes, bytearray]) -> Decoded:
     """Decode one line (without its newline) into a JSON object, or a
     :class:`~codexmini._errors.ProtocolError` saying why it is not one."""
     try:
@@ -169,8 +169,7 @@ class LineDecoder:
                 self._check_cap()
                 return out
             self._buf += data[:cut]
-            line = bytes(self._buf)
-            self._buf.clear()
+            line, self._buf = self._buf, bytearray()  # no copy: a multi-MiB line is decoded where it lies
             out.append(self._line(line))
             data = data[cut + 1 :]
         cut = data.rfind(b"\n") + 1  # the complete lines, then the start of the next one
@@ -249,7 +248,7 @@ class LineDecoder:
         trailing ``\r``)."""
         return len(self._buf)
 
-    def _line(self, line: bytes) -> Decoded:
+    def _line(self, line: Union[bytes, bytearray]) -> Decoded:
         if line[-1:] == b"\r":
             line = line[:-1]
         if len(line) > self.max_frame_bytes:
