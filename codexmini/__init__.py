@@ -1,8 +1,10 @@
 """codexmini: drive ``codex app-server`` from Python, with the standard library only.
 
 Everything a user needs is importable from here; the ``codexmini._*`` modules
-are internal and may change without notice.  Three submodules are public as
-well: :mod:`codexmini.testing` (the scripted model server, for tests).
+are internal and may change without notice.  Two submodules are public as
+well: :mod:`codexmini.sync` (the same API as blocking calls, for code without
+an event loop) and :mod:`codexmini.testing` (the fake app-server and the
+scripted model server, for tests).
 
 Importing the package is cheap: a name is imported from its internal module
 the first time it is used (PEP 562), so code that only reads a session log or
@@ -28,6 +30,9 @@ OLDEST_CODEX_VERSION = "0.149.1"
 #: Public name → the internal module that defines it.  One table: ``__all__``
 #: is derived from it, and a test checks it against the documented list.
 _EXPORTS: Dict[str, str] = {
+    # one call for the common case
+    "run": "_run",
+    "RunResult": "_run",
     # the agent over a durable session log
     "Agent": "_agent",
     "AgentConfig": "_agent",
@@ -71,17 +76,24 @@ _EXPORTS: Dict[str, str] = {
     "BinaryNotFound": "_errors",
     "ConfigError": "_errors",
     "SchemaError": "_errors",
+    "OutputValidationError": "_errors",
     "SessionLogError": "_errors",
 }
+
+#: Public submodules, imported on first attribute access (``codexmini.sync``).
+_SUBMODULES = ("sync",)
 
 __all__ = ["__version__", "CODEX_VERSION", "OLDEST_CODEX_VERSION", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)  # the import binds it as a global
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'codexmini' has no attribute {name!r}")
-    import importlib
 
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # the next lookup is a plain global
@@ -102,6 +114,7 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._errors import CodexminiError as CodexminiError
     from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
+    from ._errors import OutputValidationError as OutputValidationError
     from ._errors import ProcessExited as ProcessExited
     from ._errors import ProtocolError as ProtocolError
     from ._errors import RequestTimeout as RequestTimeout
@@ -128,6 +141,8 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._events import Usage as Usage
     from ._permission import ApprovalRequest as ApprovalRequest
     from ._permission import Reply as Reply
+    from ._run import RunResult as RunResult
+    from ._run import run as run
     from ._session import SessionLog as SessionLog
     from ._session import read_log as read_log
     from ._thread import Thread as Thread

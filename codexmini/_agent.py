@@ -69,6 +69,7 @@ from ._prompt import Transcript, text_block
 from ._session import KNOB_TYPES, SessionLog, has_header, last_endpoint, last_model, next_turn_number
 from ._skills import SkillProvider, inject_skills
 from ._steps import StepFolder, Write
+from ._structured import OutputSchema
 from ._supervisor import ChildSupervisor
 from ._thread import Thread, Turn, image_input, text_input
 
@@ -162,6 +163,9 @@ class AgentConfig:
     tap: Optional[Tap] = None
     #: Replaces the child process (``codexmini.testing`` has an in-memory fake).
     launcher: Optional[Launcher] = None
+    #: A JSON Schema for the final answer: sent as ``outputSchema`` with every
+    #: codex turn (codex does not check the answer; see :mod:`._structured`).
+    output_schema: Optional[Mapping[str, Any]] = None
 
     def __post_init__(self) -> None:
         if self.sandbox is not None and self.sandbox not in SANDBOX_MODES:
@@ -171,6 +175,8 @@ class AgentConfig:
         bad = [item for item in self.config if "=" not in item]
         if bad:
             raise ConfigError(f"config items must be KEY=VALUE, not {bad[0]!r}")
+        if self.output_schema is not None:
+            OutputSchema(self.output_schema)  # a SchemaError now, not a surprise mid-turn
 
 
 class Agent:
@@ -477,7 +483,11 @@ class Agent:
             )
             # No history (TurnCompleted.items stays empty): the step fold writes
             # every item to the log as it completes, and memory stays flat.
-            turn = thread.turn(self._step_input(messages), interrupt_grace=self.config.interrupt_grace, keep_items=False)
+            schema = self.config.output_schema
+            params = {"outputSchema": schema} if schema is not None else {}
+            turn = thread.turn(
+                self._step_input(messages), params=params, interrupt_grace=self.config.interrupt_grace, keep_items=False
+            )
             self._turn = turn
             try:
                 completed = await self._consume(turn, folder)

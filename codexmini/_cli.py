@@ -12,6 +12,16 @@ Exit codes: 0 the turn completed; 1 it ended otherwise (``error``,
 
 With ``--json`` stdout carries only the session-log events, one per line,
 exactly as written to the log; everything for humans goes to stderr.
+
+``run --output-schema FILE`` sends the JSON Schema in FILE with every codex
+turn (``turn/start.outputSchema``) and checks the final answer against it
+with the stdlib validator: stdout then carries only the parsed JSON value, on
+one line, and the transcript goes to stderr.  An answer that is not JSON or
+that the schema rejects prints nothing on stdout and exits 1, the reasons on
+stderr.  With ``--json`` as well, stdout keeps its contract -- the session-log
+events only (the answer is the text of the last ``assistant/message``) -- and
+the check still decides the exit status.  An unreadable or unsupported schema
+is a usage error (exit 2) before codex starts.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import json
 import os
 import signal
 import sys
@@ -29,10 +40,11 @@ from . import CODEX_VERSION, __version__
 from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
 from ._endpoint import ModelEndpoint
-from ._errors import BinaryNotFound, CodexminiError, ConfigError, SessionLogError
+from ._errors import BinaryNotFound, CodexminiError, ConfigError, OutputValidationError, SchemaError, SessionLogError
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
 from ._render import Console, Transcript, use_color
 from ._session import SessionLog
+from ._structured import OutputSchema
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_CODEX, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
@@ -73,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--codex-bin", metavar="PATH", help="codex binary to run")
     run.add_argument("--image", action="append", default=[], metavar="FILE", help="attach an image (repeatable)")
     run.add_argument("--json", action="store_true", help="stdout: the session-log events only")
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="JSON Schema for the final answer; stdout: the parsed JSON (with --json: still the log events only)",
+    )
 
     sub.add_parser("version", help="versions and the codex binary found")
     return parser
@@ -143,6 +160,7 @@ def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfi
     for item in args.config:
         if "=" not in item:
             raise UsageError(f"-c {item!r}: expected KEY=VALUE")
+    schema = load_output_schema(args.output_schema) if args.output_schema else None
     return AgentConfig(
         cwd=cwd,
         model=args.model,
@@ -151,7 +169,28 @@ def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfi
         pass_env=list(args.pass_env),
         sandbox=args.sandbox,
         endpoint=endpoint,
+        output_schema=schema.wire if schema is not None else None,
     )
+
+
+def load_output_schema(path: str) -> OutputSchema:
+    """``--output-schema FILE``: a JSON Schema the stdlib validator supports (else a usage error)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return OutputSchema(json.load(fh))
+    except (OSError, ValueError, SchemaError) as exc:
+        raise UsageError(f"--output-schema {path}: {exc}") from None
+
+
+def final_answer(events: Sequence[Mapping[str, Any]]) -> Optional[str]:
+    """The last text block of the last ``assistant/message`` among ``events``:
+    the turn's final agent message (a held message may merge several)."""
+    for event in reversed(events):
+        if event["type"] == "assistant/message":
+            texts = [b["text"] for b in event["data"]["content"] if b.get("type") == "text"]
+            if texts:
+                return str(texts[-1])
+    return None
 
 
 class Prompter:
@@ -221,7 +260,8 @@ async def _accept_all(request: ApprovalRequest) -> Reply:
 async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> int:
     config = agent_config(args, env)
     prompt = stdin.read() if args.prompt == "-" else args.prompt
-    human = stderr if args.json else stdout
+    schema = OutputSchema(config.output_schema) if config.output_schema is not None else None
+    human = stderr if args.json or schema is not None else stdout
     console = Console(human, use_color(human, env))
     path = args.session or default_session_path(env, datetime.datetime.now())
     try:
@@ -253,6 +293,7 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
         if config.endpoint is not None:
             agent.set_endpoint(config.endpoint, api_key_env=args.api_key_env)
         images = [{"type": "image", "path": os.path.abspath(path)} for path in args.image]
+        first = len(log.events)
         end = await agent.run([{"type": "text", "text": prompt}, *images] if images else prompt)
     finally:
         ctrl_c.cleaning = True
@@ -266,7 +307,22 @@ async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr:
     if end.get("error"):
         summary += f" · {end['error'].get('code')}: {end['error'].get('message')}"
     console.line(summary, "bold" if end["reason"] == "completed" else "red")
+    if schema is not None and end["reason"] == "completed":
+        return structured_answer(schema, final_answer(log.events[first:]), None if args.json else stdout, stderr)
     return REASON_EXIT.get(end["reason"], EXIT_ERROR)
+
+
+def structured_answer(schema: OutputSchema, text: Optional[str], out: Optional[IO[str]], err: IO[str]) -> int:
+    """Check the final answer; print the value on ``out`` (unless ``None``: --json)."""
+    try:
+        value = schema.parse(text)
+    except OutputValidationError as exc:
+        err.write(f"codexmini: {exc}\n")
+        return EXIT_ERROR
+    if out is not None:
+        out.write(json.dumps(value, ensure_ascii=False) + "\n")
+        out.flush()
+    return EXIT_OK
 
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NO_CODEX", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]

@@ -27,6 +27,9 @@ the turn for its stream, the session module for the log file.
     │                            a missing cwd, an unsupported wire API)
     ├── SchemaError              a JSON Schema the stdlib validator cannot use, or
     │                            one the binary failed to print
+    ├── OutputValidationError    a turn's final answer broke its output_schema (not
+    │                            JSON, or JSON the schema rejects): the raw text,
+    │                            the reasons and the turn's RunResult
     └── SessionLogError          a session log line is corrupt (names the line)
 
 ``RequestTimeout`` is both a ``TransportError`` (the request is lost) and a
@@ -39,7 +42,7 @@ session log as ``turn/end`` with reason ``error`` and a code
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence, Tuple
 
 
 class CodexminiError(Exception):
@@ -137,6 +140,23 @@ class SchemaError(CodexminiError):
     resolve -- or a schema the codex binary failed to print."""
 
 
+class OutputValidationError(CodexminiError):
+    """A turn's final answer is not what its ``output_schema`` asked for: it
+    is not JSON, or the schema rejects it (codex checks neither).  ``text`` is
+    the raw answer (``None`` when the turn had no agent message), ``errors``
+    the ``(json_path, message)`` reasons, and ``result`` the turn's
+    :class:`~codexmini.RunResult` (with ``value`` unset), so the caller can
+    resume the thread or read the items."""
+
+    def __init__(self, text: Optional[str], errors: Sequence[Tuple[str, str]], result: Any = None) -> None:
+        self.text = text
+        self.errors = list(errors)
+        self.result = result
+        shown = "; ".join(f"{path}: {message}" for path, message in self.errors[:3])
+        more = f" (and {len(self.errors) - 3} more)" if len(self.errors) > 3 else ""
+        super().__init__(f"the final answer does not match the output schema: {shown}{more}")
+
+
 class SessionLogError(CodexminiError):
     """A session log cannot be read back (a corrupt line that is not the last)
     or written (the disk refused an append)."""
@@ -153,6 +173,7 @@ __all__ = [
     "CodexTimeout",
     "CodexminiError",
     "ConfigError",
+    "OutputValidationError",
     "ProcessExited",
     "ProtocolError",
     "RequestTimeout",

@@ -371,6 +371,17 @@ def _regex(pattern: str) -> re.Pattern[str]:
         raise SchemaError(f"invalid regular expression {pattern!r}: {exc}") from None
 
 
+def _pattern(v: Validator, value: Any, schema: Mapping[str, Any]) -> _Node | None:
+    if not isinstance(value, str):
+        raise SchemaError(f"pattern must be a string, not {_repr(value)}")
+    regex = _regex(value)
+    return _leaf(
+        "pattern",
+        lambda instance: not isinstance(instance, str) or regex.search(instance) is not None,
+        lambda instance: f"{_repr(instance)} does not match {value!r}",
+    )
+
+
 def _pattern_properties(v: Validator, value: Any, schema: Mapping[str, Any]) -> _Node | None:
     nodes = _subschemas(v, "patternProperties", value)
     pairs = tuple((_regex(pattern), node) for pattern, node in nodes.items())
@@ -610,6 +621,10 @@ KEYWORDS: Mapping[str, _Compiler] = {
     "examples": _annotation,
     "format": _annotation,  # codex; Draft7Validator checks no format unless given a format checker
     "definitions": _annotation,  # codex; a container, reached through $ref
+    # Draft 2019's container: Draft7Validator ignores the keyword and resolves
+    # "#/$defs/X" as a JSON pointer, as this validator does.  Output schemas
+    # (pydantic's model_json_schema()) use it.
+    "$defs": _annotation,
     # -- any instance -----------------------------------------------------------
     "type": _type,  # codex
     "enum": _enum,  # codex (strings; 0.171.0 also [1])
@@ -630,6 +645,7 @@ KEYWORDS: Mapping[str, _Compiler] = {
     "maxLength": _size(
         "maxLength", str, lambda n, m: n > m, lambda m: "is expected to be empty" if m == 0 else "is too long"
     ),
+    "pattern": _pattern,  # output schemas; re.search, like jsonschema
     "minItems": _size(
         "minItems", list, lambda n, m: n < m, lambda m: "should be non-empty" if m == 1 else "is too short"
     ),

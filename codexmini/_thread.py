@@ -32,13 +32,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._client import AppServerClient, Subscription
 from ._errors import CodexminiError, CodexTimeout, RpcError, TransportError, TurnTimeout
 from ._events import AgentMessageDelta, Event, InvalidNotification, TurnCompleted, Usage
 from ._rpc import Notification
 from ._turnfold import TurnFold
+
+if TYPE_CHECKING:
+    from ._run import RunResult
 
 log = logging.getLogger("codexmini.thread")
 
@@ -105,6 +108,31 @@ class Thread:
         ``keep_items=False`` keeps no history (``TurnCompleted.items`` is
         empty): for a consumer that takes the items as they complete."""
         return Turn(self, as_input(input), params or {}, interrupt_grace, idle_timeout, keep_items)
+
+    async def run(
+        self,
+        input: Input,
+        *,
+        output_schema: Optional[Mapping[str, Any]] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        idle_timeout: Optional[float] = None,
+        interrupt_grace: float = 5.0,
+        on_event: Optional[Callable[[Event], None]] = None,
+    ) -> "RunResult":
+        """Run one turn to its end: its :class:`~codexmini.RunResult` (see
+        :func:`codexmini.run`; ``output_schema`` applies to this turn only)."""
+        from ._run import check_output_schema, run_turn  # _run builds on this module
+
+        schema = check_output_schema(output_schema)
+        return await run_turn(
+            self,
+            input,
+            output_schema=schema,
+            params=params,
+            idle_timeout=idle_timeout,
+            interrupt_grace=interrupt_grace,
+            on_event=on_event,
+        )
 
     async def steer(self, input: Input, expected_turn_id: str) -> str:
         """Add input to the running turn (``turn/steer``); returns its id."""

@@ -23,6 +23,9 @@ DOCUMENTED: List[str] = [
     "__version__",
     "CODEX_VERSION",
     "OLDEST_CODEX_VERSION",
+    # one call for the common case
+    "run",
+    "RunResult",
     # the agent over a durable session log
     "Agent",
     "AgentConfig",
@@ -66,6 +69,7 @@ DOCUMENTED: List[str] = [
     "BinaryNotFound",
     "ConfigError",
     "SchemaError",
+    "OutputValidationError",
     "SessionLogError",
 ]
 

@@ -133,14 +133,14 @@ def test_schema_bundle_from_directory_checks_every_definition(tmp_path):
     assert repr(STDLIB["stable"]) == f"SchemaBundle('{CODEX_VERSION}', 'stable')"
     with open(os.path.join(FIXTURE_DIR, "stable", BUNDLE_FILE), encoding="utf-8") as fh:
         root = json.load(fh)
-    root["definitions"]["v2"]["Thread"]["properties"]["id"]["pattern"] = "^[0-9a-f-]+$"
+    root["definitions"]["v2"]["TokenUsageBreakdown"]["properties"]["totalTokens"]["multipleOf"] = 5
     (tmp_path / BUNDLE_FILE).write_text(json.dumps(root))
-    with pytest.raises(SchemaError, match=r"unsupported JSON Schema keyword\(s\) \['pattern'\]"):
+    with pytest.raises(SchemaError, match=r"unsupported JSON Schema keyword\(s\) \['multipleOf'\]"):
         SchemaBundle.from_directory(str(tmp_path), "stable")
-    # jsonschema knows `pattern`: the same directory loads with that engine.
+    # jsonschema knows `multipleOf`: the same directory loads with that engine.
     bundle = SchemaBundle.from_directory(str(tmp_path), "stable", engine=reference.JSONSCHEMA)
-    assert not bundle.is_valid("XYZ", "#/definitions/v2/Thread/properties/id")
-    assert bundle.is_valid("01a2-ff", "#/definitions/v2/Thread/properties/id")
+    assert not bundle.is_valid(7, "#/definitions/v2/TokenUsageBreakdown/properties/totalTokens")
+    assert bundle.is_valid(10, "#/definitions/v2/TokenUsageBreakdown/properties/totalTokens")
 
 
 def test_schema_bundle_from_directory_says_what_writes_the_file(tmp_path):

@@ -1,0 +1,121 @@
+"""Shared by the ``run()``, structured-output and sync-facade tests.
+
+* :class:`Echo` -- a :class:`CodexLike` turn whose final answer is the text of
+  the turn's input (so a test chooses the answer with its prompt); input
+  starting ``none`` finishes without any agent message.  Every frame it
+  sends has the real binary's shapes and is validated by the conformance
+  plugin.
+* :class:`Live` -- a scratch root under ``/var/tmp`` (codex refuses to create
+  helper binaries under ``/tmp``), a :class:`ScriptedModel` and the options
+  that point the pinned codex at it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any, Dict, List, Mapping
+
+from codexmini import ModelEndpoint
+from codexmini._binary import find_codex
+from codexmini._client import Transport, launch_process
+from codexmini._errors import BinaryNotFound
+from codexmini.testing.codex_like import USAGE_1, CodexLike, agent_message
+from codexmini.testing.scripted_model import ScriptedModel
+
+try:
+    find_codex()
+    HAVE_CODEX = True
+except BinaryNotFound:
+    HAVE_CODEX = False
+
+USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
+SCHEMA: Dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}, "why": {"type": "string"}},
+    "required": ["answer", "why"],
+    "additionalProperties": False,
+}
+
+
+def input_text(params: Mapping[str, Any]) -> str:
+    inputs = params.get("input") or [{}]
+    return str(inputs[0].get("text") or "")
+
+
+class Echo(CodexLike):
+    """The answer is the input's text, streamed in two parts; ``none…``: no answer."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        text = input_text(params)
+        if text.startswith("none"):
+            self.usage(USAGE_1, USAGE_1)
+            self.finish()
+            return
+        half = len(text) // 2
+        self.message("msg_1", text[:half], text[half:])
+        self.usage(USAGE_1, USAGE_1)
+        self.finish(items=[agent_message("msg_1", text)])
+
+
+def message(*deltas: str) -> Dict[str, Any]:
+    return {"output": [{"type": "message", "id": "msg_1", "deltas": list(deltas)}], "usage": USAGE}
+
+
+def command(cmd: str) -> Dict[str, Any]:
+    call = {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "exec_command",
+        "arguments": {"cmd": cmd, "yield_time_ms": 30000},
+    }
+    return {"output": [call], "usage": USAGE}
+
+
+class Live:
+    """The pinned codex pointed at a scripted model, in a scratch root."""
+
+    def __init__(self, script: Mapping[str, Any]) -> None:
+        self.root = tempfile.mkdtemp(prefix="codexmini-run-", dir="/var/tmp")
+        self.ws = os.path.join(self.root, "ws")
+        self.home = os.path.join(self.root, "home")
+        os.makedirs(self.ws)
+        os.makedirs(self.home)
+        self.model = ScriptedModel(dict(script)).start()
+        self.pids: List[int] = []
+
+    def options(self) -> Dict[str, Any]:
+        """Process options for run() / sync.Client: endpoint, CODEX_HOME, HOME, a launcher that keeps the pid."""
+        return dict(
+            cwd=self.ws,
+            endpoint=ModelEndpoint(self.model.url, "sk-test"),
+            codex_home=self.home,
+            env={"HOME": self.root},
+            launcher=self.launch,
+        )
+
+    async def launch(self, argv: Any, env: Any, cwd: Any) -> Transport:
+        # With a launcher the client looks no binary up: argv[0] is "codex".
+        transport = await launch_process([find_codex().path, *argv[1:]], env, cwd)
+        assert transport.pid is not None
+        self.pids.append(transport.pid)
+        return transport
+
+    def alive(self) -> List[int]:
+        """The codex processes started here that still exist."""
+        left = []
+        for pid in self.pids:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                continue
+            left.append(pid)  # pragma: no cover - only when a test is about to fail
+        return left
+
+    def bodies(self) -> List[Dict[str, Any]]:
+        return [r["body"] for r in self.model.requests]
+
+    def close(self) -> None:
+        self.model.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
