@@ -40,10 +40,13 @@ another thread -- cannot need it, so nothing can deadlock on it.
   return quickly.
 * **Shutdown**: ``close()`` (or leaving ``with``) closes the core object --
   the process ends -- then cancels whatever is left on the loop, stops it and
-  joins its thread: nothing stays behind.  Objects still open at interpreter
-  exit are closed by an ``atexit`` hook, newest first, each wait bounded; the
-  thread is a daemon, so an object nobody closed can never keep the
-  interpreter from exiting.
+  joins its thread: nothing stays behind.  A call still blocked in another
+  thread gets :class:`~codexmini.ClientClosed`, even one whose coroutine
+  ignores its cancellation.  Open objects are held in a registry until
+  closed (like a process handle, an unclosed one is not garbage), and an
+  ``atexit`` hook closes what is still open at interpreter exit, newest
+  first, each wait bounded; the thread is a daemon, so an object nobody
+  closed can never keep the interpreter from exiting.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ from typing import (
     Optional,
     Protocol,
     Sequence,
+    Set,
     TypeVar,
     Union,
 )
@@ -136,6 +140,7 @@ class Portal:
         self._loop = asyncio.new_event_loop()
         self._lock = threading.Lock()
         self._closed = False
+        self._pending: Set["concurrent.futures.Future[Any]"] = set()  # outcomes not delivered yet
         self._thread = threading.Thread(target=self._serve, name=f"codexmini-sync-{next(_names)}", daemon=True)
         self._thread.start()
         _opened(self)
@@ -167,29 +172,54 @@ class Portal:
                 "would wait for itself; use the async API there"
             )
         outcome: "concurrent.futures.Future[T]" = concurrent.futures.Future()
-        tasks: List["asyncio.Task[T]"] = []
-        with self._lock:
-            if self._closed:
-                coro.close()
-                raise ClientClosed("the codexmini.sync object is closed")
-            self._loop.call_soon_threadsafe(self._start, coro, outcome, tasks)
-        try:
+        tasks: List["asyncio.Task[None]"] = []
+        try:  # from here on a KeyboardInterrupt, wherever it lands, stops the call too
+            with self._lock:
+                if self._closed:
+                    raise ClientClosed("the codexmini.sync object is closed")
+                self._pending.add(outcome)
+                self._loop.call_soon_threadsafe(self._start, coro, outcome, tasks)
             return outcome.result(timeout)
         except concurrent.futures.TimeoutError:
             if outcome.done():  # the coroutine's own TimeoutError (the same class on 3.11+)
                 raise
-            self._cancel(tasks, outcome)
+            self._abandon(coro, outcome, tasks)
             raise CodexTimeout(f"the call did not finish within {timeout:g}s", float(timeout or 0)) from None
         except BaseException:
-            if not outcome.done():  # KeyboardInterrupt while waiting: stop the call too
-                self._cancel(tasks, outcome)
+            if not outcome.done():
+                self._abandon(coro, outcome, tasks)
             raise
 
     def _start(self, coro: Coroutine[Any, Any, T], outcome: "concurrent.futures.Future[T]", tasks: List[Any]) -> None:
-        tasks.append(self._loop.create_task(_deliver(coro, outcome)))
+        if outcome.set_running_or_notify_cancel():  # not abandoned before it could start
+            tasks.append(self._loop.create_task(self._deliver(coro, outcome)))
 
-    def _cancel(self, tasks: List["asyncio.Task[T]"], outcome: "concurrent.futures.Future[T]") -> None:
-        # _start was queued before this, so the task exists when cancel runs.
+    async def _deliver(self, coro: Coroutine[Any, Any, T], outcome: "concurrent.futures.Future[T]") -> None:
+        """Run ``coro`` and hand its outcome to the waiting thread.  Whatever it
+        raises goes there -- also ``KeyboardInterrupt`` or ``SystemExit``, which
+        would otherwise escape the task and stop the loop for every caller."""
+        try:
+            result = await coro
+        except asyncio.CancelledError:
+            self._pending.discard(outcome)
+            outcome.set_exception(ClientClosed("the call was cancelled (the codexmini.sync object closed)"))
+            raise
+        except (Exception, KeyboardInterrupt, SystemExit) as exc:  # not GeneratorExit: a dropped task just ends
+            self._pending.discard(outcome)
+            outcome.set_exception(exc)
+        else:
+            self._pending.discard(outcome)
+            outcome.set_result(result)
+
+    def _abandon(
+        self, coro: Coroutine[Any, Any, Any], outcome: "concurrent.futures.Future[Any]", tasks: List[Any]
+    ) -> None:
+        """The caller stops waiting: cancel the call, and wait (bounded) for it to settle."""
+        if outcome.cancel():  # _start has not run, and now never will: the coroutine never started
+            self._pending.discard(outcome)
+            coro.close()
+            return
+        # Running: _start has run (it made the outcome running), so the task exists.
         self._loop.call_soon_threadsafe(lambda: tasks[0].cancel())
         done, _ = concurrent.futures.wait([outcome], timeout=self.cancel_grace)
         if not done:
@@ -210,6 +240,9 @@ class Portal:
         self._thread.join(self.cancel_grace)
         if not self._thread.is_alive():  # pragma: no branch - a stuck loop is left to the daemon thread
             self._loop.close()
+            # Calls that ignored their cancellation: nobody will finish them now.
+            for outcome in list(self._pending):
+                outcome.set_exception(ClientClosed("the codexmini.sync object closed before the call settled"))
 
     async def _cancel_all(self) -> None:
         me = asyncio.current_task()
@@ -225,21 +258,6 @@ class Portal:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-async def _deliver(coro: Coroutine[Any, Any, T], outcome: "concurrent.futures.Future[T]") -> None:
-    """Run ``coro`` and hand its outcome to the waiting thread.  Whatever it
-    raises goes there -- also ``KeyboardInterrupt`` or ``SystemExit``, which
-    would otherwise escape the task and stop the loop for every caller."""
-    try:
-        result = await coro
-    except asyncio.CancelledError:
-        outcome.set_exception(ClientClosed("the call was cancelled (the codexmini.sync object closed)"))
-        raise
-    except BaseException as exc:
-        outcome.set_exception(exc)
-    else:
-        outcome.set_result(result)
 
 
 async def _call(fn: Callable[..., T], *args: Any) -> T:
@@ -443,8 +461,10 @@ class Thread:
         idle_timeout: Optional[float] = None,
     ) -> "Turn":
         """A turn; nothing is sent until iteration starts (``with thread.turn(...) as turn: for event in turn``)."""
-        aio = self.aio.turn(input, params=params, interrupt_grace=interrupt_grace, idle_timeout=idle_timeout)
-        return Turn(self.portal, aio)
+        make = functools.partial(
+            self.aio.turn, input, params=params, interrupt_grace=interrupt_grace, idle_timeout=idle_timeout
+        )
+        return Turn(self.portal, self.portal.call(_call(make)))  # built on the loop, like everything it touches
 
     def run(
         self,

@@ -113,24 +113,49 @@ def test_sync_portal_timeout_cancels_the_call():
 
 
 def test_sync_portal_a_call_that_will_not_settle_is_given_up_after_the_grace():
-    release = asyncio.Event()
+    releases: List[asyncio.Event] = []
 
     async def stubborn() -> None:
+        releases.append(asyncio.Event())  # made on the portal's loop (3.9 binds it to the current one)
         try:
             await asyncio.sleep(3600)
         except asyncio.CancelledError:
-            await release.wait()  # ignores the cancel until released
+            await releases[0].wait()  # ignores the cancel until released
 
     portal = sync.Portal(cancel_grace=0.05)
     with pytest.raises(CodexTimeout):
         portal.call(stubborn(), timeout=0.05)
     portal.cancel_grace = BOUND
-    portal.call(_set(release))
+    portal.call(_set(releases[0]))
     portal.close()
 
 
 async def _set(event: asyncio.Event) -> None:
     event.set()
+
+
+def test_sync_portal_call_abandoned_before_it_started_never_runs():
+    blocking, gate, ran = threading.Event(), threading.Event(), []
+
+    async def block_the_loop() -> None:
+        blocking.set()
+        gate.wait(BOUND)  # synchronously: the loop can start nothing else meanwhile
+
+    async def never() -> None:
+        ran.append(True)  # pragma: no cover - must not run
+
+    with sync.Portal() as portal:
+        blocker = threading.Thread(target=portal.call, args=(block_the_loop(),))
+        blocker.start()
+        assert blocking.wait(BOUND)
+        coro = never()
+        with pytest.raises(CodexTimeout):
+            portal.call(coro, timeout=0.05)
+        assert coro.cr_frame is None  # closed by the caller: it never started
+        gate.set()
+        blocker.join(BOUND)
+        portal.call(asyncio.sleep(0))  # the queued start has run (and found the call abandoned)
+    assert ran == []
 
 
 def test_sync_portal_keyboard_interrupt_while_waiting_cancels_the_call():
@@ -204,6 +229,37 @@ def test_sync_portal_close_cancels_a_call_blocked_in_another_thread():
     portal.close()
     waiter.join(BOUND)
     assert [type(e) for e in outcome] == [ClientClosed]
+
+
+def test_sync_portal_close_fails_a_call_that_ignores_its_cancellation():
+    started = threading.Event()
+    outcome: List[BaseException] = []
+
+    async def deaf() -> None:
+        started.set()
+        while True:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                continue  # never settles
+
+    portal = sync.Portal(cancel_grace=0.05)
+
+    def blocked() -> None:
+        try:
+            portal.call(deaf())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=blocked)
+    waiter.start()
+    assert started.wait(BOUND)
+    portal.close()  # the loop stops with the task still pending: its caller must not wait forever
+    waiter.join(BOUND)
+    assert [str(e) for e in outcome] == ["the codexmini.sync object closed before the call settled"]
+    for task in asyncio.all_tasks(portal._loop):  # the deaf task, left pending in the closed loop
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
+        task.get_coro().close()
 
 
 def test_sync_close_all_closes_newest_first_and_survives_a_failing_close():
