@@ -459,10 +459,16 @@ class Thread:
         params: Optional[Mapping[str, Any]] = None,
         interrupt_grace: float = 5.0,
         idle_timeout: Optional[float] = None,
+        keep_items: bool = True,
     ) -> "Turn":
         """A turn; nothing is sent until iteration starts (``with thread.turn(...) as turn: for event in turn``)."""
         make = functools.partial(
-            self.aio.turn, input, params=params, interrupt_grace=interrupt_grace, idle_timeout=idle_timeout
+            self.aio.turn,
+            input,
+            params=params,
+            interrupt_grace=interrupt_grace,
+            idle_timeout=idle_timeout,
+            keep_items=keep_items,
         )
         return Turn(self.portal, self.portal.call(_call(make)))  # built on the loop, like everything it touches
 

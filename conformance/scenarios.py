@@ -34,6 +34,7 @@ import struct
 import zlib
 from typing import Any, Dict, List, Mapping, Tuple
 
+from codexmini._errors import OutputValidationError
 from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
@@ -51,6 +52,8 @@ from codexmini._events import (
 )
 from codexmini._permission import ApprovalRequest, Reply
 from codexmini._prompt import derive_messages, serialize
+from codexmini._run import final_response
+from codexmini._structured import OutputSchema
 from codexmini._thread import Thread
 
 from .harness import DEADLINE, Run, RunResult, Scenario
@@ -1279,6 +1282,73 @@ MODEL_CHANGE = Scenario(
 )
 
 
+# -- structured output: turn/start.outputSchema (issue 14) -------------------------------
+
+STRUCTURED_SCHEMA: Dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}, "why": {"type": "string"}},
+    "required": ["answer", "why"],
+    "additionalProperties": False,
+}
+STRUCTURED_VALID = '{"answer": 42, "why": "six times seven"}'
+STRUCTURED_INVALID = '{"answer": "forty-two"}'
+
+
+async def _drive_structured_output(run: Run) -> None:
+    client = await run.start_client()
+    thread = await Thread.start(client, cwd=run.paths.ws, model=run.scenario.model, sandbox="read-only", approval_policy="never")
+    try:
+        valid = await thread.run("structured valid", output_schema=STRUCTURED_SCHEMA, on_event=run.events.append)
+        assert valid.value == {"answer": 42, "why": "six times seven"}, valid
+        try:
+            await thread.run("structured invalid", output_schema=STRUCTURED_SCHEMA, on_event=run.events.append)
+        except OutputValidationError as exc:
+            assert exc.text == STRUCTURED_INVALID and exc.result.thread_id == thread.id, exc
+        else:
+            raise AssertionError("an answer the schema rejects was accepted")
+        await thread.run("plain again", on_event=run.events.append)  # the schema was for those turns only
+    finally:
+        thread.close()
+
+
+def _check_structured_output(result: RunResult) -> None:
+    starts = [f["params"] for d, f in result.frames if d == "out" and f.get("method") == "turn/start"]
+    assert [s.get("outputSchema") for s in starts] == [STRUCTURED_SCHEMA, STRUCTURED_SCHEMA, None]
+    completed = result.events_of(TurnCompleted)
+    # codex completes the turn whatever the model said: checking the answer is the client's job.
+    assert [c.status for c in completed] == ["completed"] * 3
+    answers = [final_response(c.items) for c in completed]
+    assert answers == [STRUCTURED_VALID, STRUCTURED_INVALID, "Plain."], answers
+    schema = OutputSchema(STRUCTURED_SCHEMA)
+    assert schema.parse(answers[0])["answer"] == 42
+    try:
+        schema.parse(answers[1])
+    except OutputValidationError as exc:
+        assert exc.errors == [("$.answer", "'forty-two' is not of type 'integer'"), ("$", "'why' is a required property")]
+    else:
+        raise AssertionError("the invalid answer parsed")
+    if result.mode == "live":
+        # What codex sends the model: the schema verbatim as text.format, strict, under its own name,
+        # on that turn's requests only.
+        expected = {"format": {"type": "json_schema", "strict": True, "schema": STRUCTURED_SCHEMA, "name": "codex_output_schema"}}
+        assert [r["body"].get("text") for r in result.model_requests] == [expected, expected, None]
+
+
+STRUCTURED_OUTPUT = Scenario(
+    name="structured_output",
+    description="turn/start.outputSchema becomes the model request's text.format; codex checks neither schema nor answer",
+    script={
+        "rules": [
+            {"when": {"user_contains": "structured valid"}, "respond": answer(message("msg_1", '{"answer": 42, ', '"why": "six times seven"}'))},
+            {"when": {"user_contains": "structured invalid"}, "respond": answer(message("msg_1", STRUCTURED_INVALID))},
+        ],
+        "default": answer(message("msg_1", "Plain.")),
+    },
+    driver=_drive_structured_output,
+    check=_check_structured_output,
+)
+
+
 SCENARIOS = {
     s.name: s
     for s in [
@@ -1311,6 +1381,7 @@ SCENARIOS = {
         TWO_TURNS,
         KNOB_CHANGE,
         MODEL_CHANGE,
+        STRUCTURED_OUTPUT,
     ]
 }
 
