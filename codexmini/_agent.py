@@ -48,7 +48,7 @@ from . import CODEX_VERSION, __version__
 from ._binary import parse_version
 from ._client import AppServerClient, Launcher, Tap
 from ._endpoint import ModelEndpoint
-from ._errors import CodexminiError, ConfigError, ProcessExited, RpcError, TransportError
+from ._errors import ConfigError, ProcessExited, RpcError, TransportError
 from ._events import Event, TurnCompleted, Usage
 from ._inbox import Inbox, Message
 from ._permission import (
@@ -105,6 +105,8 @@ class AgentConfig:
     request_timeout: float = 120.0
     handler_timeout: float = 300.0
     interrupt_grace: float = 5.0
+    #: How long the child gets to exit on its own (stdin closed, stdout ended) before it is killed.
+    close_timeout: float = 5.0
     codex_home: Optional[str] = None
     skills: bool = True
     tap: Optional[Tap] = None
@@ -287,7 +289,7 @@ class Agent:
     async def _run_turn(self, messages: List[Message]) -> None:
         self._running = True
         self._cancelled = False
-        unavailable: Optional[CodexminiError] = None
+        unavailable: Optional[Exception] = None
         try:
             await self.start()
         except asyncio.CancelledError:
@@ -296,7 +298,7 @@ class Agent:
             _uncancel()  # cancel() before anything was logged: no turn at all
             self._running = False
             return
-        except CodexminiError as exc:  # no codex to run: the turn is logged all the same
+        except Exception as exc:  # no codex to run (or it broke the handshake): the turn is logged all the same
             log.warning("cannot start codex for turn %d: %s", self._turn_no, exc)
             unavailable = exc
             self._write_header()
@@ -341,7 +343,7 @@ class Agent:
     # -- one step ------------------------------------------------------------
 
     async def _run_step(
-        self, messages: List[Message], unavailable: Optional[CodexminiError] = None
+        self, messages: List[Message], unavailable: Optional[Exception] = None
     ) -> Tuple[str, Optional[Dict[str, str]]]:
         self._step += 1
         self.stats["steps"] += 1
@@ -361,7 +363,7 @@ class Agent:
             # Steered, never echoed: the next step logs them (unless cancel() dropped the inbox).
             self.inbox.requeue(folder.unechoed(), generation)
 
-    def _unavailable(self, exc: CodexminiError, folder: StepFolder) -> Tuple[str, Optional[Dict[str, str]]]:
+    def _unavailable(self, exc: Exception, folder: StepFolder) -> Tuple[str, Optional[Dict[str, str]]]:
         """The child could not be started or initialized: the step ends in error."""
         error = {"message": f"{type(exc).__name__}: {exc}", "code": "CODEX_UNAVAILABLE"}
         self._append("agent/error", dict(error))
@@ -486,6 +488,7 @@ class Agent:
             tap=cfg.tap,
             request_timeout=cfg.request_timeout,
             handler_timeout=cfg.handler_timeout,
+            close_timeout=cfg.close_timeout,
         )
         if self.approvals is not None:
             for method in REQUESTS:

@@ -11,8 +11,8 @@ maximum frame size.  A line over the cap is *discarded as it streams in* (the
 buffer never holds more than the cap) and reported once when its newline
 arrives; the frames after it decode normally.
 
-Anything that is not a JSON object -- invalid UTF-8, invalid JSON, JSON that
-is an array or a number -- comes out of :meth:`LineDecoder.feed` as a
+Anything that is not a JSON object -- invalid UTF-8, invalid JSON (nested too
+deeply for ``json`` included), JSON that is an array or a number -- comes out of :meth:`LineDecoder.feed` as a
 :class:`~codexmini._errors.ProtocolError` *value* instead of raising, so one
 bad line can never kill a reader.  This module reads no clock, spawns nothing
 and touches no file; the client feeds it bytes (h11's receive buffer is the
@@ -102,6 +102,8 @@ def decode_line(line: bytes) -> Decoded:
         obj = json.loads(text)
     except ValueError as exc:
         return ProtocolError(f"invalid JSON: {exc}", len(line), _preview(line))
+    except RecursionError:  # [[[[… nested deeper than the interpreter's stack
+        return ProtocolError("invalid JSON: nested too deeply", len(line), _preview(line))
     if not isinstance(obj, dict):
         return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(line), _preview(line))
     return obj
