@@ -85,6 +85,12 @@ bench: setup
 	$(PY) tools/bench.py $(if $(QUICK),--quick) $(if $(JSON),--json $(JSON)) \
 		$(if $(BENCH_PYTHON),--python $(BENCH_PYTHON)) $(ARGS)
 
+# The reliability suite alone (issue 10): hostile input, faults, soak, kills,
+# secrets, fuzzing -- its figures are printed at the end (they also are in make test).
+.PHONY: reliability
+reliability: setup
+	$(PY) -m pytest -q tests/reliability
+
 # Mutation testing of the pure modules (tools/mutation/), not part of make test:
 # a few minutes on two cores.  Narrow or keep it: MUTATION_ARGS="--module _session --json m.json".
 .PHONY: mutation

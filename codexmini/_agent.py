@@ -49,7 +49,7 @@ from . import CODEX_VERSION, __version__
 from ._binary import parse_version
 from ._client import AppServerClient, Launcher, Tap
 from ._endpoint import ModelEndpoint
-from ._errors import CodexminiError, ConfigError, ProcessExited, RpcError, TransportError
+from ._errors import ConfigError, ProcessExited, RpcError, TransportError
 from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
 from ._inbox import Inbox, Message
 from ._permission import (
@@ -158,6 +158,8 @@ class AgentConfig:
     request_timeout: float = 120.0
     handler_timeout: float = 300.0
     interrupt_grace: float = 5.0
+    #: How long the child gets to exit on its own (stdin closed, stdout ended) before it is killed.
+    close_timeout: float = 5.0
     codex_home: Optional[str] = None
     skills: bool = True
     tap: Optional[Tap] = None
@@ -380,7 +382,7 @@ class Agent:
     async def _run_turn(self, messages: List[Message]) -> None:
         self._running = True
         self._cancelled = False
-        unavailable: Optional[CodexminiError] = None
+        unavailable: Optional[Exception] = None
         generation = self.inbox.generation
         try:
             await self.start()
@@ -394,7 +396,7 @@ class Agent:
                 raise
             _uncancel()
             return
-        except CodexminiError as exc:  # no codex to run: the turn is logged all the same
+        except Exception as exc:  # no codex to run (or it broke the handshake): the turn is logged all the same
             log.warning("cannot start codex for turn %d: %s", self._turn_no, exc)
             unavailable = exc
             self._write_header()
@@ -442,7 +444,7 @@ class Agent:
 
     # -- one step ------------------------------------------------------------
 
-    async def _run_step(self, messages: List[Message], unavailable: Optional[CodexminiError] = None) -> "_Outcome":
+    async def _run_step(self, messages: List[Message], unavailable: Optional[Exception] = None) -> "_Outcome":
         if self.before_step is not None:  # the host may rewrite or veto the step's messages
             decision = await self.before_step(list(messages))
             if isinstance(decision, Blocked):
@@ -609,6 +611,7 @@ class Agent:
             tap=cfg.tap,
             request_timeout=cfg.request_timeout,
             handler_timeout=cfg.handler_timeout,
+            close_timeout=cfg.close_timeout,
         )
         if self.approvals is not None:
             for method in REQUESTS:

@@ -31,8 +31,9 @@ its thread, the global ones (a frame that names no thread), or -- for a thread
 nobody subscribed to yet, such as the ``warning`` codex sends *during*
 ``thread/start`` -- a bounded buffer that :meth:`subscribe` drains.
 Subscriptions to :attr:`AppServerClient.ALL` see everything.  Every queue is
-bounded; what is dropped is counted in :attr:`stats` and logged.  Frames that
-end or shape a turn (:data:`~._rpc.NEVER_DROP`) are never dropped, only deltas.
+bounded; what is dropped is counted in :attr:`stats` and logged.  A full queue
+drops deltas; frames that end or shape a turn (:data:`~._rpc.NEVER_DROP`) pass
+it, up to twice its size (only a flood that nobody consumes gets that far).
 
 :meth:`close` is idempotent: it closes stdin (codex exits at once), waits,
 then terminates and kills the group.  A **frame tap** -- ``tap(direction,
@@ -165,7 +166,10 @@ class Subscription:
         self.dropped = 0
 
     def _put(self, note: _rpc.Notification) -> None:
-        if len(self._items) >= self.maxsize and note.method not in _rpc.NEVER_DROP:
+        held = len(self._items)
+        # Frames that end or shape a turn pass a full queue -- up to twice its
+        # size: a flood of them with nobody consuming must not grow it forever.
+        if held >= self.maxsize and (note.method not in _rpc.NEVER_DROP or held >= 2 * self.maxsize):
             self.dropped += 1
             self._client.stats["dropped"] += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
@@ -262,6 +266,10 @@ class AppServerClient:
         close_timeout: float = 5.0,
     ) -> None:
         """Wrap a started ``transport`` (use :meth:`start`); needs a running loop."""
+        if isinstance(transport, (str, bytes, list, tuple)):
+            # The pre-0.1 spelling AppServerClient(argv): refused, since only
+            # start() builds the child's environment from the allowlist.
+            raise TypeError("AppServerClient() wraps a started transport; launch codex with AppServerClient.start()")
         self.argv = list(argv)
         self.request_timeout = request_timeout
         self.handler_timeout = handler_timeout
@@ -379,7 +387,10 @@ class AppServerClient:
             "clientInfo": {"name": client_name, "version": __version__},
             "capabilities": capabilities,
         }
-        self.server_info = await self.request("initialize", params, timeout=timeout)
+        result = await self.request("initialize", params, timeout=timeout)
+        if not isinstance(result, dict):
+            raise ProtocolError(f"initialize answered with {type(result).__name__}, not an object")
+        self.server_info = result
         await self.notify("initialized")
         return self.server_info
 
@@ -687,18 +698,29 @@ class AppServerClient:
         await self._reply(event, self._conn.decline(event.id), "default")
 
     async def _run_handler(self, event: _rpc.ServerRequest, handler: Handler) -> None:
+        # The caller's handler runs as a task of its own, so that this task
+        # (which answers) never waits on it past the deadline -- not even for a
+        # handler that ignores its cancel -- and so that a CancelledError the
+        # handler raises itself is told apart from this task being cancelled.
+        call = asyncio.ensure_future(handler(event.method, event.params))
+        call.add_done_callback(_retrieve)
         try:
-            result = await asyncio.wait_for(handler(event.method, event.params), self.handler_timeout)
+            await asyncio.wait([call], timeout=self.handler_timeout)
         except asyncio.CancelledError:
+            call.cancel()
             raise  # resolved by the server, or the child is gone: nothing to answer
-        except asyncio.TimeoutError:
+        if not call.done():
+            call.cancel()
             log.warning("handler for %s missed its %gs deadline; answering fail-closed", event.method, self.handler_timeout)
             await self._reply(event, self._conn.decline(event.id, handler_failed=True), "timeout")
-        except Exception:
-            log.exception("handler for %s failed; answering fail-closed", event.method)
+        elif call.cancelled():  # the handler raised CancelledError: codex still waits for an answer
+            log.error("handler for %s raised CancelledError; answering fail-closed", event.method)
+            await self._reply(event, self._conn.decline(event.id, handler_failed=True), "error")
+        elif call.exception() is not None:
+            log.error("handler for %s failed; answering fail-closed", event.method, exc_info=call.exception())
             await self._reply(event, self._conn.decline(event.id, handler_failed=True), "error")
         else:
-            await self._reply(event, self._conn.answer(event.id, result), "handler")
+            await self._reply(event, self._conn.answer(event.id, call.result()), "handler")
 
     async def _reply(self, event: _rpc.ServerRequest, out: Optional[_rpc.Outgoing], by: str) -> None:
         if out is None:  # answered or resolved meanwhile
@@ -713,6 +735,12 @@ class AppServerClient:
                 observer(event.method, event.params, out.frame, by)
             except Exception:
                 log.exception("answer observer failed")
+
+
+def _retrieve(task: "asyncio.Future[Any]") -> None:
+    """Mark a handler's outcome as seen (it is logged where it matters)."""
+    if not task.cancelled():
+        task.exception()
 
 
 _HANDLERS: Dict[Type[Any], Callable[[AppServerClient, Any], None]] = {

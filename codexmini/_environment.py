@@ -8,7 +8,8 @@ set because codex colours its stderr even when it is not a terminal.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, Mapping, Optional
+import re
+from typing import Dict, Iterable, List, Mapping, Optional
 
 #: Variables copied from the parent when present.
 ALLOWED = frozenset(
@@ -51,6 +52,12 @@ ALLOWED = frozenset(
 #: Prefixes copied from the parent (locale categories).
 ALLOWED_PREFIXES = ("LC_",)
 
+#: Names whose values are secrets (OPENAI_API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY …):
+#: passed to codex when named, and then kept out of what codexmini reports of it.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+#: Shorter values are not redacted: they would blank out ordinary words.
+MIN_SECRET_LEN = 8
+
 
 def child_environment(
     parent: Mapping[str, str],
@@ -75,4 +82,17 @@ def child_environment(
     return env
 
 
-__all__ = ["ALLOWED", "ALLOWED_PREFIXES", "child_environment"]
+def secret_values(env: Mapping[str, str]) -> List[str]:
+    """The values in ``env`` that are secrets (by the variable's name), longest
+    first, so that redacting one never leaves a piece of another."""
+    found = {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LEN}
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+__all__ = ["ALLOWED", "ALLOWED_PREFIXES", "MIN_SECRET_LEN", "SECRET_NAME", "child_environment", "redact", "secret_values"]

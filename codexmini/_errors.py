@@ -13,7 +13,9 @@ the turn for its stream, the session module for the log file.
     ├── ProtocolError            a line or frame broke the wire rules (bad JSON,
     │                            too big, no JSON-RPC shape, an answer to an id
     │                            nobody asked); a *value* the reader logs, counts
-    │                            and keeps in ``client.protocol_errors``, never raised
+    │                            and keeps in ``client.protocol_errors``; raised only
+    │                            by a call whose answer lacks what it must hold
+    │                            (``thread/start`` without a thread id)
     ├── RpcError                 the server answered a request with an error
     │                            (code, message, data); codex uses -32600 for all
     ├── TransportError           the conversation with the process is over

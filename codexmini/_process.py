@@ -13,7 +13,9 @@ by default (any object with the same methods works, e.g. the in-memory fake of
 * **stderr** is drained in chunks by a task of its own, so the child never
   blocks on a full pipe; a bounded, ANSI-stripped tail is kept for
   :class:`~._errors.ProcessExited` and every line goes to the
-  ``codexmini.codex`` logger.  A huge line keeps its head only.
+  ``codexmini.codex`` logger.  A huge line keeps its head only.  The values
+  of the child's secret variables (a key passed with ``pass_env``) are
+  replaced by ``***`` in both, whatever codex prints.
 * **Exit** is detected by polling the return code: ``Process.wait()`` also
   waits for the pipes, which a descendant holding them can keep open forever.
 """
@@ -29,6 +31,7 @@ import signal
 from typing import Deque, List, Mapping, Optional, Sequence
 
 from ._binary import INSTALL_HINT
+from ._environment import redact, secret_values
 from ._errors import BinaryNotFound, ConfigError
 
 stderr_log = logging.getLogger("codexmini.codex")
@@ -44,8 +47,11 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 class ChildProcess:
     """One spawned ``codex app-server``: its pipes, its stderr tail, its exit."""
 
-    def __init__(self, proc: "asyncio.subprocess.Process", stderr_tail_lines: int = 40) -> None:
+    def __init__(
+        self, proc: "asyncio.subprocess.Process", stderr_tail_lines: int = 40, secrets: Sequence[str] = ()
+    ) -> None:
         self._proc = proc
+        self._secrets = list(secrets)  # kept out of the tail and the log, whatever codex prints
         self._tail: Deque[str] = collections.deque(maxlen=stderr_tail_lines)
         self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
 
@@ -72,7 +78,7 @@ class ChildProcess:
             )
         except OSError as exc:  # missing, not executable, exec format error
             raise BinaryNotFound(f"cannot start {argv[0]!r}: {exc}; {INSTALL_HINT}") from exc
-        return cls(proc, stderr_tail_lines)
+        return cls(proc, stderr_tail_lines, secret_values(env))
 
     # -- what the client reads ---------------------------------------------
 
@@ -161,7 +167,7 @@ class ChildProcess:
         self._line(partial)
 
     def _line(self, raw: bytes) -> None:
-        text = _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
+        text = redact(_ANSI.sub("", raw.decode("utf-8", "replace")).rstrip(), self._secrets)
         if len(text) > MAX_STDERR_LINE:
             text = text[:MAX_STDERR_LINE] + "..."
         if text:

@@ -61,7 +61,7 @@ UNCLAIMED = "<unclaimed>"
 METHOD_NOT_FOUND = -32601
 INTERNAL_ERROR = -32603
 
-#: Notifications that end or shape a turn; a full subscription never drops them.
+#: Notifications that end or shape a turn; a full subscription keeps them (up to twice its size).
 NEVER_DROP = frozenset(
     {"turn/started", "turn/completed", "item/started", "item/completed", "error", "thread/tokenUsage/updated"}
 )
@@ -280,7 +280,16 @@ class Connection:
                 # tuple.__new__: a NamedTuple without its Python-level __new__ (per frame).
                 note: Notification = _new(Notification, (method, params, tid, tid, item))
                 return note
-            return self._notification(item, method)
+            try:
+                return self._notification(item, method)
+            except RecursionError:  # parsed, but too deep to measure (json.dumps) here
+                return self._skip(item, "a frame nested too deeply")
+        try:
+            return self._frame(item)
+        except RecursionError:  # parsed, but too deep to measure (json.dumps) here
+            return self._skip(item, "a frame nested too deeply")
+
+    def _frame(self, item: Frame) -> Event:
         kind = _wire.classify(item)
         if kind == _wire.REQUEST:
             return self._server_request(item)
@@ -290,7 +299,10 @@ class Connection:
 
     def _skip(self, frame: Frame, reason: str, counter: str = "malformed") -> Skipped:
         self.stats[counter] += 1
-        text = json.dumps(frame, ensure_ascii=False)
+        try:
+            text = json.dumps(frame, ensure_ascii=False)
+        except RecursionError:
+            text = ""
         return Skipped(ProtocolError(reason, len(text), text[:120]), frame)
 
     def _notification(self, frame: Frame, method: str) -> Event:
@@ -373,13 +385,13 @@ class Connection:
         return len(self._unclaimed), sum(len(q) for q in self._unclaimed.values()), self._unclaimed_size
 
     def _hold(self, note: Notification) -> None:
+        size = _size(note.frame)  # first: if it raises, nothing has changed
         tid = str(note.thread_id)
         queue = self._unclaimed.get(tid)
         if queue is None:
             if len(self._unclaimed) >= self.unclaimed_threads:
                 self._drop_thread()
             queue = self._unclaimed[tid] = collections.deque()
-        size = _size(note.frame)
         queue.append((note, size))
         self._unclaimed_size += size
         if len(queue) > self.unclaimed_per_thread:

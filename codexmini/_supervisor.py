@@ -8,7 +8,8 @@ the model endpoint, the ``-c`` flags, the binary) -- then it is closed and a
 new one started.  After a turn the agent arms an idle timer
 (``child_idle_s``); when it fires with nothing running, the child is closed in
 a *maintenance* task that the next :meth:`ensure` waits for, so a followup
-never races a shutdown.
+never races a shutdown.  A child that stopped answering is closed that way as
+soon as the turn is over, not kept (a live process) until the next one.
 """
 
 from __future__ import annotations
@@ -70,9 +71,16 @@ class ChildSupervisor:
             await asyncio.shield(self._maintenance)
 
     def arm_idle(self, is_idle: Callable[[], bool]) -> None:
-        """Close the child after ``idle_s`` if ``is_idle()`` still holds then."""
+        """Close the child after ``idle_s`` if ``is_idle()`` still holds then --
+        or now, if it stopped answering: no turn will use it, so it must not
+        hold a process until the next one."""
         self.cancel_idle()
-        if self.idle_s > 0 and self.client is not None:
+        client = self.client
+        if client is not None and not client.healthy and not client.closed:
+            log.info("replacing the codex app-server (unhealthy): closing it now")
+            self.restarts += 1
+            self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
+        elif self.idle_s > 0 and client is not None:
             loop = asyncio.get_running_loop()
             self._idle_timer = loop.call_later(self.idle_s, self._idle_shutdown, is_idle)
 

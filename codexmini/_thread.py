@@ -35,7 +35,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._client import AppServerClient, Subscription
-from ._errors import CodexminiError, CodexTimeout, RpcError, TransportError, TurnTimeout
+from ._errors import CodexminiError, CodexTimeout, ProtocolError, RpcError, TransportError, TurnTimeout
 from ._events import AgentMessageDelta, Event, InvalidNotification, TurnCompleted, Usage
 from ._rpc import Notification
 from ._turnfold import TurnFold
@@ -56,6 +56,22 @@ def text_input(text: str) -> InputItem:
 def image_input(path: str) -> InputItem:
     """A local image codex opens itself (``localImage``: a path, not bytes)."""
     return {"type": "localImage", "path": path}
+
+
+def _id_in(result: Any, key: str) -> Optional[str]:
+    """``result[key]["id"]`` of a ``thread/start`` or ``turn/start`` answer, if
+    it is a string (the schema's ids are; a frame that says otherwise is not
+    one to build on)."""
+    value = result.get(key) if isinstance(result, dict) else None
+    ident = value.get("id") if isinstance(value, dict) else None
+    return ident if isinstance(ident, str) else None
+
+
+def _id_of(result: Any, key: str, method: str) -> str:
+    ident = _id_in(result, key)
+    if ident is None:
+        raise ProtocolError(f"{method} answered without a {key} id", 0, repr(result)[:120])
+    return ident
 
 
 def as_input(value: Input) -> List[InputItem]:
@@ -93,7 +109,7 @@ class Thread:
                 request[key] = value
         request.update(params or {})
         result = await client.request("thread/start", request, timeout=timeout)
-        return cls(client, result["thread"]["id"], result)
+        return cls(client, _id_of(result, "thread", "thread/start"), result)
 
     def turn(
         self,
@@ -139,7 +155,7 @@ class Thread:
         result = await self.client.request(
             "turn/steer", {"threadId": self.id, "expectedTurnId": expected_turn_id, "input": as_input(input)}
         )
-        return str(result.get("turnId", expected_turn_id))
+        return str(result.get("turnId", expected_turn_id)) if isinstance(result, dict) else expected_turn_id
 
     async def interrupt(self, turn_id: str) -> None:
         await self.client.request("turn/interrupt", {"threadId": self.id, "turnId": turn_id})
@@ -238,11 +254,15 @@ class Turn:
             # can interrupt it instead of leaving it running.
             done, _ = await asyncio.wait([starting], timeout=self.interrupt_grace)
             if starting in done and not starting.cancelled() and starting.exception() is None:
-                self.books.turn_id = str(starting.result()["turn"]["id"])
+                self.books.turn_id = _id_in(starting.result(), "turn")
             else:
                 starting.cancel()
             raise
-        self.books.turn_id = str(result["turn"]["id"])
+        try:
+            self.books.turn_id = _id_of(result, "turn", "turn/start")
+        except ProtocolError:
+            self.done = True  # no turn id to filter its frames by: nothing to wait for
+            raise
 
     def _take(self, note: Notification) -> Optional[Event]:
         """Fold one notification of this thread; the event to yield, if any."""

@@ -11,8 +11,8 @@ maximum frame size.  A line over the cap is *discarded as it streams in* (the
 buffer never holds more than the cap) and reported once when its newline
 arrives; the frames after it decode normally.
 
-Anything that is not a JSON object -- invalid UTF-8, invalid JSON, JSON that
-is an array or a number -- comes out of :meth:`LineDecoder.feed` as a
+Anything that is not a JSON object -- invalid UTF-8, invalid JSON (nested too
+deeply for ``json`` included), JSON that is an array or a number -- comes out of :meth:`LineDecoder.feed` as a
 :class:`~codexmini._errors.ProtocolError` *value* instead of raising, so one
 bad line can never kill a reader.  This module reads no clock, spawns nothing
 and touches no file; the client feeds it bytes (h11's receive buffer is the
@@ -121,6 +121,8 @@ def decode_line(line: Union[bytes, bytearray]) -> Decoded:
         obj = _loads(text)
     except ValueError as exc:
         return ProtocolError(f"invalid JSON: {exc}", len(line), _preview(line))
+    except RecursionError:  # [[[[… nested deeper than the interpreter's stack
+        return ProtocolError("invalid JSON: nested too deeply", len(line), _preview(line))
     if not isinstance(obj, dict):
         return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(line), _preview(line))
     return obj
@@ -201,7 +203,7 @@ class LineDecoder:
                 for line in lines:
                     try:
                         value, end = scan(line, 0)
-                    except (StopIteration, ValueError):
+                    except (StopIteration, ValueError, RecursionError):
                         out.append(slow(line))
                         continue
                     out.append(value if end == len(line) and type(value) is dict else slow(line))
@@ -220,6 +222,9 @@ class LineDecoder:
         except ValueError as exc:
             raw = line.encode("utf-8")
             return ProtocolError(f"invalid JSON: {exc}", len(raw), _preview(raw))
+        except RecursionError:  # [[[[… nested deeper than the interpreter's stack
+            raw = line.encode("utf-8")
+            return ProtocolError("invalid JSON: nested too deeply", len(raw), _preview(raw))
         if type(obj) is not dict:
             raw = line.encode("utf-8")
             return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(raw), _preview(raw))

@@ -532,10 +532,11 @@ def test_client_handler_that_ignores_its_cancellation_is_not_answered_after_the_
     run(main())
 
 
-def test_client_handler_ending_in_cancelled_error_leaves_the_request_to_the_resolution():
+def test_client_handler_ending_in_cancelled_error_gets_the_fail_closed_answer():
     # A handler whose own await was cancelled (not the handler task) ends in
-    # CancelledError: no answer is sent, and codex's later resolution is routed
-    # like any other notification.
+    # CancelledError: nobody cancelled the request, and an unanswered request
+    # blocks codex, so it gets the fail-closed answer; codex's later
+    # resolution is routed like any other notification.
     running = None
 
     async def handler(method, params):
@@ -556,7 +557,7 @@ def test_client_handler_ending_in_cancelled_error_leaves_the_request_to_the_reso
             await asyncio.wait_for(running.wait(), 10)
             await client.request("thread/loaded/list", {})
             assert (await sub.get(timeout=10))["method"] == "serverRequest/resolved"
-            assert answers == []
+            assert [(a[2], a[3]) for a in answers] == [({"id": 0, "result": {"decision": "decline"}}, "error")]
         finally:
             await client.close()
 

@@ -1,0 +1,32 @@
+"""The reliability suite (issue 10): hostile input, faults, soak, kills,
+secrets, fuzzing.  Every test here runs under a watchdog, and the figures the
+tests record (:mod:`figures`) are printed at the end of the run."""
+
+from __future__ import annotations
+
+import faulthandler
+import sys
+
+import figures
+import pytest
+
+#: No test of this suite may run longer than this: a hang ends the run with
+#: every thread's traceback instead of wedging CI.
+WATCHDOG_S = 300
+
+
+@pytest.fixture(autouse=True)
+def watchdog():
+    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True, file=sys.stderr)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def pytest_terminal_summary(terminalreporter):
+    text = figures.lines()
+    if text:
+        terminalreporter.section("codexmini reliability figures")
+        for line in text:
+            terminalreporter.write_line(line)
