@@ -259,7 +259,11 @@ class Agent:
                 # step delivers the message (the step's failure is the
                 # driver's to report, not the caller's).
                 log.info("turn/steer failed (%s); the message goes to the next step", exc)
-                folder.unsteer(group)
+                if not folder.unsteer(group):
+                    # The step ended first and requeued it (or a cancel dropped
+                    # it, or codex echoed it): adding it again would send it twice.
+                    self._wake()
+                    return
         self.inbox.add(message)
         self._wake()
 

@@ -175,10 +175,14 @@ class StepFolder:
         ``userMessage`` item), after what the model said before them."""
         self._steered.append(list(messages))
 
-    def unsteer(self, messages: List[Dict[str, Any]]) -> None:
-        """codex refused the steer: forget those messages."""
+    def unsteer(self, messages: List[Dict[str, Any]]) -> bool:
+        """codex refused the steer: forget those messages.  False when they
+        are no longer pending (echoed, or handed back by :meth:`unechoed` when
+        the turn ended first): then they are not the caller's to re-deliver."""
         if messages in self._steered:
             self._steered.remove(messages)
+            return True
+        return False
 
     def unechoed(self) -> List[Dict[str, Any]]:
         """Steered messages codex never echoed (the turn ended first)."""

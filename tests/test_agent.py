@@ -831,6 +831,33 @@ def test_agent_steer_into_a_dying_child_goes_to_the_next_turn(offline):
     assert len(s.fake.launches) == 2
 
 
+def test_agent_steer_refused_after_its_step_requeued_it_is_delivered_once(offline):
+    # The step ends (and hands the unechoed steer back to the inbox) before
+    # turn/steer's refusal reaches steer(): steer() must not queue it again.
+    # (Python 3.13's scheduling made DieOnSteer hit this order by itself.)
+    behaviour = tb.EndThenRefuseSteer()
+    s = offline(behaviour)
+
+    async def main() -> None:
+        agent = s.agent(on_event=s.watch)
+        async with agent:
+            agent.followup("slow please")
+            await s.watch.held("slow please")
+            steering = asyncio.ensure_future(agent.steer("are you still there?"))
+            for _ in range(3000):  # until step 2 has logged it (bounded: no hang)
+                if (1, 2, "are you still there?") in s.users():
+                    break
+                await asyncio.sleep(0.01)
+            behaviour.gate.set()
+            await steering
+            await agent.wait_idle()
+            await asyncio.gather(*behaviour.refusals)
+
+    run(main())
+    assert s.users() == [(1, 1, "slow please"), (1, 2, "are you still there?")]
+    assert s.ends() == ["completed"]
+
+
 def test_agent_steer_codex_never_echoed_goes_to_the_next_step(offline):
     behaviour = tb.AgentTurns()  # accepts turn/steer, never echoes it
     s = offline(behaviour)

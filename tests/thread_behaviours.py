@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 from codexmini.testing.codex_like import (
     THREAD,
@@ -403,6 +403,27 @@ class DieOnSteer(AgentTurns):
     async def on_turn_steer(self, rid: Any, params: Mapping[str, Any]) -> None:
         self.server.stderr("fake: dying on turn/steer on purpose")
         raise Exit(3)
+
+
+class EndThenRefuseSteer(AgentTurns):
+    """turn/steer arrives; the held turn finishes at once, and the steer is
+    refused ("no active turn") only once the test opens :attr:`gate` -- so the
+    step's end sees the steer unechoed before its caller sees the refusal.
+    In memory only."""
+
+    def __init__(self, variant: str = "") -> None:
+        super().__init__(variant)
+        self.gate = asyncio.Event()
+        self.refusals: "List[asyncio.Task[None]]" = []
+
+    async def on_turn_steer(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.release()
+
+        async def refuse() -> None:
+            await self.gate.wait()
+            self.server.fail({"id": rid}, "no active turn to steer")
+
+        self.refusals.append(asyncio.ensure_future(refuse()))
 
 
 class SlowHandshake(AgentTurns):
