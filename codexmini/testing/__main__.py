@@ -3,15 +3,21 @@ behaviour over stdio; ``python -m codexmini.testing model SCRIPT.json [--port N]
 serves a scripted model."""
 
 import sys
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 from . import fake_appserver, scripted_model
 
 _COMMANDS: Dict[str, Callable[[List[str]], int]] = {"fake": fake_appserver.main, "model": scripted_model.main}
 
-if __name__ == "__main__":
-    command = _COMMANDS.get(sys.argv[1] if len(sys.argv) > 1 else "")
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    command = _COMMANDS.get(args[0] if args else "")
     if command is None:
         sys.stderr.write(__doc__ + "\n")
-        sys.exit(2)
-    sys.exit(command(sys.argv[2:]))
+        return 2
+    return command(args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
