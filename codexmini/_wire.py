@@ -150,6 +150,7 @@ class LineDecoder:
         self.max_frame_bytes = max_frame_bytes
         self._buf = bytearray()  # the start of a line whose newline has not arrived
         self._skipping = 0  # >0: size so far of an oversized line being discarded
+        self._skip_cr = False  # the last byte skipped is a "\r" (not counted if the "\n" follows)
         self._skip_preview = ""
 
     def feed(self, data: bytes) -> List[Decoded]:
@@ -160,8 +161,10 @@ class LineDecoder:
             cut = data.find(b"\n")
             if cut < 0:
                 self._skipping += len(data)
+                self._skip_cr = data[-1:] == b"\r" if data else self._skip_cr
                 return out
             self._skipping += cut
+            self._skip_cr = data[cut - 1 : cut] == b"\r" if cut else self._skip_cr
             out.append(self._oversized())
             data = data[cut + 1 :]
         if self._buf:
@@ -235,6 +238,7 @@ class LineDecoder:
         # it does not count against the cap (so the buffer holds cap + 1 at most).
         if len(self._buf) - self._buf.endswith(b"\r") > self.max_frame_bytes:
             self._skipping = len(self._buf)
+            self._skip_cr = self._buf.endswith(b"\r")
             self._skip_preview = _preview(bytes(self._buf))
             self._buf.clear()
 
@@ -261,8 +265,9 @@ class LineDecoder:
         return decode_line(line)
 
     def _oversized(self) -> ProtocolError:
-        size, preview = self._skipping, self._skip_preview
-        self._skipping, self._skip_preview = 0, ""
+        # A CRLF line's "\r" is not part of its size, wherever the chunks cut it.
+        size, preview = self._skipping - self._skip_cr, self._skip_preview
+        self._skipping, self._skip_cr, self._skip_preview = 0, False, ""
         return ProtocolError(self._too_big(size), size, preview)
 
     def _too_big(self, size: int) -> str:

@@ -179,3 +179,24 @@ def test_client_env_allowlist_reaches_child(tmp_path, pass_env):
     if pass_env:
         expected["OPENAI_API_KEY"] = "sk-secret"
     assert seen == expected
+
+
+# Every name of the allowlist, spelled out: widening what reaches codex (which
+# runs the model's commands) is a change a reviewer should see in a test.
+ALLOWLIST = [
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TMPDIR", "TZ",
+    "CODEX_HOME", "RUST_LOG",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR",
+    "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+    "CODEX_CA_CERTIFICATE",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ALLOWLIST)
+def test_child_environment_passes_each_allowlisted_variable(name):
+    assert child_environment({name: "v", "OPENAI_API_KEY": "sk"}) == {name: "v", "NO_COLOR": "1"}
+
+
+def test_child_environment_allowlist_is_exactly_the_reviewed_one():
+    assert ALLOWED == frozenset(ALLOWLIST)

@@ -12,8 +12,11 @@ from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
     DiffUpdated,
+    InvalidNotification,
     ItemCompleted,
     ItemStarted,
+    MessageDelta,
+    MessageStreamEnd,
     PlanDelta,
     PlanUpdated,
     ReasoningSummaryDelta,
@@ -192,3 +195,23 @@ def test_usage_from_wire_refuses_what_is_not_a_count(breakdown, reason):
     with pytest.raises(ProtocolError) as info:
         Usage.from_wire(breakdown)
     assert info.value.reason == reason
+
+
+AGENT_EVENTS = [
+    MessageDelta("m1", "msg_1", "Hel"),
+    MessageStreamEnd("m1", "msg_1", committed=True),
+    InvalidNotification("item/completed", {"item": 5}, "item/completed: item is int, not an object"),
+]
+
+
+@pytest.mark.parametrize("event", AGENT_EVENTS, ids=lambda e: type(e).__name__)
+def test_events_agent_and_invalid_events_are_frozen_values(event):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(event, dataclasses.fields(event)[0].name, "changed")
+    assert event == dataclasses.replace(event)
+
+
+def test_events_stream_events_are_hashable_keys():
+    # A listener may key what it showed by the stream's events.
+    shown = {MessageDelta("m1", "msg_1", "a"): 1, MessageStreamEnd("m1", "msg_1", False): 2}
+    assert shown[MessageDelta("m1", "msg_1", "a")] == 1 and shown[MessageStreamEnd("m1", "msg_1", False)] == 2

@@ -81,3 +81,52 @@ def test_inbox_drop_forgets_everything_and_voids_what_was_taken():
     # ... while those taken after it come back.
     inbox.requeue([msg("steered after")], inbox.generation)
     assert inbox.claim() == [msg("steered after")]
+
+
+def test_inbox_requeue_keeps_every_message_already_waiting():
+    inbox = Inbox()
+    inbox.add(msg("a"))
+    inbox.add(msg("b"))
+    inbox.requeue([msg("s")], inbox.generation)
+    assert len(inbox) == 3
+    assert inbox.claim() == [msg("s"), msg("a"), msg("b")]
+
+
+def test_inbox_restore_turn_puts_a_turn_back_first_in_line():
+    # A turn taken, then cancelled while its child was spawned: it runs next,
+    # as one turn, before the followups queued meanwhile.
+    inbox = Inbox()
+    inbox.followup(msg("first"))
+    inbox.followup(msg("second"))
+    taken, messages = inbox.generation, inbox.next_turn()
+    inbox.followup(msg("third"))
+    inbox.restore_turn(messages, taken)
+    assert len(inbox) == 3 and inbox.has_turn(idle=False)
+    assert [inbox.next_turn() for _ in range(3)] == [[msg("first")], [msg("second")], [msg("third")]]
+
+
+def test_inbox_restore_turn_keeps_the_batch_whole_and_owns_its_copy():
+    inbox = Inbox()
+    batch = [msg("a"), msg("b")]
+    inbox.restore_turn(batch, inbox.generation)
+    batch.append(msg("not part of it"))
+    assert inbox.next_turn() == [msg("a"), msg("b")]
+    assert not inbox.has_turn(idle=True)
+
+
+def test_inbox_restore_turn_after_a_drop_or_with_nothing_restores_nothing():
+    inbox = Inbox()
+    taken = inbox.generation
+    inbox.drop()
+    inbox.restore_turn([msg("cancelled")], taken)
+    assert len(inbox) == 0 and not inbox.has_turn(idle=True)
+    inbox.restore_turn([], inbox.generation)
+    assert inbox.followups == [] and not inbox.has_turn(idle=False)
+
+
+def test_inbox_len_counts_followups_and_current_messages():
+    inbox = Inbox()
+    inbox.followup(msg("f"))
+    inbox.add(msg("a"))
+    inbox.add(msg("b"))
+    assert len(inbox) == 3

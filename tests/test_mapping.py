@@ -9,6 +9,7 @@ is spelled out next to the copy.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -802,3 +803,103 @@ def test_tool_arguments_sort_nested_keys_and_keep_unicode():
 def test_tool_items_table_names():
     assert set(TOOL_ITEMS) == {"commandExecution", "fileChange", "mcpToolCall", "webSearch", "imageView"}
     assert tool_call(CMD_COMPLETED).kind == "commandExecution"
+
+
+# -- what a finished item may hold: each field a reader reads, of the wrong type ----------
+
+# (item type, field, a value of the wrong JSON type, what the field must be).
+# Each becomes an InvalidNotification naming the field, so no reader of the
+# item (the step fold, the tool table) meets a type it does not expect.
+ITEM_FIELD_TYPES = [
+    ("agentMessage", "text", 5, "int", "a string"),
+    ("reasoning", "summary", "one part", "str", "an array"),
+    ("reasoning", "content", {}, "dict", "an array"),
+    ("commandExecution", "command", ["ls"], "list", "a string"),
+    ("commandExecution", "aggregatedOutput", 0, "int", "a string"),
+    ("commandExecution", "exitCode", True, "bool", "an integer"),
+    ("commandExecution", "status", 1, "int", "a string"),
+    ("fileChange", "changes", {"path": "x"}, "dict", "an array"),
+    ("fileChange", "status", False, "bool", "a string"),
+    ("mcpToolCall", "server", 1, "int", "a string"),
+    ("mcpToolCall", "tool", [], "list", "a string"),
+    ("mcpToolCall", "result", "ok", "str", "an object"),
+    ("mcpToolCall", "error", "boom", "str", "an object"),
+    ("mcpToolCall", "status", {}, "dict", "a string"),
+    ("webSearch", "query", 3, "int", "a string"),
+    ("webSearch", "results", "none", "str", "an array"),
+    ("imageView", "path", 1.5, "float", "a string"),
+]
+
+
+@pytest.mark.parametrize(
+    "kind, field, value, got, what", ITEM_FIELD_TYPES, ids=[f"{k}.{f}" for k, f, *_ in ITEM_FIELD_TYPES]
+)
+def test_mapping_item_field_of_the_wrong_type_is_invalid(kind, field, value, got, what):
+    for method in ("item/started", "item/completed"):
+        params = {"threadId": THREAD, "turnId": TURN, "item": {"type": kind, "id": "i1", field: value}}
+        event = to_event(method, params)
+        assert event == InvalidNotification(method, params, f"{method}: {field} is {got}, not {what}")
+        # null is always allowed: the field is absent.
+        params = {"threadId": THREAD, "turnId": TURN, "item": {"type": kind, "id": "i1", field: None}}
+        assert isinstance(to_event(method, params), (ItemStarted, ItemCompleted))
+
+
+@pytest.mark.parametrize("field", ["summary", "content"])
+def test_mapping_reasoning_parts_must_be_strings(field):
+    params = {"threadId": THREAD, "turnId": TURN, "item": {"type": "reasoning", "id": "r", field: ["ok", 2]}}
+    event = to_event("item/completed", params)
+    assert isinstance(event, InvalidNotification)
+    assert event.reason == f"item/completed: item.{field} holds an element that is not str"
+
+
+def test_mapping_only_an_mcp_call_has_its_result_content_read():
+    # Another item type with a "result" field of its own is not judged by the
+    # MCP rule (codex adds fields; the mapping reads only what it uses).
+    item = {"type": "dynamicToolCall", "id": "d1", "result": {"content": "plain text"}}
+    assert to_event("item/completed", {"threadId": THREAD, "item": item}) == ItemCompleted(item)
+
+
+def test_mapping_wrong_types_name_what_was_expected():
+    base = {"threadId": THREAD, "turnId": TURN}
+    cases = [
+        (
+            "item/reasoning/summaryTextDelta",
+            {"itemId": "r", "delta": "x", "summaryIndex": "0"},
+            "summaryIndex is str, not an integer",
+        ),
+        ("turn/plan/updated", {"plan": "step one"}, "plan is str, not an array"),
+        ("error", {"willRetry": True, "error": {"message": 5}}, "message is int, not a string"),
+        (
+            "thread/tokenUsage/updated",
+            {"tokenUsage": {"modelContextWindow": "big"}},
+            "modelContextWindow is str, not an integer",
+        ),
+        ("item/agentMessage/delta", {"itemId": 7, "delta": "x"}, "itemId is int, not a string"),
+    ]
+    for method, params, reason in cases:
+        params = dict(base, **params)
+        assert to_event(method, params) == InvalidNotification(method, params, f"{method}: {reason}")
+
+
+def test_mapping_retrying_error_without_a_message_has_an_empty_one():
+    params = {"willRetry": True, "threadId": THREAD, "turnId": TURN, "error": {}}
+    assert to_event("error", params) == RetryingError("", None, None)
+
+
+def test_tool_mcp_text_block_without_text_is_empty():
+    item = copy.deepcopy(MCP_ECHO)
+    item["result"]["content"] = [{"type": "text"}, {"type": "text", "text": "second"}]
+    assert tool_result(item).text == "\nsecond"
+
+
+def test_tool_mcp_error_without_a_message_is_an_empty_error():
+    assert tool_result(dict(MCP_FAILED, error={"code": 1})) == ToolResult("call_mcp_echo", "", True, "failed")
+
+
+def test_tool_values_are_frozen_and_hashable():
+    call, result = tool_call(CMD_COMPLETED), tool_result(CMD_COMPLETED)
+    for value in (call, result, TOOL_ITEMS["commandExecution"]):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, dataclasses.fields(value)[0].name, "changed")
+    assert {call: 1}[tool_call(CMD_COMPLETED)] == 1
+    assert hash(result) == hash(tool_result(CMD_COMPLETED))

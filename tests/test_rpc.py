@@ -611,3 +611,104 @@ def test_connection_stats_count_every_frame_and_problem():
     one(conn, approval())
     conn.decline(0)
     stats(conn, frames_in=6, frames_out=3, malformed=2, dropped=1, unknown_responses=1)
+
+
+# -- what the defaults hold, and the codes on the wire -------------------------------------
+
+
+def test_connection_default_bounds_threads_and_frames_per_thread():
+    conn = Connection()
+    for n in range(33):
+        one(conn, warning(f"thread-{n}"))
+    assert conn.unclaimed[:2] == (32, 32)  # the 33rd thread evicted the first
+    assert conn.claim("thread-0") == [] and len(conn.claim("thread-1")) == 1
+    conn = Connection()
+    for n in range(513):
+        one(conn, warning(THREAD, str(n)))
+    held = conn.claim(THREAD)
+    assert (len(held), held[0].params["message"], conn.stats["dropped"]) == (512, "1", 1)
+
+
+def test_connection_default_bound_in_bytes_is_8_mib():
+    empty = len(json.dumps(warning(THREAD, ""), separators=(",", ":")))
+    conn = Connection()
+    one(conn, warning(THREAD, "x" * (8 * 1024 * 1024 - empty)))
+    assert conn.unclaimed == (1, 1, 8 * 1024 * 1024)
+    conn = Connection()
+    one(conn, warning(THREAD, "x" * (8 * 1024 * 1024 - empty + 1)))
+    assert conn.unclaimed == (0, 0, 0) and conn.stats["dropped"] == 1
+
+
+def test_connection_remembers_the_last_1024_settled_ids():
+    conn = Connection()
+    for _ in range(1024):
+        rid, _ = conn.request("thread/loaded/list", {})
+        one(conn, {"id": rid, "result": None})
+    assert one(conn, {"id": 1, "result": None}).error.reason.startswith("a second answer")
+    rid, _ = conn.request("thread/loaded/list", {})
+    one(conn, {"id": rid, "result": None})
+    assert one(conn, {"id": 1, "result": None}).error.reason == "an answer to unknown request id 1"
+    assert one(conn, {"id": 2, "result": None}).error.reason.startswith("a second answer")
+    assert SETTLED_MEMORY == 1024
+
+
+def test_connection_declines_use_the_json_rpc_error_codes():
+    conn = Connection()
+    conn.receive(line({"id": 0, "method": "fake/unknownRequest"}) + line({"id": 1, "method": "fake/unknownRequest"}))
+    assert b'"code":-32601' in conn.decline(0).data
+    assert b'"code":-32603' in conn.decline(1, handler_failed=True).data
+    assert (METHOD_NOT_FOUND, INTERNAL_ERROR) == (-32601, -32603)
+
+
+def test_connection_never_drop_is_every_notification_a_turn_is_built_from():
+    # turn/started and turn/completed bracket the turn; item/* carry its
+    # history; error its failure; the usage its books.  A full subscription
+    # drops deltas, never these.
+    assert _rpc.NEVER_DROP == {
+        "turn/started",
+        "turn/completed",
+        "item/started",
+        "item/completed",
+        "error",
+        "thread/tokenUsage/updated",
+    }
+
+
+@pytest.mark.parametrize("tid", [[THREAD], {"id": THREAD}, 7, None])
+def test_connection_thread_id_of_the_wrong_type_is_no_thread(tid):
+    conn = Connection()
+    conn.claim(THREAD)
+    frame = {"method": "warning", "params": {"threadId": tid, "message": "m"}}
+    assert one(conn, frame) == Notification("warning", frame["params"], None, GLOBAL, frame)
+
+
+def test_connection_skipped_frame_preview_keeps_its_text_and_is_bounded():
+    conn = Connection()
+    frame = {"foo": "日本"}
+    (event,) = conn.receive(line(frame))
+    assert (event.error.preview, event.error.size) == ('{"foo": "日本"}', 13)
+    big = {"foo": "é" * 500}
+    (event,) = conn.receive(line(big))
+    text = json.dumps(big, ensure_ascii=False)
+    assert (event.error.preview, event.error.size) == (text[:120], len(text))
+    assert len(event.error.preview) == 120
+
+
+def test_connection_routes_by_the_thread_id_member_and_nothing_else():
+    # A member with an empty name (or any other name) holding a thread id is
+    # just a member: routing reads params.threadId, whichever path it takes.
+    conn = Connection()
+    conn.claim(THREAD)
+    params = {"threadId": OTHER, "": THREAD, "message": "m"}
+    frame = {"method": "warning", "params": params, "": {"threadId": THREAD}}
+    assert one(conn, frame) == Notification("warning", params, OTHER, UNCLAIMED, frame)
+    conn.claim(OTHER)
+    assert one(conn, frame) == Notification("warning", params, OTHER, OTHER, frame)
+
+
+def test_connection_thread_with_an_empty_id_is_a_thread_like_any_other():
+    conn = Connection()
+    assert one(conn, warning("")).route == UNCLAIMED
+    assert [n.route for n in conn.claim("")] == [""]
+    note = one(conn, warning(""))
+    assert note.route == "" and note.route != UNCLAIMED and note.route is not GLOBAL

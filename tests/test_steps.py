@@ -7,8 +7,11 @@ shapes, in the order the binary sends them.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any, Dict, List, Optional
+
+import pytest
 
 from codexmini._events import (
     AgentMessageDelta,
@@ -16,6 +19,8 @@ from codexmini._events import (
     DiffUpdated,
     ItemCompleted,
     ItemStarted,
+    MessageDelta,
+    MessageStreamEnd,
     PlanDelta,
     PlanUpdated,
     ReasoningSummaryDelta,
@@ -622,3 +627,335 @@ def test_steps_usage_on_the_message_flushed_with_an_abandoned_tool():
     assert writes[0] == message(
         "id-1", [text("Running the build."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1, U1
     )
+
+
+# -- steering: steered input is logged where codex echoes it ------------------------------
+
+STEER = {"id": "u-steer", "content": [{"type": "text", "text": "late words"}], "source": {"kind": "user"}}
+SKILL = {
+    "id": "u-skill",
+    "content": [{"type": "text", "text": "<skill_content>"}],
+    "source": {"kind": "skill-invocation"},
+}
+OTHER = {"id": "u-other", "content": [{"type": "text", "text": "and more"}], "source": {"kind": "user"}}
+
+
+def echo(text: str = "late words", item_id: str = "01a22879-steer") -> list:
+    """codex echoes a steer as a userMessage item of its own."""
+    item = dict(user_message(text), id=item_id)
+    return [ItemStarted(item), ItemCompleted(item)]
+
+
+def feed_all(f: Folded, events) -> List[Write]:
+    return [w for event in events for w in f.feed(event)]
+
+
+def test_steps_steer_is_logged_at_its_echo_after_the_answer_it_interrupted():
+    f = folder()
+    assert feed_all(f, [*PROLOGUE, *streamed_message("msg_1", ["Working on it."])]) == []
+    f.steer([STEER])
+    assert feed_all(f, echo()) == [message("id-1", [text("Working on it.")], 1), Write("user/message", STEER, 1)]
+    assert fold([*streamed_message("msg_2", ["Done."]), usage_event()], f=f) == [
+        message("id-2", [text("Done.")], 1, U1)
+    ]
+    assert f.unechoed() == [] and f.step == 1
+
+
+def test_steps_steer_pending_when_the_prompt_is_echoed_waits_for_its_own_echo():
+    # The steer is sent before codex echoes the step's prompt: the prompt's
+    # userMessage is not the steer's.
+    f = folder()
+    f.steer([STEER])
+    assert feed_all(f, PROLOGUE) == []
+    assert feed_all(f, streamed_message("msg_1", ["Hi."])) == []
+    assert feed_all(f, echo()) == [message("id-1", [text("Hi.")], 1), Write("user/message", STEER, 1)]
+    assert f.unechoed() == []
+
+
+def test_steps_steers_are_logged_in_the_order_sent_one_group_per_echo():
+    f = folder()
+    feed_all(f, PROLOGUE)
+    f.steer([STEER, SKILL])  # a message and the skill it invoked: one turn/steer
+    f.steer([OTHER])
+    # Nothing held: the echo writes only the steered messages.
+    assert feed_all(f, echo()) == [Write("user/message", STEER, 1), Write("user/message", SKILL, 1)]
+    assert feed_all(f, echo("and more", "01a22879-steer-2")) == [Write("user/message", OTHER, 1)]
+    assert f.unechoed() == []
+
+
+def test_steps_unsteer_forgets_a_refused_steer():
+    # codex refused the turn/steer: the agent queues the message for the next
+    # step instead, so the fold must not log it at some later echo.
+    f = folder()
+    feed_all(f, PROLOGUE)
+    f.steer([STEER])
+    f.steer([OTHER])
+    f.unsteer([STEER])
+    f.unsteer([{"id": "never steered"}])  # harmless
+    assert feed_all(f, echo("and more")) == [Write("user/message", OTHER, 1)]
+    f.steer([STEER])
+    f.unsteer([STEER])
+    assert f.unechoed() == []
+
+
+def test_steps_unechoed_hands_back_every_pending_steer_once():
+    f = folder()
+    f.steer([STEER, SKILL])
+    f.steer([OTHER])
+    assert fold([*PROLOGUE, *streamed_message("msg_1", ["Hi."])], f=f) == [message("id-1", [text("Hi.")], 1)]
+    assert f.unechoed() == [STEER, SKILL, OTHER]
+    assert f.unechoed() == []
+
+
+def test_steps_a_user_message_echo_without_a_steer_writes_nothing():
+    f = folder()
+    assert feed_all(f, [*PROLOGUE, *streamed_message("msg_1", ["Hi."]), *echo()]) == []
+    assert f.finish(completed()) == [message("id-1", [text("Hi.")], 1)]
+
+
+def test_steps_steer_after_a_tool_is_logged_in_the_tools_step():
+    f = folder()
+    feed_all(f, [*PROLOGUE, *tool_events(command())])
+    f.steer([STEER])
+    assert feed_all(f, echo()) == [Write("user/message", STEER, 1)]
+    rest = fold(streamed_message("msg_2", ["Seen."]), f=f)
+    assert rest == [*rotate(1), message("id-2", [text("Seen.")], 2)]
+
+
+# -- reasoning that only streams -------------------------------------------------------------
+
+
+def test_steps_reasoning_only_as_raw_text_deltas():
+    events = [
+        ItemStarted(reasoning()),
+        ReasoningTextDelta("rs_1", "raw ", 0),
+        ReasoningTextDelta("rs_1", "thought", 0),
+        ReasoningTextDelta("rs_1", "second part", 1),
+        ItemCompleted(reasoning()),
+        *streamed_message("msg_1", ["A"]),
+    ]
+    assert fold(events) == [message("id-1", [thought("raw thought\n\nsecond part"), text("A")], 1)]
+
+
+def test_steps_streamed_summary_parts_are_joined_in_index_order():
+    events = [
+        ReasoningSummaryDelta("rs_1", "second", 1),
+        ReasoningSummaryDelta("rs_1", "first", 0),
+        ReasoningSummaryDelta("rs_1", "", 2),
+        ItemCompleted(reasoning()),
+    ]
+    assert fold(events) == [message("id-1", [thought("first\n\nsecond")], 1)]
+
+
+def test_steps_raw_reasoning_delta_after_a_settled_tool_rotates_the_step():
+    f = folder()
+    feed_all(f, tool_events(command()))
+    assert f.feed(ReasoningTextDelta("rs_2", "next", 0)) == rotate(1)
+    assert f.feed(ItemCompleted(reasoning("rs_2"))) == []
+    assert f.finish(completed()) == [message("id-2", [thought("next")], 2)]
+
+
+def test_steps_reasoning_item_completed_without_deltas_after_a_tool_starts_a_segment_with_the_next_message():
+    f = folder()
+    feed_all(f, tool_events(command()))
+    assert f.feed(ItemCompleted(reasoning("rs_2", summary=["why"]))) == []
+    # An empty agent message still carries the pending reasoning into a new segment.
+    assert f.feed(ItemCompleted(agent_message("msg_2", ""))) == rotate(1)
+    assert f.finish(completed()) == [message("id-2", [thought("why")], 2)]
+
+
+# -- messages: empty ones, last completion wins ---------------------------------------------
+
+
+def test_steps_empty_message_after_a_tool_neither_rotates_nor_writes():
+    f = folder()
+    writes = feed_all(f, [*tool_events(command()), *streamed_message("msg_2", [])])
+    assert [w.type for w in writes] == ["assistant/message", "tool/call", "tool/result"]
+    assert f.finish(completed()) == []
+    assert (f.step, f.messages) == (1, 1)
+
+
+def test_steps_message_completed_again_with_no_text_keeps_the_last_completion():
+    # Last completion wins, even when the retry came back empty.
+    events = [
+        *streamed_message("msg_inc", ["partial"]),
+        RetryingError("Reconnecting..."),
+        ItemCompleted(dict(agent_message("msg_inc"), text=None)),
+    ]
+    assert fold(events) == [message("id-1", [text("")], 1)]
+
+
+def test_steps_message_completed_again_after_it_was_written_is_new_text():
+    # Only while its message is held does a completion replace the text.
+    f = folder()
+    feed_all(f, [*streamed_message("msg_1", ["one"]), *tool_events(command())])
+    feed_all(f, [*reasoning_events(reasoning("rs_2", summary=["then"])), *streamed_message("msg_2", ["two"])])
+    feed_all(f, [ItemCompleted(agent_message("msg_1", "one again"))])
+    assert f.finish(completed())[-1] == message("id-2", [thought("then"), text("two"), text("one again")], 2)
+
+
+def test_steps_item_of_an_empty_type_is_counted_as_ignored():
+    f = folder()
+    assert fold([ItemCompleted({"type": "", "id": "x"}), ItemCompleted({"type": "plan", "id": "p"})], f=f) == []
+    assert dict(f.ignored) == {"": 1}
+
+
+# -- usage and finish ------------------------------------------------------------------------
+
+
+def test_steps_usage_goes_on_the_last_message_only():
+    # Two tools still running when the turn completes: two messages, one usage.
+    events = [
+        ItemStarted(command(status="inProgress")),
+        ItemStarted(command("call_cmd_2", status="inProgress")),
+        usage_event(),
+    ]
+    writes = fold(events, completed("interrupted"))
+    messages = [w for w in writes if w.type == "assistant/message"]
+    assert [(m.step, "usage" in m.data) for m in messages] == [(1, False), (2, True)]
+    assert messages[1].data["usage"] == U1.to_log()
+
+
+def test_steps_finish_defaults_to_a_completed_turn():
+    f = folder()
+    feed_all(f, [*streamed_message("msg_1", ["Hi."]), usage_event(), completed()])
+    assert f.steps.finish(f.books) == [message("id-1", [text("Hi.")], 1, U1)]
+
+
+def test_steps_write_is_a_frozen_value():
+    write = Write("step/start", {}, 1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        write.step = 2  # type: ignore[misc]
+    assert write == Write("step/start", {}, 1)
+
+
+# -- streams: MessageDelta and MessageStreamEnd -----------------------------------------------
+
+
+def signals_of(f: Folded, events) -> list:
+    """Feed ``events``; the writes' types and the stream signals, in order."""
+    out = []
+    for event in events:
+        out += [w.type for w in f.feed(event)]
+        out += f.signals()
+    return out
+
+
+def test_steps_stream_is_committed_when_its_message_is_written():
+    f = folder()
+    seen = signals_of(f, streamed_message("msg_1", ["Hel", "lo"]))
+    assert seen == [MessageDelta("id-1", "msg_1", "Hel"), MessageDelta("id-1", "msg_1", "lo")]
+    assert f.finish(completed()) == [message("id-1", [text("Hello")], 1)]
+    assert f.signals() == [MessageStreamEnd("id-1", "msg_1", committed=True)]
+    assert f.signals() == []
+
+
+def test_steps_stream_method_announces_the_message_the_text_becomes():
+    # The agent's hot path: stream() per delta, without feed().
+    f = folder()
+    assert f.steps.stream(AgentMessageDelta("msg_1", "Hi")) == MessageDelta("id-1", "msg_1", "Hi")
+    assert f.steps.stream(AgentMessageDelta("msg_2", "also")) == MessageDelta("id-1", "msg_2", "also")
+    assert f.signals() == []
+    feed_all(f, [ItemCompleted(agent_message("msg_1", "Hi")), ItemCompleted(agent_message("msg_2", "also"))])
+    assert f.finish(completed()) == [message("id-1", [text("Hi"), text("also")], 1)]
+    assert f.signals() == [MessageStreamEnd("id-1", "msg_1", True), MessageStreamEnd("id-1", "msg_2", True)]
+
+
+def test_steps_stream_while_a_message_is_held_is_announced_for_that_message():
+    f = folder()
+    feed_all(f, [*reasoning_events(reasoning(summary=["plan"])), ItemCompleted(agent_message("msg_0", "First."))])
+    assert f.steps.stream(AgentMessageDelta("msg_1", "Sec")) == MessageDelta("id-1", "msg_1", "Sec")
+    feed_all(f, [ItemCompleted(agent_message("msg_1", "Second."))])
+    assert f.finish(completed()) == [message("id-1", [thought("plan"), text("First."), text("Second.")], 1)]
+    assert f.signals() == [MessageStreamEnd("id-1", "msg_1", True)]
+
+
+def test_steps_stream_cut_and_retried_is_abandoned_and_the_retry_committed():
+    # err_stream_cut_then_ok: the cut message never completes; codex retries
+    # with a new item, which streams into the same (still unwritten) message.
+    f = folder()
+    events = [
+        ItemStarted(agent_message("msg_cut_1")),
+        AgentMessageDelta("msg_cut_1", "partial"),
+        RetryingError("Reconnecting... 1/5"),
+        usage_event(),
+        *streamed_message("msg_ok", ["Whole."]),
+    ]
+    assert signals_of(f, events) == [
+        MessageDelta("id-1", "msg_cut_1", "partial"),
+        MessageStreamEnd("id-1", "msg_cut_1", committed=False),
+        MessageDelta("id-1", "msg_ok", "Whole."),
+    ]
+    assert f.finish(completed()) == [message("id-1", [text("Whole.")], 1, U1)]
+    assert f.signals() == [MessageStreamEnd("id-1", "msg_ok", committed=True)]
+
+
+def test_steps_other_events_leave_a_stream_open():
+    f = folder()
+    events = [
+        AgentMessageDelta("msg_1", "a"),
+        usage_event(),
+        ItemStarted(command(status="inProgress")),
+        DiffUpdated("d"),
+    ]
+    assert signals_of(f, events) == [MessageDelta("id-1", "msg_1", "a")]
+    assert signals_of(f, [ItemCompleted(agent_message("msg_1", "a")), *tool_events(command())[1:]]) == [
+        "assistant/message",
+        "tool/call",
+        "tool/result",
+        MessageStreamEnd("id-1", "msg_1", committed=True),
+    ]
+
+
+def test_steps_stream_cut_short_by_the_end_of_the_turn_is_abandoned():
+    f = folder()
+    signals_of(f, [*streamed_message("msg_1", ["Done."]), AgentMessageDelta("msg_2", "and th")])
+    assert f.finish(None) == [message("id-1", [text("Done.")], 1)]
+    assert f.signals() == [MessageStreamEnd("id-1", "msg_1", True), MessageStreamEnd("id-1", "msg_2", False)]
+    assert f.finish(completed()) == [] and f.signals() == []
+
+
+def test_steps_stream_superseded_by_a_message_written_without_it_is_abandoned():
+    # msg_a streams before anything is held (the next message's id is
+    # reserved for it); a tool finishes first, and its message takes that id.
+    f = folder()
+    assert signals_of(f, [AgentMessageDelta("msg_a", "Let me")]) == [MessageDelta("id-1", "msg_a", "Let me")]
+    assert signals_of(f, tool_events(command())) == ["assistant/message", "tool/call", "tool/result"]
+    seen = signals_of(f, [ItemCompleted(agent_message("msg_a", "Let me see."))])
+    assert seen == ["step/end", "step/start", MessageStreamEnd("id-1", "msg_a", committed=False)]
+    assert f.finish(completed()) == [message("id-2", [text("Let me see.")], 2)]
+    assert f.signals() == []
+
+
+def test_steps_stream_of_a_message_that_completes_empty_is_abandoned():
+    f = folder()
+    signals_of(f, [AgentMessageDelta("msg_1", "")])
+    assert signals_of(f, [ItemCompleted(agent_message("msg_1", ""))]) == [
+        MessageStreamEnd("id-1", "msg_1", committed=False)
+    ]
+    assert f.finish(completed()) == [] and f.signals() == []
+
+
+def test_steps_message_that_never_streamed_has_no_stream_signals():
+    f = folder()
+    feed_all(f, [ItemCompleted(agent_message("msg_1", "Quiet."))])
+    assert f.finish(completed()) == [message("id-1", [text("Quiet.")], 1)]
+    assert f.signals() == []
+
+
+def test_steps_retried_completion_commits_its_stream_once():
+    # err_incomplete: the same item streams and completes on every attempt.
+    f = folder()
+    events = []
+    for attempt in (1, 2):
+        events += [RetryingError("Reconnecting...")] if attempt > 1 else []
+        events += streamed_message("msg_inc", [f"partial {attempt}"])
+    signals_of(f, events)
+    assert f.finish(None) == [message("id-1", [text("partial 2")], 1)]
+    assert f.signals() == [MessageStreamEnd("id-1", "msg_inc", committed=True)]
+
+
+def test_steps_item_without_a_type_is_counted_as_ignored_under_the_empty_type():
+    f = folder()
+    assert fold([ItemCompleted({"id": "x"}), ItemCompleted({"type": "", "id": "y"})], f=f) == []
+    assert dict(f.ignored) == {"": 2}

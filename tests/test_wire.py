@@ -384,3 +384,194 @@ def test_encode_is_compact():
 def test_wire_all_names_exist():
     for name in wire.__all__:
         assert hasattr(wire, name), name
+
+
+# -- the line decoder: every kind of line, cut at every offset --------------
+
+# A stream that holds every kind of line the decoder tells apart, short frames
+# right after an oversized one included (with a frame shorter than the bytes
+# already skipped, so a stale offset into the chunk would drop or glue it).
+CAP = 40
+MIXED = [
+    (b'{"method":"a"}\n', {"method": "a"}),
+    (frame_line(CAP + 9) + b"\n", ("frame of 49 bytes exceeds the cap of 40 bytes", 49)),
+    (b'{"id":1}\n', {"id": 1}),
+    (b'{"method":"b"}\r\n', {"method": "b"}),
+    (b"5\n", ("not a JSON-RPC frame (int)", 1)),
+    (b'{"method":"c"} x\r\n', ("invalid JSON: Extra data: line 1 column 16 (char 15)", 16)),
+    (b'x{"method":"d"}\n', ("invalid JSON: Expecting value: line 1 column 1 (char 0)", 15)),
+    (b'{"method":"\xe6\x97\xa5"} \n', {"method": "日"}),
+    (frame_line(CAP) + b"\r\n", json.loads(frame_line(CAP))),
+    (b"\xff{}\n", ("invalid UTF-8 at byte 0", 3)),
+    (frame_line(CAP + 1) + b"\r\n", ("frame of 41 bytes exceeds the cap of 40 bytes", 41)),
+    (b"{}\n", {}),
+]
+MIXED_STREAM = b"".join(line for line, _ in MIXED)
+
+
+def outcome(item: wire.Decoded):
+    """A frame, or a problem's reason and size (an oversized line's preview is
+    whatever the buffer held when it went over the cap: it depends on the chunks)."""
+    return (item.reason, item.size) if isinstance(item, ProtocolError) else item
+
+
+def test_line_decoder_mixed_stream_whole():
+    assert [outcome(o) for o in feed_all(LineDecoder(CAP), [MIXED_STREAM])] == [want for _, want in MIXED]
+
+
+def test_line_decoder_mixed_stream_at_every_two_chunk_split():
+    expected = [want for _, want in MIXED]
+    for cut in range(len(MIXED_STREAM) + 1):
+        decoder = LineDecoder(CAP)
+        out = feed_all(decoder, [MIXED_STREAM[:cut], MIXED_STREAM[cut:]])
+        assert [outcome(o) for o in out] == expected, f"split at {cut}"
+        assert decoder.buffered == 0
+
+
+def test_line_decoder_mixed_stream_at_every_three_chunk_split_around_the_oversized_line():
+    # The first four lines: a frame, an oversized line, two short frames.
+    data = b"".join(line for line, _ in MIXED[:4])
+    expected = [want for _, want in MIXED[:4]]
+    for first in range(len(data) + 1):
+        for second in range(first, len(data) + 1):
+            out = feed_all(LineDecoder(CAP), [data[:first], data[first:second], data[second:]])
+            assert [outcome(o) for o in out] == expected, f"split at {first}, {second}"
+
+
+def test_line_decoder_mixed_stream_byte_by_byte_never_buffers_past_the_cap():
+    decoder = LineDecoder(CAP)
+    out: List[wire.Decoded] = []
+    for byte in bytewise(MIXED_STREAM):
+        out += decoder.feed(byte)
+        assert decoder.buffered <= CAP + 1  # the cap, plus a "\r" that may be half of a CRLF
+    assert [outcome(o) for o in out + decoder.close()] == [want for _, want in MIXED]
+
+
+def test_line_decoder_line_one_byte_over_the_cap_is_never_held():
+    decoder = LineDecoder(CAP)
+    line = frame_line(CAP + 1)
+    for byte in bytewise(line):
+        decoder.feed(byte)
+        assert decoder.buffered <= CAP
+    assert [outcome(o) for o in decoder.feed(b"\n")] == [("frame of 41 bytes exceeds the cap of 40 bytes", 41)]
+
+
+def test_line_decoder_oversized_line_ending_mid_chunk_counts_every_byte():
+    big = frame_line(500)
+    decoder = LineDecoder(CAP)
+    assert decoder.feed(big[:300]) == []
+    out = decoder.feed(big[300:] + b'\n{"method":"m"}\n')
+    assert [outcome(o) for o in out] == [("frame of 500 bytes exceeds the cap of 40 bytes", 500), {"method": "m"}]
+    assert out[0].preview == big[:120].decode()
+
+
+def test_line_decoder_invalid_lines_report_their_size_and_preview_without_the_cr():
+    decoder = LineDecoder()
+    out = decoder.feed(b"junk\r\n[1,2]\r\n")
+    assert [(o.reason[:12], o.size, o.preview) for o in out] == [
+        ("invalid JSON", 4, "junk"),
+        ("not a JSON-R", 5, "[1,2]"),
+    ]
+    assert out[1].reason == "not a JSON-RPC frame (list)"
+
+
+@pytest.mark.parametrize(
+    "line, shape", [(b"5", "int"), (b"[1]", "list"), (b'"s"', "str"), (b"null", "NoneType"), (b"true", "bool")]
+)
+def test_line_decoder_json_that_is_no_object_is_no_frame(line, shape):
+    for data in (line + b"\n", line + b"\r\n", b" " + line + b"\n"):
+        (bad,) = LineDecoder().feed(data)
+        assert isinstance(bad, ProtocolError), data
+        assert bad.reason == f"not a JSON-RPC frame ({shape})"
+        assert (bad.size, bad.preview) == (len(data.rstrip(b"\r\n")), data.rstrip(b"\r\n").decode())
+
+
+@pytest.mark.parametrize("line", [b'x{"method":"m"}', b'{"method":"m"}x', b'{"method":"m"}}', b'-{"a":1}'])
+def test_line_decoder_an_object_with_junk_around_it_is_invalid_json(line):
+    assert isinstance(decode_line(line), ProtocolError)
+    (bad,) = LineDecoder().feed(line + b"\n")
+    assert isinstance(bad, ProtocolError) and bad.reason.startswith("invalid JSON: ")
+    assert bad.size == len(line)
+
+
+def test_line_decoder_whitespace_around_an_object_is_fine():
+    assert decode_line(b' {"method":"m"}\t ') == {"method": "m"}
+    assert LineDecoder().feed(b'{"method":"m"}  \n \t{"id":2,"result":{}}\r\n') == [
+        {"method": "m"},
+        {"id": 2, "result": {}},
+    ]
+
+
+def test_line_decoder_cap_of_one_byte():
+    # The smallest cap there is: every object ({} is 2 bytes) is too big, a
+    # one-byte line is judged as JSON, and nothing is ever held but a "\r".
+    decoder = LineDecoder(1)
+    out = feed_all(decoder, [b"7\n{}\n", b"{", b'"method":"m"}\r', b"\n\r", b"\n", b"{}"])
+    assert [outcome(o) for o in out] == [
+        ("not a JSON-RPC frame (int)", 1),
+        ("frame of 2 bytes exceeds the cap of 1 bytes", 2),
+        ("frame of 14 bytes exceeds the cap of 1 bytes", 14),
+        ("invalid JSON: Expecting value: line 1 column 1 (char 0)", 0),
+        ("frame of 2 bytes exceeds the cap of 1 bytes", 2),
+    ]
+    assert LineDecoder(1).max_frame_bytes == 1
+
+
+def test_line_decoder_close_resets_a_partial_line():
+    decoder = LineDecoder()
+    decoder.feed(b'{"method":"a"')
+    (bad,) = decoder.close()
+    assert isinstance(bad, ProtocolError) and bad.size == 13
+    assert decoder.buffered == 0
+    assert decoder.feed(b'{"method":"b"}\n') == [{"method": "b"}]
+
+
+def test_line_decoder_close_resets_an_oversized_line():
+    decoder = LineDecoder(CAP)
+    decoder.feed(frame_line(CAP + 5))
+    assert [outcome(o) for o in decoder.close()] == [("frame of 45 bytes exceeds the cap of 40 bytes", 45)]
+    # What follows is a new line, not the rest of the skipped one.
+    assert decoder.feed(b'{"method":"n"}\n') == [{"method": "n"}]
+    assert decoder.close() == []
+
+
+def test_line_decoder_oversized_crlf_line_size_leaves_out_the_cr_wherever_it_is_cut():
+    line = frame_line(CAP + 5)
+    for chunks in ([line + b"\r", b"", b"\n"], [line, b"\r", b"\n"], [line + b"\r\n"], [line[:3], line[3:] + b"\r\n"]):
+        out = LineDecoder(CAP).feed(b"".join(chunks)) if len(chunks) == 1 else feed_all(LineDecoder(CAP), chunks)
+        assert [outcome(o) for o in out] == [("frame of 45 bytes exceeds the cap of 40 bytes", 45)], chunks
+    out = feed_all(LineDecoder(CAP), [line[:-2], line[-2:] + b"\r", b"\n"])
+    assert [outcome(o) for o in out] == [("frame of 45 bytes exceeds the cap of 40 bytes", 45)]
+    # A "\r" inside the skipped line still counts; so does one at the end of an unterminated line, as at close().
+    out = feed_all(LineDecoder(CAP), [line + b"\r", b"x\n"])
+    assert [outcome(o) for o in out] == [("frame of 47 bytes exceeds the cap of 40 bytes", 47)]
+    out = feed_all(LineDecoder(CAP), [line, b"\r"])
+    assert [outcome(o) for o in out] == [("frame of 45 bytes exceeds the cap of 40 bytes", 45)]
+
+
+def test_line_decoder_crlf_split_between_chunks():
+    decoder = LineDecoder()
+    assert decoder.feed(b'{"method":"a"}\r') == []
+    assert decoder.buffered == len(b'{"method":"a"}\r')
+    assert decoder.feed(b'\n{"method":"b"}\r') == [{"method": "a"}]
+    assert decoder.feed(b"\n") == [{"method": "b"}]
+    assert decoder.buffered == 0
+
+
+def test_line_decoder_default_cap_is_64_mib():
+    # The documented default (the module's comment: room for 4 MiB frames and more).
+    assert DEFAULT_MAX_FRAME_BYTES == 64 * 1024 * 1024
+    assert LineDecoder().max_frame_bytes == 67_108_864
+
+
+def test_request_id_is_the_value_only_when_codex_accepts_it():
+    assert [wire.request_id(v) for v in (0, 7, "", "req-1")] == [0, 7, "", "req-1"]
+    assert [wire.request_id(v) for v in (None, True, 1.0, [1], {"id": 1})] == [None] * 5
+
+
+@pytest.mark.parametrize(
+    "obj", [{"result": {}}, {"error": {"code": -32600, "message": "x"}}, {"result": None, "emittedAtMs": 1}]
+)
+def test_classify_an_answer_without_an_id_is_no_frame(obj):
+    # An answer names the request it answers; without an id it answers nothing.
+    assert classify(obj) is None

@@ -33,6 +33,37 @@ _MISSES_THE_TABLE = (
     "and a missing type is looked up, not shown"
 )
 
+_SKIP_CR_INIT = 'self._skip_cr = False  # the last byte skipped is a "\\r" (not counted if the "\\n" follows)'
+_SKIP_RESET = 'self._skipping, self._skip_cr, self._skip_preview = 0, False, ""'
+_SETTLED = (
+    "settled is read only as a truth value, by _begin_segment(), which resets it to 0 before the next tool adds "
+    "to it (so it is 0 or 1, or with the mutant 0 or -1 / 0 or 2: truthy alike); nothing outside the fold reads it"
+)
+_KIND_NAMES = (
+    "classify()'s kinds are compared only with these same constants (_rpc: kind == _wire.REQUEST ...), never "
+    "shown, logged or compared with a literal; blanking one leaves the four kinds distinct from each other and "
+    "from None, so every frame is classified and dispatched alike"
+)
+_NEGATIVE_SCAN_INDEX = (
+    "the C scanner refuses a negative index (ValueError 'idx cannot be negative', every Python 3.9-3.13), which "
+    "sends the line down the json.loads path: the same value or the same error for every line, only slower "
+    "(make bench sees it; no test can)"
+)
+_SET_BEFORE_READ = (
+    "read only by _oversized() and the skipping branch of feed(), both only while _skipping > 0, and _check_cap() "
+    "-- the one place _skipping becomes positive -- sets _skip_cr and _skip_preview in the same breath: the initial "
+    "(and reset) value is always overwritten before anything reads it"
+)
+_SAME_FRAMES_OTHER_PATH = (
+    "only chooses between two paths that give the same frames: _lines() drops the unterminated tail itself (the "
+    "split's last part), and a block that is not decoded at once is decoded line by line with the same results; "
+    "what changes is a copy or the speed, not the output"
+)
+_UNCLAIMED_RELEASE = (
+    "the default is used only for a thread nobody claimed; any default <= 1 makes left <= 0, and popping a thread "
+    "that is not in the table is a no-op either way"
+)
+
 EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent(
         "_session",
@@ -50,6 +81,100 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         "'XX'",
         'project = _PROJECTIONS.get(event.get("type", ""))',
         _MISSES_THE_TABLE,
+    ),
+    # -- _wire ---------------------------------------------------------------
+    Equivalent("_wire", "string", "'request'", "''", 'REQUEST = "request"', _KIND_NAMES),
+    Equivalent("_wire", "string", "'notification'", "''", 'NOTIFICATION = "notification"', _KIND_NAMES),
+    Equivalent("_wire", "string", "'response'", "''", 'RESPONSE = "response"', _KIND_NAMES),
+    Equivalent("_wire", "string", "'error'", "''", 'ERROR = "error"', _KIND_NAMES),
+    Equivalent("_wire", "number", "0", "-1", "value, end = _scan_once(text, 0)", _NEGATIVE_SCAN_INDEX),
+    Equivalent("_wire", "number", "0", "-1", "value, end = scan(line, 0)", _NEGATIVE_SCAN_INDEX),
+    Equivalent("_wire", "delete", "self._skip_cr = False", "pass", _SKIP_CR_INIT, _SET_BEFORE_READ),
+    Equivalent("_wire", "bool", "False", "True", _SKIP_CR_INIT, _SET_BEFORE_READ),
+    Equivalent("_wire", "delete", "self._skip_preview = ''", "pass", 'self._skip_preview = ""', _SET_BEFORE_READ),
+    Equivalent("_wire", "string", "''", "'XX'", 'self._skip_preview = ""', _SET_BEFORE_READ),
+    Equivalent("_wire", "bool", "False", "True", _SKIP_RESET, _SET_BEFORE_READ),
+    Equivalent("_wire", "string", "''", "'XX'", _SKIP_RESET, _SET_BEFORE_READ),
+    Equivalent(
+        "_wire",
+        "negate",
+        "cut < len(data)",
+        "not cut < len(data)",
+        "out += self._lines(data[:cut] if cut < len(data) else data)",
+        _SAME_FRAMES_OTHER_PATH,
+    ),
+    Equivalent(
+        "_wire",
+        "compare",
+        "cut < len(data)",
+        "cut <= len(data)",
+        "out += self._lines(data[:cut] if cut < len(data) else data)",
+        "cut never exceeds len(data); when they are equal data[:cut] is data, so the same bytes reach _lines()",
+    ),
+    Equivalent(
+        "_wire",
+        "compare",
+        "cut < len(data)",
+        "cut <= len(data)",
+        "if cut < len(data):",
+        "when cut == len(data) the tail data[cut:] is empty: appending nothing to an empty buffer, and checking the "
+        "cap of an empty buffer, change nothing",
+    ),
+    Equivalent(
+        "_wire",
+        "compare",
+        "len(block) <= self.max_frame_bytes",
+        "len(block) < self.max_frame_bytes",
+        "if len(block) <= self.max_frame_bytes:",
+        "a block of exactly the cap then goes line by line instead of at once; " + _SAME_FRAMES_OTHER_PATH,
+    ),
+    # -- _rpc ------------------------------------------------------------------
+    Equivalent(
+        "_rpc",
+        "number",
+        "0",
+        "-1",
+        "left = self._claimed.get(thread_id, 0) - 1",
+        _UNCLAIMED_RELEASE,
+    ),
+    Equivalent(
+        "_rpc",
+        "number",
+        "0",
+        "1",
+        "left = self._claimed.get(thread_id, 0) - 1",
+        _UNCLAIMED_RELEASE,
+    ),
+    # -- _mapping ----------------------------------------------------------------
+    Equivalent(
+        "_mapping",
+        "number",
+        "0",
+        "-1",
+        'raise ProtocolError(f"item.{key} holds an element that is not {kinds[0].__name__}")',
+        "every row of _ITEM_ELEMENTS allows exactly one element type, so kinds[0] and kinds[-1] are the same class",
+    ),
+    Equivalent("_mapping", "string", "''", "'XX'", 'row = TOOL_ITEMS.get(item.get("type", ""))', _MISSES_THE_TABLE),
+    # -- _steps ------------------------------------------------------------------
+    Equivalent(
+        "_steps",
+        "delete",
+        "self._text_at: Dict[str, int] = {}",
+        "pass",
+        "self._text_at: Dict[str, int] = {}  # agent message id → its block in the held message",
+        "read only when a message is held (self.held is not None and item_id in self._text_at), and _held() -- "
+        "the only place a held message is made -- assigns a fresh table first",
+    ),
+    Equivalent("_steps", "arith", "self.settled += 1", "self.settled -= 1", "self.settled += 1", _SETTLED),
+    Equivalent("_steps", "number", "1", "2", "self.settled += 1", _SETTLED),
+    Equivalent(
+        "_steps",
+        "return",
+        "return ''",
+        "return None",
+        'return ""',
+        "_reasoning_text() is private and its one caller only tests the result's truth (if text:): '' and None "
+        "both mean no reasoning block",
     ),
     Equivalent(
         "_prompt",

@@ -50,7 +50,10 @@ from typing import Callable, NoReturn
 from .targets import ROOT, Target
 
 KILLED, SURVIVED, TIMEOUT, ERROR = "killed", "survived", "timeout", "error"
-PYTEST_ARGS = ("-x", "-q", "--tb=line", "-p", "no:cacheprovider", "-m", "not live")
+# hypothesis's pytest plugin imports all of hypothesis at the end of every
+# session (its terminal summary), more than half of a short child's run; no
+# test of a pure module uses it (``@given`` works without the plugin anyway).
+PYTEST_ARGS = ("-x", "-q", "--tb=line", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-m", "not live")
 _HARNESS_FAILED = 70
 _KILLING_EXITS = frozenset({1, 2, 3})
 
@@ -84,9 +87,14 @@ def warm_up(pycache: str) -> None:
     if ROOT not in sys.path:
         sys.path.insert(0, ROOT)
     os.chdir(ROOT)
-    # conformance.plugin brings codexmini, asyncio and the schema loader along.
+    # conformance.plugin brings codexmini, asyncio and the schema loader along;
+    # pytest's own plugins are otherwise imported by every child's pytest.main.
     for name in ("pytest", "jsonschema", "conformance.plugin"):
         importlib.import_module(name)
+    from _pytest.config import default_plugins
+
+    for name in default_plugins:
+        importlib.import_module(f"_pytest.{name}")
 
 
 class _Serve(importlib.abc.MetaPathFinder, importlib.abc.InspectLoader):

@@ -1,11 +1,11 @@
 """Which modules are mutated, and which tests must notice.
 
 One row per pure module of the package: its short name and its own fast test
-files (offline ones; ``-m "not live"`` is always passed).  ``_errors`` has no
-row: exception classes with no test file of their own.  A module listed here
-but absent from the tree is reported as missing, not an error, so a row can
-be added before the module lands.  A present module whose test file is
-missing *is* an error: the row is wrong.
+files (offline ones; ``-m "not live"`` is always passed) -- not the agent's
+or the client's tests, which spawn processes and would make every mutant
+cost seconds.  A module listed here but absent from the tree is reported as
+missing, not an error, so a row can be added before the module lands.  A
+present module whose test file is missing *is* an error: the row is wrong.
 """
 
 from __future__ import annotations
@@ -18,17 +18,19 @@ PACKAGE = "codexmini"
 
 TARGETS: dict[str, tuple[str, ...]] = {
     "_wire": ("tests/test_wire.py",),
-    "_mapping": ("tests/test_mapping.py", "conformance/test_mapping_table.py"),
-    "_permission": ("tests/test_permission.py", "conformance/test_server_requests.py"),
-    "_prompt": ("tests/test_prompt.py",),
-    "_session": ("tests/test_session.py",),
-    "_steps": ("tests/test_steps.py",),
-    "_events": ("tests/test_events.py",),
-    "_environment": ("tests/test_environment.py",),
-    # The surface issue's new pure modules: reported as missing until they land.
     "_rpc": ("tests/test_rpc.py",),
     "_turnfold": ("tests/test_turnfold.py",),
     "_inbox": ("tests/test_inbox.py",),
+    "_mapping": ("tests/test_mapping.py", "conformance/test_mapping_table.py"),
+    "_steps": ("tests/test_steps.py",),
+    "_permission": ("tests/test_permission.py", "conformance/test_server_requests.py"),
+    "_prompt": ("tests/test_prompt.py",),
+    "_session": ("tests/test_session.py",),
+    "_events": ("tests/test_events.py",),
+    "_environment": ("tests/test_environment.py",),
+    # The agent's endpoint tests (tests/test_agent.py) run the agent; these are its own.
+    "_endpoint": ("tests/test_endpoint.py", "tests/test_endpoint_versions.py"),
+    "_errors": ("tests/test_errors.py",),
 }
 
 
