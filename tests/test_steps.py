@@ -690,12 +690,16 @@ def test_steps_unsteer_forgets_a_refused_steer():
     feed_all(f, PROLOGUE)
     f.steer([STEER])
     f.steer([OTHER])
-    f.unsteer([STEER])
-    f.unsteer([{"id": "never steered"}])  # harmless
+    assert f.unsteer([STEER]) is True
+    assert f.unsteer([{"id": "never steered"}]) is False  # harmless
     assert feed_all(f, echo("and more")) == [Write("user/message", OTHER, 1)]
+    assert f.unsteer([OTHER]) is False  # echoed: logged, not the caller's to re-deliver
     f.steer([STEER])
-    f.unsteer([STEER])
+    assert f.unsteer([STEER]) is True
     assert f.unechoed() == []
+    f.steer([STEER])
+    assert f.unechoed() == [STEER]
+    assert f.unsteer([STEER]) is False  # handed back at the turn's end: not again
 
 
 def test_steps_unechoed_hands_back_every_pending_steer_once():

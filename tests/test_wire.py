@@ -575,3 +575,15 @@ def test_request_id_is_the_value_only_when_codex_accepts_it():
 def test_classify_an_answer_without_an_id_is_no_frame(obj):
     # An answer names the request it answers; without an id it answers nothing.
     assert classify(obj) is None
+
+
+@pytest.mark.parametrize("crlf", [b"", b"\r"])
+def test_line_decoder_json_nested_deeper_than_the_stack_is_a_protocol_error(crlf):
+    deep = b"[" * 100_000 + b"]" * 100_000
+    for line in (deep, b'{"a":' + deep + b"}"):
+        d = LineDecoder()
+        (got,) = d.feed(line + crlf + b"\n")  # the block path
+        assert isinstance(got, ProtocolError) and got.reason == "invalid JSON: nested too deeply"
+        (again,) = LineDecoder(max_frame_bytes=len(line) - 1 + len(crlf) + 1).feed(line + crlf + b"\n")
+        assert isinstance(again, ProtocolError) and again.reason == "invalid JSON: nested too deeply"
+        assert wire.decode_line(line).reason == "invalid JSON: nested too deeply"
