@@ -33,6 +33,8 @@ DOCUMENTED: List[str] = [
     "AppServerClient",
     "Thread",
     "Turn",
+    "RetryPolicy",
+    "NO_RETRY",
     # approvals
     "ApprovalRequest",
     "Reply",
@@ -53,10 +55,16 @@ DOCUMENTED: List[str] = [
     "TurnCompleted",
     "InvalidNotification",
     "Unmapped",
+    # account events
+    "RateLimitsUpdated",
+    "RateLimitWindow",
     # errors
     "CodexminiError",
     "ProtocolError",
     "RpcError",
+    "ServerOverloaded",
+    "MethodNotFound",
+    "ThreadNotFound",
     "TransportError",
     "ProcessExited",
     "ClientClosed",
@@ -67,6 +75,8 @@ DOCUMENTED: List[str] = [
     "ConfigError",
     "SchemaError",
     "SessionLogError",
+    "TurnFailed",
+    "UsageLimitExceeded",
 ]
 
 
