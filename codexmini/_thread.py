@@ -263,8 +263,9 @@ class Thread:
         iterate it or :meth:`Turn.run` it.  ``target`` is a ``ReviewTarget``
         (``{"type": "uncommittedChanges"}``, ``{"type": "custom",
         "instructions": …}`` …); the review text is the ``exitedReviewMode``
-        item.  With ``delivery="detached"`` codex reviews in a new thread:
-        the turn's :attr:`Turn.thread` becomes that thread."""
+        item.  With ``delivery="detached"`` (codex 0.149.1; 0.171.0 knows only
+        ``"inline"``) codex reviews in a new thread: the turn's
+        :attr:`Turn.thread` becomes that thread."""
         turn = Turn(self, [], {}, interrupt_grace, idle_timeout)
         request: Dict[str, Any] = {"threadId": self.id, "target": target}
         if delivery is not None:

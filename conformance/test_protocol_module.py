@@ -648,6 +648,46 @@ def test_protocol_mypy_fails_on_a_removed_field_and_passes_without_the_mutation(
     assert any('TypedDict "AgentMessageDeltaNotification" has no key "delta"' in line for line in errors), errors
 
 
+def _package_copy(target: Any) -> str:
+    """A copy of ``codexmini/`` under ``target`` (no caches), for mypy to check."""
+    dest = os.path.join(str(target), "codexmini")
+    shutil.copytree(PACKAGE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+def _mypy_package(mypy: List[str], root: Any, cache: Any) -> "subprocess.CompletedProcess[str]":
+    config = os.path.join(str(root), "mypy.ini")
+    with open(config, "w", encoding="utf-8") as fh:  # the gate's settings ([tool.mypy]), nothing inherited
+        fh.write("[mypy]\nstrict = True\nwarn_unreachable = True\n")
+    command = [*mypy, "--config-file", config, "--cache-dir", str(cache), "-p", "codexmini"]
+    return subprocess.run(command, cwd=str(root), capture_output=True, text=True, timeout=900, check=False)
+
+
+def test_protocol_mypy_flags_the_package_reading_a_field_a_new_schema_removed(tmp_path: Any) -> None:
+    """Static drift detection over the real package: codexmini as it is passes
+    ``mypy --strict``; the same package against a protocol module generated
+    without ``AgentMessageDeltaNotification.delta`` -- the field the mapping's
+    hot path reads -- fails, on exactly the lines of ``_mapping.py`` that read it."""
+    mypy = _mypy()
+    plain, mutated = tmp_path / "plain", tmp_path / "mutated"
+    _package_copy(plain)
+    target = _package_copy(mutated)
+    assert gen.main(["--without", "AgentMessageDeltaNotification.delta", "--out", target]) == 0
+    done = _mypy_package(mypy, plain, tmp_path / "cache")
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = _mypy_package(mypy, mutated, tmp_path / "cache")
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    assert done.returncode == 1 and errors, done.stdout + done.stderr
+    with open(os.path.join(PACKAGE, "_mapping.py"), encoding="utf-8") as fh:
+        source = fh.read().splitlines()
+    for line in errors:
+        where, _, message = line.partition(": error: ")
+        path, lineno = where.split(":")[:2]
+        assert path == os.path.join("codexmini", "_mapping.py"), line
+        assert '"delta"' in source[int(lineno) - 1] and '"object"' in message, line
+    assert len(errors) >= 2  # the hot path and its precise-error fallback
+
+
 #: The repository's lint gate (``[tool.ruff]`` in pyproject.toml), for a checkout that has none.
 RUFF_GATE = ["--select", "E,F,W,I,B,C4,RUF100", "--ignore", "E501,C408"]
 
