@@ -34,6 +34,13 @@ Subscriptions to :attr:`AppServerClient.ALL` see everything.  Every queue is
 bounded; what is dropped is counted in :attr:`stats` and logged.  Frames that
 end or shape a turn (:data:`~._rpc.NEVER_DROP`) are never dropped, only deltas.
 
+Overload.  codex rejects a request it has no room for with ``-32001`` "Server
+overloaded; retry later." before processing it, and asks for retries with
+backoff and jitter; :meth:`request` sends such a request again as
+:attr:`AppServerClient.retry` (a :class:`~._retry.RetryPolicy`) allows, waiting
+with the sleep it was given, then raises :class:`~._errors.ServerOverloaded`.
+Only that error is retried: any other was processed and may have had effects.
+
 :meth:`close` is idempotent: it closes stdin (codex exits at once), waits,
 then terminates and kills the group.  A **frame tap** -- ``tap(direction,
 frame)`` with direction ``"out"`` or ``"in"`` -- sees every frame;
