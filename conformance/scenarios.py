@@ -1291,6 +1291,7 @@ SCENARIOS = {
 #: ``make drift`` compares only how many frames of each kind went each way.
 RACING_TRANSCRIPTS = {
     "two_threads": "two turns stream at once on one connection: their frames interleave differently on every run",
+    "overload": "a flood of requests: which ones codex rejects as overloaded, and so what is retried, depends on timing",
 }
 
 
