@@ -283,7 +283,9 @@ class Thread:
     async def read(self, *, include_turns: bool = True, timeout: Optional[float] = None) -> "protocol.Thread":
         """The stored thread (``thread/read``): the wire's ``Thread``, with its
         ``turns`` and their items when ``include_turns``."""
-        result = await self.client.call.thread_read({"threadId": self.id, "includeTurns": include_turns}, timeout=timeout)
+        result = await self.client.call.thread_read(
+            {"threadId": self.id, "includeTurns": include_turns}, timeout=timeout
+        )
         return result["thread"]
 
     async def rollback(self, turns: int = 1, *, timeout: Optional[float] = None) -> None:

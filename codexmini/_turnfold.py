@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from .protocol import RateLimitSnapshot, ThreadItem, TurnError
 
 
-
 class TurnFold:
     """The books of one turn (``turn_id``); feed it the thread's notifications."""
 

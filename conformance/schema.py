@@ -83,7 +83,14 @@ OPEN_CONFIG = KnownField(
 #: The requests whose result holds the wire ``Thread`` at ``thread``
 #: (``thread/start``'s are listed on their own below), each recorded by the
 #: thread scenarios (``fixtures/<version>/resume`` …).
-_THREAD_RESULTS = ("thread/resume", "thread/fork", "thread/read", "thread/unarchive", "thread/rollback", "thread/revert")
+_THREAD_RESULTS = (
+    "thread/resume",
+    "thread/fork",
+    "thread/read",
+    "thread/unarchive",
+    "thread/rollback",
+    "thread/revert",
+)
 
 
 def _thread_results(thread_fields: Tuple[str, ...], resume_fields: Tuple[str, ...]) -> List[KnownField]:
@@ -91,7 +98,11 @@ def _thread_results(thread_fields: Tuple[str, ...], resume_fields: Tuple[str, ..
     (``thread/list`` holds them in ``data``), and what ``thread/resume`` and
     ``thread/fork`` send beside thread/start's experimental ones."""
     return [
-        *(KnownField("response", m, f"$.result.thread.{n}", _STABLE_EXPERIMENTAL) for m in _THREAD_RESULTS for n in thread_fields),
+        *(
+            KnownField("response", m, f"$.result.thread.{n}", _STABLE_EXPERIMENTAL)
+            for m in _THREAD_RESULTS
+            for n in thread_fields
+        ),
         *(KnownField("response", "thread/list", f"$.result.data[].{n}", _STABLE_EXPERIMENTAL) for n in thread_fields),
         *(
             KnownField("response", m, f"$.result.{n}", _STABLE_EXPERIMENTAL)
