@@ -63,7 +63,8 @@ test-matrix:
 smoke: setup
 	$(PY) -m codexmini smoke
 
-# fixtures/<version>/ from a binary of that version: make record CODEX=0.149.1.
+# fixtures/<version>/ from a binary of that version: make record CODEX=0.149.1
+# (all scenarios), or only some: make record CODEX=0.149.1 NAMES="resume fork".
 record: setup
 	@$(WITH_CODEX_BIN) $(PY) tools/record_fixtures.py --version $(CODEX) --codex "$$bin" $(NAMES)
 

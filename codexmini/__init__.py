@@ -43,6 +43,8 @@ _EXPORTS: Dict[str, str] = {
     "AppServerClient": "_client",
     "Thread": "_thread",
     "Turn": "_thread",
+    "RetryPolicy": "_retry",
+    "NO_RETRY": "_retry",
     # approvals: what codex asks, what the caller answers
     "ApprovalRequest": "_permission",
     "Reply": "_permission",
@@ -63,10 +65,16 @@ _EXPORTS: Dict[str, str] = {
     "TurnCompleted": "_events",
     "InvalidNotification": "_events",
     "Unmapped": "_events",
+    # account events (global: a subscription's events(), not a turn)
+    "RateLimitsUpdated": "_events",
+    "RateLimitWindow": "_events",
     # the one error tree (drawn in codexmini._errors)
     "CodexminiError": "_errors",
     "ProtocolError": "_errors",
     "RpcError": "_errors",
+    "ServerOverloaded": "_errors",
+    "MethodNotFound": "_errors",
+    "ThreadNotFound": "_errors",
     "TransportError": "_errors",
     "ProcessExited": "_errors",
     "ClientClosed": "_errors",
@@ -78,6 +86,8 @@ _EXPORTS: Dict[str, str] = {
     "SchemaError": "_errors",
     "OutputValidationError": "_errors",
     "SessionLogError": "_errors",
+    "TurnFailed": "_errors",
+    "UsageLimitExceeded": "_errors",
 }
 
 #: Public submodules, imported on first attribute access (``codexmini.sync``).
@@ -115,14 +125,19 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
     from ._errors import OutputValidationError as OutputValidationError
+    from ._errors import MethodNotFound as MethodNotFound
     from ._errors import ProcessExited as ProcessExited
     from ._errors import ProtocolError as ProtocolError
     from ._errors import RequestTimeout as RequestTimeout
     from ._errors import RpcError as RpcError
     from ._errors import SchemaError as SchemaError
+    from ._errors import ServerOverloaded as ServerOverloaded
     from ._errors import SessionLogError as SessionLogError
+    from ._errors import ThreadNotFound as ThreadNotFound
     from ._errors import TransportError as TransportError
+    from ._errors import TurnFailed as TurnFailed
     from ._errors import TurnTimeout as TurnTimeout
+    from ._errors import UsageLimitExceeded as UsageLimitExceeded
     from ._events import AgentMessageDelta as AgentMessageDelta
     from ._events import CommandOutputDelta as CommandOutputDelta
     from ._events import DiffUpdated as DiffUpdated
@@ -132,6 +147,8 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._events import ItemStarted as ItemStarted
     from ._events import PlanDelta as PlanDelta
     from ._events import PlanUpdated as PlanUpdated
+    from ._events import RateLimitsUpdated as RateLimitsUpdated
+    from ._events import RateLimitWindow as RateLimitWindow
     from ._events import ReasoningSummaryDelta as ReasoningSummaryDelta
     from ._events import ReasoningTextDelta as ReasoningTextDelta
     from ._events import RetryingError as RetryingError
@@ -143,6 +160,8 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._permission import Reply as Reply
     from ._run import RunResult as RunResult
     from ._run import run as run
+    from ._retry import NO_RETRY as NO_RETRY
+    from ._retry import RetryPolicy as RetryPolicy
     from ._session import SessionLog as SessionLog
     from ._session import read_log as read_log
     from ._thread import Thread as Thread

@@ -555,9 +555,10 @@ class Agent:
             if self._cancelled:
                 return _Outcome("aborted")
             return _Outcome("blocked", blocked={"by": "approval", "reason": "an approval was answered cancel"})
-        error = completed.error or {}
+        error = completed.error
         message = completed.error_message or f"codex turn {completed.status}"
-        cause = [str(error[key]) for key in ("codexErrorInfo", "additionalDetails") if error.get(key)]
+        found = (error.get("codexErrorInfo"), error.get("additionalDetails")) if error else ()
+        cause = [str(value) for value in found if value]
         return _Outcome("error", _error("CODEX_ERROR", message), tuple(cause))
 
     def _apply(self, writes: List[Write], folder: StepFolder) -> None:

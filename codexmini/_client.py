@@ -35,6 +35,13 @@ bounded; what is dropped is counted in :attr:`stats` and logged.  A full queue
 drops deltas; frames that end or shape a turn (:data:`~._rpc.NEVER_DROP`) pass
 it, up to twice its size (only a flood that nobody consumes gets that far).
 
+Overload.  codex rejects a request it has no room for with ``-32001`` "Server
+overloaded; retry later." before processing it, and asks for retries with
+backoff and jitter; :meth:`request` sends such a request again as
+:attr:`AppServerClient.retry` (a :class:`~._retry.RetryPolicy`) allows, waiting
+with the sleep it was given, then raises :class:`~._errors.ServerOverloaded`.
+Only that error is retried: any other was processed and may have had effects.
+
 :meth:`close` is idempotent: it closes stdin (codex exits at once), waits,
 then terminates and kills the group.  A **frame tap** -- ``tap(direction,
 frame)`` with direction ``"out"`` or ``"in"`` -- sees every frame;
@@ -51,7 +58,9 @@ import logging
 import os
 import signal
 from typing import (
+    TYPE_CHECKING,
     Any,
+    AsyncIterator,
     Awaitable,
     Callable,
     Deque,
@@ -77,9 +86,17 @@ from ._errors import (
     ProcessExited,
     ProtocolError,
     RequestTimeout,
+    ServerOverloaded,
     TransportError,
 )
+from ._mapping import to_event
 from ._process import ChildProcess
+from ._requests import Requests
+from ._retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from ._events import Event
+    from .protocol import Calls, RateLimitSnapshot
 
 log = logging.getLogger("codexmini.client")
 
@@ -223,6 +240,20 @@ class Subscription:
         """Stop receiving (idempotent)."""
         self._client._unsubscribe(self)
 
+    async def events(self) -> AsyncIterator["Event"]:
+        """The queued notifications as codexmini events (:func:`~._mapping.to_event`:
+        ignored methods skipped, unknown ones :class:`~codexmini.Unmapped`),
+        until the client ends.  ``async for event in client.subscribe().events()``
+        is how a caller hears of :class:`~codexmini.RateLimitsUpdated`."""
+        while True:
+            try:
+                note = await self._get()
+            except TransportError:
+                return
+            event = to_event(note.method, note.params)
+            if event is not None:
+                yield event
+
     def __aiter__(self) -> "Subscription":
         return self
 
@@ -233,14 +264,16 @@ class Subscription:
             raise StopAsyncIteration from None
 
 
-class AppServerClient:
+class AppServerClient(Requests):
     """One ``codex app-server`` and the JSON-RPC conversation with it.
 
     Create it with :meth:`start` (``async with await AppServerClient.start()
     as client``).  :meth:`request` sends a request and returns its result;
+    :attr:`call` has a typed method for each request of the schema;
     :meth:`subscribe` receives notifications; :meth:`on_request` answers
     codex's own requests (approvals, questions) -- unanswered ones get the
-    fail-closed answer.
+    fail-closed answer.  Threads are :class:`~codexmini.Thread` objects; models,
+    config, the account and ``command/exec`` are methods (:mod:`._requests`).
     """
 
     #: :meth:`subscribe` key: every notification.
@@ -264,6 +297,8 @@ class AppServerClient:
         unclaimed_threads: int = 32,
         unclaimed_bytes: int = 8 * 1024 * 1024,
         close_timeout: float = 5.0,
+        retry: Optional[RetryPolicy] = None,
+        retry_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
     ) -> None:
         """Wrap a started ``transport`` (use :meth:`start`); needs a running loop."""
         if isinstance(transport, (str, bytes, list, tuple)):
@@ -271,6 +306,10 @@ class AppServerClient:
             # start() builds the child's environment from the allowlist.
             raise TypeError("AppServerClient() wraps a started transport; launch codex with AppServerClient.start()")
         self.argv = list(argv)
+        #: How :meth:`request` retries a request codex rejected as overloaded.
+        self.retry = RetryPolicy() if retry is None else retry
+        self._sleep: Callable[[float], Awaitable[Any]] = retry_sleep or asyncio.sleep
+        self._calls: Optional["Calls"] = None
         self.request_timeout = request_timeout
         self.handler_timeout = handler_timeout
         self.queue_size = queue_size
@@ -279,7 +318,7 @@ class AppServerClient:
             max_frame_bytes=max_frame_bytes, unclaimed_threads=unclaimed_threads, unclaimed_bytes=unclaimed_bytes
         )
         self.stats = self._conn.stats
-        self.stats.update(handler_errors=0, timeouts=0)
+        self.stats.update(handler_errors=0, timeouts=0, overloaded=0, retries=0)
         self._transport = transport
         self._taps: List[Tap] = [t for t in [tap] + [f() for f in list(_observers)] if t is not None]
         self._futures: Dict[_rpc.RequestId, "asyncio.Future[Any]"] = {}
@@ -326,6 +365,8 @@ class AppServerClient:
         max_frame_bytes: int = wire.DEFAULT_MAX_FRAME_BYTES,
         queue_size: int = 10000,
         close_timeout: float = 5.0,
+        retry: Optional[RetryPolicy] = None,
+        retry_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
     ) -> "AppServerClient":
         """Find codex, launch ``codex app-server`` and (by default) initialize.
 
@@ -334,7 +375,10 @@ class AppServerClient:
         (default ``os.environ``) plus ``env``; ``pass_env`` names parent
         variables (secrets) to pass through -- nothing else reaches codex.
         ``launcher`` replaces the child process (the in-memory fake of
-        :mod:`codexmini.testing`); then no binary is looked up.
+        :mod:`codexmini.testing`); then no binary is looked up.  ``retry``
+        says how requests codex rejects as overloaded are retried
+        (:class:`~codexmini.RetryPolicy`; :data:`~codexmini.NO_RETRY` turns it
+        off) and ``retry_sleep`` waits between attempts (``asyncio.sleep``).
 
         Raises :class:`~codexmini.BinaryNotFound` (no codex, or it cannot be
         executed), :class:`~codexmini.ConfigError` (``cwd`` does not exist) and
@@ -356,6 +400,8 @@ class AppServerClient:
             max_frame_bytes=max_frame_bytes,
             queue_size=queue_size,
             close_timeout=close_timeout,
+            retry=retry,
+            retry_sleep=retry_sleep,
         )
         if initialize:
             try:
@@ -393,6 +439,25 @@ class AppServerClient:
         self.server_info = result
         await self.notify("initialized")
         return self.server_info
+
+    @property
+    def call(self) -> "Calls":
+        """One typed method per client request of the pinned schema, sent
+        through :meth:`request` (retries included):
+        ``await client.call.thread_fork({"threadId": tid})`` → a
+        ``ThreadForkResponse`` (:mod:`codexmini.protocol`; types only, nothing
+        is validated at run time)."""
+        if self._calls is None:
+            from .protocol import Calls
+
+            self._calls = Calls(self.request)
+        return self._calls
+
+    @property
+    def rate_limits(self) -> Optional["RateLimitSnapshot"]:
+        """The last rate-limit snapshot codex sent (``account/rateLimits/updated``), if any."""
+        limits: Optional["RateLimitSnapshot"] = self._conn.rate_limits  # type: ignore[assignment]
+        return limits
 
     @property
     def pid(self) -> Optional[int]:
@@ -462,9 +527,31 @@ class AppServerClient:
     ) -> Any:
         """Send a request and wait for its result.
 
-        Raises :class:`~codexmini.RpcError`, :class:`~codexmini.RequestTimeout`,
+        A request codex rejects unprocessed as overloaded (``-32001``) is sent
+        again after a backoff with jitter, as often as :attr:`retry` allows
+        (``timeout`` applies to each attempt); then it raises
+        :class:`~codexmini.ServerOverloaded`.  Raises
+        :class:`~codexmini.RpcError` (a subclass where codex's answer says
+        more: :class:`~codexmini.MethodNotFound`,
+        :class:`~codexmini.ThreadNotFound`), :class:`~codexmini.RequestTimeout`,
         :class:`~codexmini.ProcessExited` or :class:`~codexmini.ClientClosed`.
         """
+        retries = 0
+        while True:
+            try:
+                return await self._request_once(method, params, timeout)
+            except ServerOverloaded as exc:
+                self.stats["overloaded"] += 1
+                exc.attempts = retries + 1
+                if not self.retry.should_retry(exc, retries):
+                    raise
+            delay = self.retry.delay(retries)
+            log.info("%s: codex is overloaded; retry %d in %.3fs", method, retries + 1, delay)
+            self.stats["retries"] += 1
+            retries += 1
+            await self._sleep(delay)
+
+    async def _request_once(self, method: str, params: Optional[Mapping[str, Any]], timeout: Optional[float]) -> Any:
         self._check_open()
         rid, out = self._conn.request(method, params)
         future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()

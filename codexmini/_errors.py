@@ -17,7 +17,13 @@ the turn for its stream, the session module for the log file.
     │                            by a call whose answer lacks what it must hold
     │                            (``thread/start`` without a thread id)
     ├── RpcError                 the server answered a request with an error
-    │                            (code, message, data); codex uses -32600 for all
+    │   │                        (code, message, data); codex uses -32600 for most
+    │   ├── ServerOverloaded     -32001: rejected unprocessed, queue full (raised
+    │   │                        once the client's retries with backoff ran out)
+    │   ├── MethodNotFound       the server has no such method (another codex
+    │   │                        version: 0.171.0 has no thread/rollback)
+    │   └── ThreadNotFound       no such thread on disk or in memory, and why
+    │                            (a thread that ran no turn was never written)
     ├── TransportError           the conversation with the process is over
     │   ├── ProcessExited        the child exited (returncode, stderr_tail)
     │   ├── ClientClosed         close() was called before or during the request
@@ -32,19 +38,31 @@ the turn for its stream, the session module for the log file.
     ├── OutputValidationError    a turn's final answer broke its output_schema (not
     │                            JSON, or JSON the schema rejects): the raw text,
     │                            the reasons and the turn's RunResult
-    └── SessionLogError          a session log line is corrupt (names the line)
+    ├── SessionLogError          a session log line is corrupt (names the line)
+    └── TurnFailed               a turn ended ``failed``: a *value* on
+        │                        ``TurnCompleted.failure``, raised only by
+        │                        ``TurnCompleted.raise_for_status()``
+        └── UsageLimitExceeded   codex said the account's usage limit was hit;
+                                 ``resets_at`` when codex gave a reset time
 
 ``RequestTimeout`` is both a ``TransportError`` (the request is lost) and a
 ``CodexTimeout`` (a deadline passed), so either ``except`` clause catches it.
 
+Which ``RpcError`` subclass an error answer becomes is decided once, by
+:func:`rpc_error`, where the RPC core reads the answer: by code (``-32001``,
+``-32601``) and, since codex answers most errors with ``-32600``, by the
+message codex words them with (recorded in ``fixtures/<version>/``).
+
 A turn that fails is not an exception: it is an outcome, written to the
 session log as ``turn/end`` with reason ``error`` and a code
-(``CODEX_ERROR``, ``CODEX_NO_RESULT``, ``UNKNOWN``).
+(``CODEX_ERROR``, ``CODEX_NO_RESULT``, ``UNKNOWN``); the turn's
+``TurnCompleted.failure`` is a :class:`TurnFailed` describing it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Tuple
+import re
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 
 class CodexminiError(Exception):
@@ -78,6 +96,78 @@ class RpcError(CodexminiError):
         self.method = method
         where = f"{method}: " if method else ""
         super().__init__(f"{where}{message} (code {code})")
+
+
+class ServerOverloaded(RpcError):
+    """``-32001`` "Server overloaded; retry later.": codex's request queue was
+    full and it rejected the request without processing it (codex-rs/app-server
+    README, "Backpressure behavior"; provoked by the ``overload`` scenario).
+    :meth:`AppServerClient.request <codexmini.AppServerClient.request>`
+    retries such a request with exponential backoff and jitter
+    (:class:`~codexmini.RetryPolicy`) and raises this once the retries ran out;
+    ``attempts`` is how many requests were sent."""
+
+    CODE = -32001
+
+    def __init__(self, code: int, message: str, data: Any = None, method: str = "", attempts: int = 1) -> None:
+        super().__init__(code, message, data, method)
+        self.attempts = attempts
+
+
+class MethodNotFound(RpcError):
+    """The server has no such method: ``-32601``, or codex's own wording for a
+    request it cannot parse as one of its methods (``-32600`` "Invalid request:
+    unknown variant `thread/rollback`, expected one of …", codex 0.171.0)."""
+
+
+class ThreadNotFound(RpcError):
+    """codex knows no thread by this id: none on disk in its ``CODEX_HOME``
+    ("no rollout found for thread id …") or none loaded in this process
+    ("thread not loaded: …").  ``thread_id`` names it; the message says why.
+
+    The usual cause: codex writes a thread to disk when its first turn runs, so
+    a thread that ran no turn is lost with the process that started it; a new
+    process cannot resume, read or fork it (recorded with both codex 0.149.1
+    and 0.171.0: ``fixtures/<version>/resume_unpersisted.frames.jsonl``)."""
+
+    def __init__(self, code: int, message: str, data: Any = None, method: str = "", thread_id: str = "") -> None:
+        super().__init__(code, message, data, method)
+        self.thread_id = thread_id
+        if message.startswith("no rollout"):
+            why = (
+                "codex has no rollout of it in its CODEX_HOME; codex writes a thread to disk when its first "
+                "turn runs, so a thread that ran no turn (or one of another CODEX_HOME) cannot be resumed, "
+                "read or forked by a new process"
+            )
+        else:
+            why = (
+                "it is not loaded in this codex process (Thread.resume loads a stored thread; "
+                "a thread that ran no turn was never stored)"
+            )
+        where = f"{method}: " if method else ""
+        self.args = (f"{where}thread {thread_id or '?'} not found: {why} (codex said: {message!r}, code {code})",)
+
+
+#: codex's words for an unknown method and an unknown thread (every supported
+#: version says the same; the recordings show each).
+_UNKNOWN_VARIANT = re.compile(r"unknown variant `([^`]+)`")
+_NO_THREAD = re.compile(r"^(?:no rollout found for thread id|thread not loaded:|thread not found:) ?(\S*)")
+
+
+def rpc_error(code: int, message: str, data: Any = None, method: str = "") -> RpcError:
+    """The error for one JSON-RPC error answer to ``method``: the most specific
+    :class:`RpcError` subclass its code or codex's message says it is."""
+    if code == ServerOverloaded.CODE:
+        return ServerOverloaded(code, message, data, method)
+    if code == -32601:
+        return MethodNotFound(code, message, data, method)
+    unknown = _UNKNOWN_VARIANT.search(message)
+    if unknown is not None and unknown.group(1) == method:
+        return MethodNotFound(code, message, data, method)
+    missing = _NO_THREAD.match(message)
+    if missing is not None:
+        return ThreadNotFound(code, message, data, method, missing.group(1))
+    return RpcError(code, message, data, method)
 
 
 class TransportError(CodexminiError):
@@ -169,6 +259,44 @@ class SessionLogError(CodexminiError):
         super().__init__(message)
 
 
+class TurnFailed(CodexminiError):
+    """A turn ended with status ``failed``.  Not raised by the turn: the
+    :class:`~codexmini.TurnCompleted` event carries it as ``failure`` and
+    raises it from ``raise_for_status()``.  ``error`` is the wire's
+    ``TurnError`` (``message``, ``codexErrorInfo``, ``additionalDetails``),
+    ``info`` its ``codexErrorInfo``."""
+
+    def __init__(self, turn_id: str, error: Optional[Mapping[str, Any]]) -> None:
+        self.turn_id = turn_id
+        self.error = error
+        self.info: Any = (error or {}).get("codexErrorInfo")
+        self.message = str((error or {}).get("message") or "the turn failed")
+        super().__init__(f"turn {turn_id} failed: {self.message}")
+
+
+class UsageLimitExceeded(TurnFailed):
+    """The turn failed because the account's usage limit was hit
+    (``codexErrorInfo: "usageLimitExceeded"``).  ``resets_at`` is when the
+    exhausted window resets (Unix seconds), from the rate-limit snapshot codex
+    sent just before the error (``account/rateLimits/updated``: a window at
+    100% ``usedPercent``); ``None`` when codex gave none.  ``rate_limits`` is
+    that snapshot (the wire's ``RateLimitSnapshot``).  codex's own message
+    words the reset as a local time of day ("try again at 1:00 PM")."""
+
+    def __init__(
+        self,
+        turn_id: str,
+        error: Optional[Mapping[str, Any]],
+        resets_at: Optional[int] = None,
+        rate_limits: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        super().__init__(turn_id, error)
+        self.resets_at = resets_at
+        self.rate_limits = rate_limits
+        if resets_at is not None:
+            self.args = (f"{self.args[0]} (the limit resets at {resets_at}, Unix time)",)
+
+
 __all__ = [
     "BinaryNotFound",
     "ClientClosed",
@@ -176,12 +304,18 @@ __all__ = [
     "CodexminiError",
     "ConfigError",
     "OutputValidationError",
+    "MethodNotFound",
     "ProcessExited",
     "ProtocolError",
     "RequestTimeout",
     "RpcError",
     "SchemaError",
+    "ServerOverloaded",
     "SessionLogError",
+    "ThreadNotFound",
     "TransportError",
+    "TurnFailed",
     "TurnTimeout",
+    "UsageLimitExceeded",
+    "rpc_error",
 ]

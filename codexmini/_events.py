@@ -9,9 +9,12 @@ arrives as :class:`Unmapped`, so nothing is silently lost.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
 
-from ._errors import ProtocolError
+from ._errors import ProtocolError, TurnFailed, UsageLimitExceeded
+
+if TYPE_CHECKING:
+    from .protocol import RateLimitSnapshot, ThreadItem, TurnError
 
 _USAGE_KEYS = ("inputTokens", "cachedInputTokens", "outputTokens", "reasoningOutputTokens", "totalTokens")
 
@@ -106,7 +109,7 @@ class CommandOutputDelta:
 class _ItemEvent:
     """An item's lifecycle event; ``item`` is the wire's ``ThreadItem``."""
 
-    item: Mapping[str, Any]
+    item: "ThreadItem"
 
     @property
     def item_id(self) -> str:
@@ -160,14 +163,83 @@ class TurnCompleted:
 
     turn_id: str
     status: str
-    error: Optional[Mapping[str, Any]] = None
+    error: Optional["TurnError"] = None
     items: Tuple[Mapping[str, Any], ...] = ()
     abandoned: Tuple[str, ...] = ()
     usage: Usage = Usage()
+    #: The account's last rate-limit snapshot when a turn failed on a usage
+    #: limit (what :attr:`failure` reads the reset time from); else ``None``.
+    rate_limits: Optional["RateLimitSnapshot"] = None
 
     @property
     def error_message(self) -> str:
-        return str((self.error or {}).get("message") or "")
+        return str(self.error.get("message") or "") if self.error else ""
+
+    @property
+    def failure(self) -> Optional[TurnFailed]:
+        """``None`` unless the turn ``failed``; then a :class:`~codexmini.TurnFailed`
+        value -- a :class:`~codexmini.UsageLimitExceeded`, with the reset time,
+        when codex said the usage limit was hit (``codexErrorInfo:
+        "usageLimitExceeded"``, fixture ``usage_limit``)."""
+        if self.status != "failed":
+            return None
+        if self.error is not None and self.error.get("codexErrorInfo") == USAGE_LIMIT_EXCEEDED:
+            return UsageLimitExceeded(self.turn_id, self.error, resets_at(self.rate_limits), self.rate_limits)
+        return TurnFailed(self.turn_id, self.error)
+
+    def raise_for_status(self) -> None:
+        """Raise :attr:`failure` if the turn failed (``interrupted`` is not a failure)."""
+        failure = self.failure
+        if failure is not None:
+            raise failure
+
+
+#: The ``codexErrorInfo`` of a turn that failed on the account's usage limit.
+USAGE_LIMIT_EXCEEDED = "usageLimitExceeded"
+
+
+@dataclass(frozen=True)
+class RateLimitWindow:
+    """One window of a rate-limit snapshot (the wire's ``RateLimitWindow``):
+    ``used_percent`` of it is used; it spans ``window_minutes`` and resets at
+    ``resets_at`` (Unix seconds) -- each ``None`` when codex did not say."""
+
+    used_percent: int
+    window_minutes: Optional[int] = None
+    resets_at: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class RateLimitsUpdated:
+    """``account/rateLimits/updated``: the account's rate-limit snapshot, which
+    codex sends (a global notification, no thread) when a model response
+    carries rate-limit headers.  ``snapshot`` is the wire's
+    ``RateLimitSnapshot``; the windows are read out of it."""
+
+    limit_id: Optional[str]
+    primary: Optional[RateLimitWindow]
+    secondary: Optional[RateLimitWindow]
+    snapshot: "RateLimitSnapshot"
+
+    @property
+    def resets_at(self) -> Optional[int]:
+        """When the exhausted window(s) reset (the latest), or ``None`` when no window is at 100%."""
+        return resets_at(self.snapshot)
+
+
+def resets_at(snapshot: Optional["RateLimitSnapshot"]) -> Optional[int]:
+    """The reset time (Unix seconds) of the latest-resetting window of
+    ``snapshot`` that is used up (``usedPercent >= 100``); ``None`` if none is
+    or the snapshot names no reset time."""
+    if not isinstance(snapshot, Mapping):
+        return None
+    times = []
+    for window in (snapshot.get("primary"), snapshot.get("secondary")):
+        if isinstance(window, Mapping):
+            used, at = window.get("usedPercent"), window.get("resetsAt")
+            if isinstance(used, (int, float)) and used >= 100 and isinstance(at, int):
+                times.append(at)
+    return max(times) if times else None
 
 
 @dataclass(frozen=True)
@@ -232,6 +304,7 @@ Event = Union[
     Unmapped,
     MessageDelta,
     MessageStreamEnd,
+    RateLimitsUpdated,
 ]
 
 __all__ = [
@@ -246,6 +319,8 @@ __all__ = [
     "MessageStreamEnd",
     "PlanDelta",
     "PlanUpdated",
+    "RateLimitWindow",
+    "RateLimitsUpdated",
     "ReasoningSummaryDelta",
     "ReasoningTextDelta",
     "RetryingError",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from ._errors import ProtocolError
 from ._events import (
@@ -31,6 +31,8 @@ from ._events import (
     ItemStarted,
     PlanDelta,
     PlanUpdated,
+    RateLimitsUpdated,
+    RateLimitWindow,
     ReasoningSummaryDelta,
     ReasoningTextDelta,
     RetryingError,
@@ -40,6 +42,39 @@ from ._events import (
     Usage,
 )
 
+if TYPE_CHECKING:  # the wire types of the pinned schema (codexmini.protocol): for the checker only
+    from .protocol import (
+        AccountRateLimitsUpdatedNotification,
+        AgentMessageDeltaNotification,
+        CommandExecutionOutputDeltaNotification,
+        CommandExecutionThreadItem,
+        ErrorNotification,
+        FileChangeThreadItem,
+        FileUpdateChange,
+        ImageViewThreadItem,
+        ItemCompletedNotification,
+        ItemStartedNotification,
+        McpToolCallError,
+        McpToolCallResult,
+        McpToolCallThreadItem,
+        PlanDeltaNotification,
+        RateLimitSnapshot,
+        ReasoningSummaryTextDeltaNotification,
+        ReasoningTextDeltaNotification,
+        ThreadItem,
+        ThreadTokenUsage,
+        ThreadTokenUsageUpdatedNotification,
+        TokenUsageBreakdown,
+        Turn,
+        TurnCompletedNotification,
+        TurnDiffUpdatedNotification,
+        TurnError,
+        TurnPlanStep,
+        TurnPlanUpdatedNotification,
+        WebSearchThreadItem,
+    )
+    from .protocol import RateLimitWindow as WireRateLimitWindow
+
 Params = Mapping[str, Any]
 
 
@@ -47,12 +82,21 @@ Params = Mapping[str, Any]
 # Reading the wire: typed readers.  Each raises ProtocolError naming the field,
 # and to_event() -- the one place that decides -- turns that into an
 # InvalidNotification instead of letting a KeyError end the turn.
+#
+# Static drift detection.  Every row below reads its params as the wire type
+# of its method (``AgentMessageDeltaNotification`` …, from codexmini.protocol,
+# imported for the type checker only), and every value read lands in a name or
+# a parameter of the field's type: ``p.get("delta", _MISSING)`` is ``str`` while
+# the schema has the field and ``object`` once a new schema drops it, which mypy
+# refuses to pass as a ``str`` (mypy does not flag ``.get`` of an unknown key by
+# itself).  The tables hold their rows as ``Callable[[Any], …]``: where frames
+# enter is where the cast is.  Nothing here checks a type at run time that the
+# readers did not check before.
 
 _MISSING: Any = object()
 
 
-def _get(p: Params, key: str, kinds: Tuple[type, ...], what: str, optional: bool) -> Any:
-    value = p.get(key, _MISSING)
+def _get(value: Any, key: str, kinds: Tuple[type, ...], what: str, optional: bool) -> Any:
     if value is _MISSING or value is None:
         if optional:
             return None
@@ -62,39 +106,40 @@ def _get(p: Params, key: str, kinds: Tuple[type, ...], what: str, optional: bool
     return value
 
 
-def _str(p: Params, key: str) -> str:
-    value: str = _get(p, key, (str,), "a string", False)
-    return value
+def _str(value: Optional[str], key: str) -> str:
+    checked: str = _get(value, key, (str,), "a string", False)
+    return checked
 
 
-def _opt_str(p: Params, key: str) -> Optional[str]:
-    value: Optional[str] = _get(p, key, (str,), "a string", True)
-    return value
+def _opt_str(value: Optional[str], key: str) -> Optional[str]:
+    checked: Optional[str] = _get(value, key, (str,), "a string", True)
+    return checked
 
 
-def _index(p: Params, key: str) -> int:
-    value: Optional[int] = _get(p, key, (int,), "an integer", True)
-    return value or 0
+def _index(value: Optional[int], key: str) -> int:
+    checked: Optional[int] = _get(value, key, (int,), "an integer", True)
+    return checked or 0
 
 
-def _obj(p: Params, key: str) -> Params:
-    value: Params = _get(p, key, (dict,), "an object", False)
-    return value
+def _obj(value: Optional[Mapping[str, Any]], key: str) -> Any:
+    """An object: ``Any``, for the caller to name with its wire type."""
+    return _get(value, key, (dict,), "an object", False)
 
 
-def _opt_obj(p: Params, key: str) -> Optional[Params]:
-    value: Optional[Params] = _get(p, key, (dict,), "an object", True)
-    return value
+def _opt_obj(value: Optional[Mapping[str, Any]], key: str) -> Any:
+    return _get(value, key, (dict,), "an object", True)
 
 
-def _opt_list(p: Params, key: str) -> List[Any]:
-    value: Optional[List[Any]] = _get(p, key, (list,), "an array", True)
-    return value or []
+def _opt_list(value: Optional[List[Any]], key: str) -> List[Any]:
+    checked: Optional[List[Any]] = _get(value, key, (list,), "an array", True)
+    return checked or []
 
 
 #: What the readers of a finished item (the step fold, :data:`TOOL_ITEMS`)
 #: read, per item type: field → (JSON types allowed when present, what).
-#: ``None`` is always allowed; a missing field reads as absent.
+#: ``None`` is always allowed; a missing field reads as absent.  (Names only:
+#: ``conformance/test_protocol_module.py`` checks each is a field of its
+#: ``ThreadItem`` branch in the pinned schema.)
 _ITEM_FIELDS: Dict[str, Dict[str, Tuple[Tuple[type, ...], str]]] = {
     "agentMessage": {"text": ((str,), "a string")},
     "reasoning": {"summary": ((list,), "an array"), "content": ((list,), "an array")},
@@ -123,17 +168,20 @@ _ITEM_ELEMENTS: Dict[str, Dict[str, Tuple[type, ...]]] = {
 }
 
 
-def _item(p: Params) -> Params:
-    item = _obj(p, "item")
-    _str(item, "id")
-    kind = _str(item, "type")
+def _item(p: Union["ItemStartedNotification", "ItemCompletedNotification"]) -> "ThreadItem":
+    item: ThreadItem = _obj(p.get("item", _MISSING), "item")
+    _str(item.get("id", _MISSING), "id")
+    kind = _str(item.get("type", _MISSING), "type")
     for key, (kinds, what) in _ITEM_FIELDS.get(kind, {}).items():
-        _get(item, key, kinds, what, True)
+        _get(item.get(key), key, kinds, what, True)
     for key, kinds in _ITEM_ELEMENTS.get(kind, {}).items():
-        if any(not isinstance(e, kinds) for e in item.get(key) or ()):
+        if any(not isinstance(e, kinds) for e in item.get(key) or ()):  # type: ignore[attr-defined]
             raise ProtocolError(f"item.{key} holds an element that is not {kinds[0].__name__}")
-    if kind == "mcpToolCall" and not isinstance((item.get("result") or {}).get("content") or [], list):
-        raise ProtocolError("item.result.content is not an array")
+    if item["type"] == "mcpToolCall":
+        result: Optional[McpToolCallResult] = item.get("result")
+        content: Optional[List[Any]] = result.get("content") if result else None
+        if not isinstance(content or [], list):  # the wire broke the schema
+            raise ProtocolError("item.result.content is not an array")
     return item
 
 
@@ -141,68 +189,140 @@ def _item(p: Params) -> Params:
 # The notification table
 
 
-def _error(p: Params) -> Optional[Event]:
+def _error(p: "ErrorNotification") -> Optional[Event]:
     # willRetry:false is followed by turn/completed{failed} carrying the same
     # error (reference §3.10); only the retrying kind is an event of its own.
-    if not p.get("willRetry"):
+    will_retry: Optional[bool] = p.get("willRetry")
+    if not will_retry:
         return None
-    err = _obj(p, "error")
-    return RetryingError(_opt_str(err, "message") or "", _opt_str(err, "additionalDetails"), err.get("codexErrorInfo"))
+    err: TurnError = _obj(p.get("error", _MISSING), "error")
+    return RetryingError(
+        _opt_str(err.get("message"), "message") or "",
+        _opt_str(err.get("additionalDetails"), "additionalDetails"),
+        err.get("codexErrorInfo"),
+    )
 
 
-def _plan_updated(p: Params) -> Event:
-    steps = []
-    for step in _opt_list(p, "plan"):
-        if not isinstance(step, dict):
-            raise ProtocolError("plan holds an element that is not an object")
-        steps.append((_str(step, "step"), _str(step, "status")))
-    return PlanUpdated(_opt_str(p, "explanation"), tuple(steps))
+def _plan_step(step: "TurnPlanStep") -> Tuple[str, str]:
+    if not isinstance(step, dict):
+        raise ProtocolError("plan holds an element that is not an object")
+    return _str(step.get("step", _MISSING), "step"), _str(step.get("status", _MISSING), "status")
 
 
-def _token_usage(p: Params) -> Event:
-    usage = _obj(p, "tokenUsage")
-    window: Optional[int] = _get(usage, "modelContextWindow", (int,), "an integer", True)
-    return TokenUsage(Usage.from_wire(_opt_obj(usage, "last")), Usage.from_wire(_opt_obj(usage, "total")), window)
+def _plan_updated(p: "TurnPlanUpdatedNotification") -> Event:
+    steps = tuple(_plan_step(step) for step in _opt_list(p.get("plan"), "plan"))
+    return PlanUpdated(_opt_str(p.get("explanation"), "explanation"), steps)
 
 
-def _turn_completed(p: Params) -> Event:
+def _token_usage(p: "ThreadTokenUsageUpdatedNotification") -> Event:
+    usage: ThreadTokenUsage = _obj(p.get("tokenUsage", _MISSING), "tokenUsage")
+    window: Optional[int] = _get(usage.get("modelContextWindow"), "modelContextWindow", (int,), "an integer", True)
+    last: Optional[TokenUsageBreakdown] = _opt_obj(usage.get("last"), "last")
+    total: Optional[TokenUsageBreakdown] = _opt_obj(usage.get("total"), "total")
+    return TokenUsage(Usage.from_wire(last), Usage.from_wire(total), window)
+
+
+def _turn_completed(p: "TurnCompletedNotification") -> Event:
     # items/abandoned/usage are filled in by the turn, which saw the item/*
     # notifications: turn.items is only a summary (reference §0.4).
-    turn = _obj(p, "turn")
-    return TurnCompleted(_str(turn, "id"), _str(turn, "status"), _opt_obj(turn, "error"))
+    turn: Turn = _obj(p.get("turn", _MISSING), "turn")
+    error: Optional[TurnError] = _opt_obj(turn.get("error"), "error")
+    return TurnCompleted(_str(turn.get("id", _MISSING), "id"), _str(turn.get("status", _MISSING), "status"), error)
+
+
+def _window(window: Optional["WireRateLimitWindow"], key: str) -> Optional[RateLimitWindow]:
+    if window is None:
+        return None
+    checked: WireRateLimitWindow = _obj(window, key)
+    used: int = _get(checked.get("usedPercent", _MISSING), "usedPercent", (int, float), "a number", False)
+    minutes: Optional[int] = _get(checked.get("windowDurationMins"), "windowDurationMins", (int,), "an integer", True)
+    resets: Optional[int] = _get(checked.get("resetsAt"), "resetsAt", (int,), "an integer", True)
+    return RateLimitWindow(used, minutes, resets)
+
+
+def _rate_limits(p: "AccountRateLimitsUpdatedNotification") -> Event:
+    snapshot: RateLimitSnapshot = _obj(p.get("rateLimits", _MISSING), "rateLimits")
+    return RateLimitsUpdated(
+        _opt_str(snapshot.get("limitId"), "limitId"),
+        _window(snapshot.get("primary"), "primary"),
+        _window(snapshot.get("secondary"), "secondary"),
+        snapshot,
+    )
 
 
 _object_new = object.__new__
 
 
-def _agent_message_delta(p: Params) -> Event:
+def _agent_message_delta(p: "AgentMessageDeltaNotification") -> Event:
     # The hot path (nine frames in ten of a turn): two type checks and a frozen
     # event built without dataclass __init__'s per-field object.__setattr__.
-    item_id, delta = p.get("itemId"), p.get("delta")
+    item_id: Optional[str] = p.get("itemId")
+    delta: Optional[str] = p.get("delta")
     if type(item_id) is str and type(delta) is str:
         event = _object_new(AgentMessageDelta)
         fields = event.__dict__
         fields["item_id"] = item_id
         fields["delta"] = delta
         return event
-    return AgentMessageDelta(_str(p, "itemId"), _str(p, "delta"))  # the precise error
+    return AgentMessageDelta(_str(p.get("itemId", _MISSING), "itemId"), _str(p.get("delta", _MISSING), "delta"))
 
 
-NOTIFICATIONS: Dict[str, Callable[[Params], Optional[Event]]] = {
+def _summary_delta(p: "ReasoningSummaryTextDeltaNotification") -> Event:
+    return ReasoningSummaryDelta(
+        _str(p.get("itemId", _MISSING), "itemId"),
+        _str(p.get("delta", _MISSING), "delta"),
+        _index(p.get("summaryIndex"), "summaryIndex"),
+    )
+
+
+def _text_delta(p: "ReasoningTextDeltaNotification") -> Event:
+    return ReasoningTextDelta(
+        _str(p.get("itemId", _MISSING), "itemId"),
+        _str(p.get("delta", _MISSING), "delta"),
+        _index(p.get("contentIndex"), "contentIndex"),
+    )
+
+
+def _plan_delta(p: "PlanDeltaNotification") -> Event:
+    return PlanDelta(_str(p.get("itemId", _MISSING), "itemId"), _str(p.get("delta", _MISSING), "delta"))
+
+
+def _output_delta(p: "CommandExecutionOutputDeltaNotification") -> Event:
+    return CommandOutputDelta(_str(p.get("itemId", _MISSING), "itemId"), _str(p.get("delta", _MISSING), "delta"))
+
+
+def _item_started(p: "ItemStartedNotification") -> Event:
+    return ItemStarted(_item(p))
+
+
+def _item_completed(p: "ItemCompletedNotification") -> Event:
+    return ItemCompleted(_item(p))
+
+
+def _diff_updated(p: "TurnDiffUpdatedNotification") -> Event:
+    return DiffUpdated(_str(p.get("diff", _MISSING), "diff"))
+
+
+#: Method → row.  ``Callable[[Any], …]``: each row takes its method's params as
+#: the wire type ``codexmini.protocol.SERVER_NOTIFICATIONS`` names (the frame
+#: enters typed here; nothing is converted).
+NOTIFICATIONS: Dict[str, Callable[[Any], Optional[Event]]] = {
     "item/agentMessage/delta": _agent_message_delta,
-    "item/reasoning/summaryTextDelta": lambda p: ReasoningSummaryDelta(
-        _str(p, "itemId"), _str(p, "delta"), _index(p, "summaryIndex")
-    ),
-    "item/reasoning/textDelta": lambda p: ReasoningTextDelta(_str(p, "itemId"), _str(p, "delta"), _index(p, "contentIndex")),
-    "item/plan/delta": lambda p: PlanDelta(_str(p, "itemId"), _str(p, "delta")),
+    "item/reasoning/summaryTextDelta": _summary_delta,
+    "item/reasoning/textDelta": _text_delta,
+    "item/plan/delta": _plan_delta,
     "turn/plan/updated": _plan_updated,
-    "item/commandExecution/outputDelta": lambda p: CommandOutputDelta(_str(p, "itemId"), _str(p, "delta")),
-    "item/started": lambda p: ItemStarted(_item(p)),
-    "item/completed": lambda p: ItemCompleted(_item(p)),
+    "item/commandExecution/outputDelta": _output_delta,
+    "item/started": _item_started,
+    "item/completed": _item_completed,
     "thread/tokenUsage/updated": _token_usage,
-    "turn/diff/updated": lambda p: DiffUpdated(_str(p, "diff")),
+    "turn/diff/updated": _diff_updated,
     "error": _error,
     "turn/completed": _turn_completed,
+    # Global (no thread): a turn never sees it; a GLOBAL subscription's
+    # events() does, and the RPC core keeps the last snapshot for turns that
+    # fail on a usage limit.
+    "account/rateLimits/updated": _rate_limits,
 }
 
 #: Every other ServerNotification method of codex 0.149.1, and why it is ignored.
@@ -275,7 +395,6 @@ IGNORED = frozenset(
         "fuzzyFileSearch/sessionCompleted",
         # Accounts, apps and imports.
         "account/updated",
-        "account/rateLimits/updated",
         "account/login/completed",
         "account/gatewayOAuth/changed",  # 0.171.0
         "modelProvider/authRecoveryStarted",  # 0.171.0
@@ -342,24 +461,28 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def _failed(item: Params) -> bool:
-    return item.get("status") in ("failed", "declined")
+def _failed(status: Optional[str]) -> bool:
+    return status in ("failed", "declined")
 
 
-def _command(item: Params) -> ToolResult:
-    exit_code = item.get("exitCode")
-    error = _failed(item) or (exit_code is not None and exit_code != 0)
-    return ToolResult(item["id"], item.get("aggregatedOutput") or "", error, item.get("status") or "completed")
+def _command(item: "CommandExecutionThreadItem") -> ToolResult:
+    exit_code: Optional[int] = item.get("exitCode")
+    status: Optional[str] = item.get("status")
+    output: Optional[str] = item.get("aggregatedOutput")
+    error = _failed(status) or (exit_code is not None and exit_code != 0)
+    return ToolResult(item["id"], output or "", error, status or "completed")
 
 
-def _patch(item: Params) -> ToolResult:
-    status = item.get("status") or "completed"
-    return ToolResult(item["id"], f"patch {status}", _failed(item), status)
+def _patch(item: "FileChangeThreadItem") -> ToolResult:
+    status: Optional[str] = item.get("status")
+    done = status or "completed"
+    return ToolResult(item["id"], f"patch {done}", _failed(done), done)
 
 
-def _mcp_text(result: Any) -> str:
+def _mcp_text(result: Optional["McpToolCallResult"]) -> str:
     parts = []
-    for block in (result or {}).get("content") or ():
+    content: Optional[List[Any]] = result.get("content") if result else None
+    for block in content or ():
         if isinstance(block, Mapping) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
         else:
@@ -367,67 +490,109 @@ def _mcp_text(result: Any) -> str:
     return "\n".join(parts)
 
 
-def _mcp(item: Params) -> ToolResult:
-    error = item.get("error")
+def _mcp(item: "McpToolCallThreadItem") -> ToolResult:
+    error: Optional[McpToolCallError] = item.get("error")
+    status: Optional[str] = item.get("status")
     text = str(error.get("message", "")) if isinstance(error, Mapping) else _mcp_text(item.get("result"))
-    return ToolResult(item["id"], text, bool(error) or _failed(item), item.get("status") or "completed")
+    return ToolResult(item["id"], text, bool(error) or _failed(status), status or "completed")
 
 
-def _mcp_name(item: Params) -> str:
-    server, tool = item.get("server"), item.get("tool")
+def _mcp_name(item: "McpToolCallThreadItem") -> str:
+    server: Optional[str] = item.get("server")
+    tool: Optional[str] = item.get("tool")
     return f"{server}/{tool}" if server and tool else "mcp_tool_call"
 
 
-def _changes(item: Params) -> Any:
-    return {
-        "changes": [
-            {"path": c.get("path"), "kind": c.get("kind"), "diff": c.get("diff")}
-            for c in item.get("changes") or ()
-        ]
-    }
+def _change(change: "FileUpdateChange") -> Dict[str, Any]:
+    path: Optional[str] = change.get("path")
+    kind: Any = change.get("kind")
+    diff: Optional[str] = change.get("diff")
+    return {"path": path, "kind": kind, "diff": diff}
 
 
-def _mcp_arguments(item: Params) -> Any:
-    args = item.get("arguments")
+def _changes(item: "FileChangeThreadItem") -> Any:
+    changes: Optional[List[FileUpdateChange]] = item.get("changes")
+    return {"changes": [_change(c) for c in changes or ()]}
+
+
+def _mcp_arguments(item: "McpToolCallThreadItem") -> Any:
+    args: Any = item.get("arguments")
     return {} if args is None else args
 
 
-def _web_search(item: Params) -> ToolResult:
-    results = item.get("results")
+def _command_name(item: "CommandExecutionThreadItem") -> str:
+    return "bash"
+
+
+def _command_arguments(item: "CommandExecutionThreadItem") -> Any:
+    command: Optional[str] = item.get("command")
+    return {"command": command}
+
+
+def _patch_name(item: "FileChangeThreadItem") -> str:
+    return "apply_patch"
+
+
+def _web_search_name(item: "WebSearchThreadItem") -> str:
+    return "web_search"
+
+
+def _web_search_arguments(item: "WebSearchThreadItem") -> Any:
+    query: Optional[str] = item.get("query")
+    return {"query": query}
+
+
+def _web_search(item: "WebSearchThreadItem") -> ToolResult:
+    results: Optional[List[Any]] = item.get("results")
     return ToolResult(item["id"], _json(results) if results else "", False, "completed")
 
 
-def _view_image(item: Params) -> ToolResult:
+def _view_image_name(item: "ImageViewThreadItem") -> str:
+    return "view_image"
+
+
+def _view_image_arguments(item: "ImageViewThreadItem") -> Any:
+    path: Optional[str] = item.get("path")
+    return {"path": path}
+
+
+def _view_image(item: "ImageViewThreadItem") -> ToolResult:
     return ToolResult(item["id"], "", False, "completed")
 
 
 @dataclass(frozen=True)
 class ToolItem:
-    name: Callable[[Params], str]
-    arguments: Callable[[Params], Any]
-    result: Callable[[Params], ToolResult]
+    """One tool item type's session-log form.  Each callable takes the item as
+    its ``ThreadItem`` branch (``CommandExecutionThreadItem`` …): ``Any`` here,
+    since the table is where an item of a known type enters."""
+
+    name: Callable[[Any], str]
+    arguments: Callable[[Any], Any]
+    result: Callable[[Any], ToolResult]
 
 
 TOOL_ITEMS: Dict[str, ToolItem] = {
-    "commandExecution": ToolItem(lambda i: "bash", lambda i: {"command": i.get("command")}, _command),
-    "fileChange": ToolItem(lambda i: "apply_patch", _changes, _patch),
+    "commandExecution": ToolItem(_command_name, _command_arguments, _command),
+    "fileChange": ToolItem(_patch_name, _changes, _patch),
     "mcpToolCall": ToolItem(_mcp_name, _mcp_arguments, _mcp),
-    "webSearch": ToolItem(lambda i: "web_search", lambda i: {"query": i.get("query")}, _web_search),
-    "imageView": ToolItem(lambda i: "view_image", lambda i: {"path": i.get("path")}, _view_image),
+    "webSearch": ToolItem(_web_search_name, _web_search_arguments, _web_search),
+    "imageView": ToolItem(_view_image_name, _view_image_arguments, _view_image),
 }
 
 
-def tool_call(item: Params) -> Optional[ToolCall]:
+def tool_call(item: "ThreadItem") -> Optional[ToolCall]:
     """The tool call an item stands for, or ``None`` if it is not a tool."""
-    row = TOOL_ITEMS.get(item.get("type", ""))
+    kind: str = item.get("type", "")
+    row = TOOL_ITEMS.get(kind)
     if row is None:
         return None
-    return ToolCall(str(item["id"]), row.name(item), _json(row.arguments(item)), item["type"])
+    return ToolCall(str(item["id"]), row.name(item), _json(row.arguments(item)), kind)
 
 
-def tool_result(item: Params) -> Optional[ToolResult]:
+def tool_result(item: "ThreadItem") -> Optional[ToolResult]:
     """The result of a *finished* tool item, or ``None`` if it is not a tool."""
-    row = TOOL_ITEMS.get(item.get("type", ""))
+    kind: str = item.get("type", "")
+    row = TOOL_ITEMS.get(kind)
     return None if row is None else row.result(item)
 
 

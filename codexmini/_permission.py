@@ -22,9 +22,32 @@ Two jobs, both fail-closed:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from ._errors import ConfigError
+
+if TYPE_CHECKING:  # each row reads its method's params as the pinned schema's type (codexmini.protocol)
+    from .protocol import (
+        ApplyPatchApprovalParams,
+        CommandExecutionRequestApprovalParams,
+        DynamicToolCallParams,
+        ExecCommandApprovalParams,
+        FileChangeRequestApprovalParams,
+        McpServerElicitationRequestParams,
+        PermissionsRequestApprovalParams,
+        RequestPermissionProfile,
+        ToolRequestUserInputParams,
+        ToolRequestUserInputQuestion,
+    )
+
+    #: A v2 request about one item of one turn.
+    ItemRequest = Union[
+        CommandExecutionRequestApprovalParams,
+        FileChangeRequestApprovalParams,
+        PermissionsRequestApprovalParams,
+        ToolRequestUserInputParams,
+    ]
+    LegacyRequest = Union[ApplyPatchApprovalParams, ExecCommandApprovalParams]
 
 # ---------------------------------------------------------------------------
 # The fold
@@ -145,19 +168,34 @@ def _decision(reply: Reply) -> Answer:
     return Answer({"decision": reply.decision}, decision=reply.decision)
 
 
-def _permissions(params: Mapping[str, Any], reply: Reply) -> Answer:
+def _permissions(params: "PermissionsRequestApprovalParams", reply: Reply) -> Answer:
     if reply.decision in (ACCEPT, ACCEPT_FOR_SESSION):
-        asked = params.get("permissions") or {}
-        granted = {k: asked[k] for k in ("fileSystem", "network") if asked.get(k) is not None}
+        asked: RequestPermissionProfile = params.get("permissions") or {}
+        granted = {}
+        file_system: Any = asked.get("fileSystem")
+        network: Any = asked.get("network")
+        for key, value in (("fileSystem", file_system), ("network", network)):
+            if value is not None:
+                granted[key] = value
         scope = "session" if reply.decision == ACCEPT_FOR_SESSION else "turn"
         return Answer({"permissions": granted, "scope": scope}, decision=reply.decision)
     return Answer({"permissions": {}, "scope": "turn"}, decision=reply.decision)
 
 
-def _user_input(params: Mapping[str, Any], reply: Reply) -> Answer:
+def _question_ids(params: "ToolRequestUserInputParams") -> List[str]:
+    questions: Optional[List[ToolRequestUserInputQuestion]] = params.get("questions")
+    ids = []
+    for question in questions or ():
+        qid: object = question.get("id") if isinstance(question, Mapping) else None
+        if isinstance(qid, str):
+            ids.append(qid)
+    return ids
+
+
+def _user_input(params: "ToolRequestUserInputParams", reply: Reply) -> Answer:
     # Answers are keyed by the question ids codex asked: inventing an id would
     # answer a question nobody saw (seed 003 §6.4).
-    asked = [q["id"] for q in params.get("questions") or () if isinstance(q, Mapping) and isinstance(q.get("id"), str)]
+    asked = _question_ids(params)
     given = reply.answers or {}
     answers = {}
     if reply.decision in (ACCEPT, ACCEPT_FOR_SESSION):
@@ -171,7 +209,7 @@ def _user_input(params: Mapping[str, Any], reply: Reply) -> Answer:
     return Answer({"answers": answers}, decision=decision)
 
 
-def _elicitation(params: Mapping[str, Any], reply: Reply) -> Answer:
+def _elicitation(params: "McpServerElicitationRequestParams", reply: Reply) -> Answer:
     action = {ACCEPT: "accept", ACCEPT_FOR_SESSION: "accept", DECLINE: "decline", CANCEL: "cancel"}[reply.decision]
     result: Dict[str, Any] = {"action": action}
     if action == "accept" and reply.content is not None:
@@ -179,8 +217,9 @@ def _elicitation(params: Mapping[str, Any], reply: Reply) -> Answer:
     return Answer(result, decision=reply.decision)
 
 
-def _dynamic_tool(params: Mapping[str, Any], reply: Reply) -> Answer:
-    text = f"codexmini has no implementation of dynamic tool {params.get('tool')!r}"
+def _dynamic_tool(params: "DynamicToolCallParams", reply: Reply) -> Answer:
+    tool: Optional[str] = params.get("tool")
+    text = f"codexmini has no implementation of dynamic tool {tool!r}"
     return Answer({"contentItems": [{"type": "inputText", "text": text}], "success": False}, decision=DECLINE)
 
 
@@ -196,37 +235,51 @@ def _refuse(what: str) -> Callable[[Mapping[str, Any], Reply], Answer]:
 _LEGACY = {ACCEPT: "approved", ACCEPT_FOR_SESSION: "approved_for_session", CANCEL: "abort"}
 
 
-def _legacy(params: Mapping[str, Any], reply: Reply) -> Answer:
+def _legacy(params: "LegacyRequest", reply: Reply) -> Answer:
     decision = _LEGACY.get(reply.decision) or {"denied": {"rejection": "declined by codexmini"}}
     return Answer({"decision": decision}, decision=reply.decision)
 
 
-def _summary_command(p: Mapping[str, Any]) -> str:
-    return str(p.get("command") or "")
+def _summary_command(p: "CommandExecutionRequestApprovalParams") -> str:
+    command: Optional[str] = p.get("command")
+    return str(command or "")
 
 
-def _summary_reason(p: Mapping[str, Any]) -> str:
-    return str(p.get("reason") or "")
+def _summary_reason(p: Union["FileChangeRequestApprovalParams", "PermissionsRequestApprovalParams"]) -> str:
+    reason: Optional[str] = p.get("reason")
+    return str(reason or "")
 
 
-def _summary_questions(p: Mapping[str, Any]) -> str:
-    texts = (str(q.get("question") or "").strip() for q in p.get("questions") or () if isinstance(q, Mapping))
+def _summary_questions(p: "ToolRequestUserInputParams") -> str:
+    questions: Optional[List[ToolRequestUserInputQuestion]] = p.get("questions")
+    texts = []
+    for q in questions or ():
+        if isinstance(q, Mapping):
+            text: Optional[str] = q.get("question")
+            texts.append(str(text or "").strip())
     return "; ".join(t for t in texts if t)
 
 
-def _summary_message(p: Mapping[str, Any]) -> str:
-    return str(p.get("message") or "")
+def _summary_message(p: "McpServerElicitationRequestParams") -> str:
+    message: Optional[str] = p.get("message")
+    return str(message or "")
 
 
-def _summary_tool(p: Mapping[str, Any]) -> str:
-    return str(p.get("tool") or "")
+def _summary_tool(p: "DynamicToolCallParams") -> str:
+    tool: Optional[str] = p.get("tool")
+    return str(tool or "")
 
 
-def _summary_legacy(p: Mapping[str, Any]) -> str:
-    command = p.get("command")
+def _summary_patch(p: "ApplyPatchApprovalParams") -> str:
+    changes: Optional[Mapping[str, Any]] = p.get("fileChanges")
+    return ", ".join(sorted(changes or {}))
+
+
+def _summary_exec(p: "ExecCommandApprovalParams") -> str:
+    command: Optional[List[str]] = p.get("command")
     if isinstance(command, list):
         return " ".join(str(c) for c in command)
-    return ", ".join(sorted(p.get("fileChanges") or {}))
+    return ""  # off-schema: execCommandApproval always carries its command list
 
 
 def _summary_none(p: Mapping[str, Any]) -> str:
@@ -235,9 +288,13 @@ def _summary_none(p: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class RequestKind:
+    """One server-request method: its kind, how to summarise it and how to
+    build the answer.  Each callable takes the params as the method's wire type
+    (``Any`` here: the table is where a request enters)."""
+
     kind: str
-    summary: Callable[[Mapping[str, Any]], str]
-    build: Callable[[Mapping[str, Any], Reply], Answer]
+    summary: Callable[[Any], str]
+    build: Callable[[Any, Reply], Answer]
 
 
 #: Every ``ServerRequest`` method of codex 0.149.1 (experimental bundle), with its kind and answer.
@@ -255,13 +312,17 @@ REQUESTS: Dict[str, RequestKind] = {
     # Experimental: "read the current time from an external clock owned by the
     # client".  codexmini owns no such clock; refusing makes codex use its own.
     "currentTime/read": RequestKind("current_time", _summary_none, _refuse("an external clock")),
-    "applyPatchApproval": RequestKind("legacy_patch", _summary_legacy, _legacy),
-    "execCommandApproval": RequestKind("legacy_command", _summary_legacy, _legacy),
+    "applyPatchApproval": RequestKind("legacy_patch", _summary_patch, _legacy),
+    "execCommandApproval": RequestKind("legacy_command", _summary_exec, _legacy),
 }
 
 
 def describe(method: str, params: Mapping[str, Any]) -> ApprovalRequest:
-    """The caller's view of a server request (``KeyError`` if the method is unknown)."""
+    """The caller's view of a server request (``KeyError`` if the method is unknown).
+
+    The ids are read by the same names whatever the method (the v2 names
+    first, then the legacy ones), so they are read from the params as sent,
+    untyped; each row's summary reads its own method's wire type."""
     row = REQUESTS[method]
     kind = row.kind
     meta = params.get("_meta")

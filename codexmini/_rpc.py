@@ -47,7 +47,7 @@ import json
 from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from . import _wire
-from ._errors import ConfigError, ProtocolError, RpcError
+from ._errors import ConfigError, ProtocolError, RpcError, rpc_error
 from ._permission import REQUESTS, fail_closed
 
 Frame = Dict[str, Any]
@@ -65,6 +65,9 @@ INTERNAL_ERROR = -32603
 NEVER_DROP = frozenset(
     {"turn/started", "turn/completed", "item/started", "item/completed", "error", "thread/tokenUsage/updated"}
 )
+
+#: The global notification that carries the account's rate-limit snapshot.
+RATE_LIMITS_UPDATED = "account/rateLimits/updated"
 
 #: How many answered request ids are remembered to recognise a duplicate answer.
 SETTLED_MEMORY = 1024
@@ -187,6 +190,10 @@ class Connection:
         self.stats: Dict[str, int] = collections.Counter(
             frames_in=0, frames_out=0, malformed=0, dropped=0, unrouted=0, unknown_responses=0
         )
+        #: The last rate-limit snapshot codex sent (``account/rateLimits/updated``
+        #: ``rateLimits``, a global notification), or ``None``: what a turn that
+        #: failed on a usage limit reads its reset time from.
+        self.rate_limits: Optional[Mapping[str, Any]] = None
 
     # -- sending ---------------------------------------------------------------
 
@@ -315,6 +322,10 @@ class Connection:
         # tuple.__new__: a NamedTuple without its Python-level __new__ (per frame).
         if tid is None:
             note: Notification = _new(Notification, (method, params, None, GLOBAL, frame))
+            if method == RATE_LIMITS_UPDATED:
+                limits = params.get("rateLimits")
+                if type(limits) is dict:
+                    self.rate_limits = limits
         elif tid in self._claimed:
             note = _new(Notification, (method, params, tid, tid, frame))
         else:
@@ -352,7 +363,7 @@ class Connection:
         if kind == _wire.RESPONSE:
             return Response(rid, method, frame["result"], frame)
         err = frame["error"]
-        return ErrorResponse(rid, method, RpcError(err["code"], err["message"], err.get("data"), method), frame)
+        return ErrorResponse(rid, method, rpc_error(err["code"], err["message"], err.get("data"), method), frame)
 
     def _remember(self, rid: RequestId, method: str, answered: bool) -> None:
         self._settled[rid] = (method, answered)
@@ -418,6 +429,7 @@ __all__ = [
     "INTERNAL_ERROR",
     "METHOD_NOT_FOUND",
     "NEVER_DROP",
+    "RATE_LIMITS_UPDATED",
     "UNCLAIMED",
     "Connection",
     "ErrorResponse",

@@ -250,7 +250,8 @@ class KnownField:
     ``kind`` is the frame kind (``request``, ``notification``, ``response``,
     ``error``), ``method`` the frame's method (for a response: the method it
     answers; ``*`` for any), ``path`` the JSON path with array indices written
-    ``[]`` (``$.result.thread.turns[].items``).
+    ``[]`` (``$.result.thread.turns[].items``); a path ending in ``.*``
+    names every key below it (``$.result.config.*``: an open map).
     """
 
     kind: str
@@ -259,7 +260,10 @@ class KnownField:
     why: str = field(default="", compare=False)
 
     def matches(self, kind: str, method: str | None, path: str) -> bool:
-        return self.kind in ("*", kind) and self.method in ("*", method) and self.path == _INDEX.sub("[]", path)
+        if not (self.kind in ("*", kind) and self.method in ("*", method)):
+            return False
+        path = _INDEX.sub("[]", path)
+        return self.path == path or (self.path.endswith(".*") and path.startswith(self.path[:-1]))
 
 
 _INDEX = re.compile(r"\[\d+\]")

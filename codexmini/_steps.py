@@ -55,7 +55,7 @@ from __future__ import annotations
 import os
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
 from ._events import (
     AgentMessageDelta,
@@ -72,6 +72,9 @@ from ._events import (
 from ._mapping import TOOL_ITEMS, ToolCall, tool_call, tool_result
 from ._prompt import reasoning_block, text_block, tool_call_block
 from ._turnfold import TurnFold
+
+if TYPE_CHECKING:  # wire types (codexmini.protocol): what the fold reads of an item
+    from .protocol import AgentMessageThreadItem, ReasoningThreadItem, ThreadItem
 
 _object_new = object.__new__
 
@@ -209,8 +212,8 @@ class StepFolder:
 
     # -- internals -----------------------------------------------------------
 
-    def _completed(self, item: Mapping[str, Any], out: List[Write]) -> None:
-        kind = item.get("type", "")
+    def _completed(self, item: "ThreadItem", out: List[Write]) -> None:
+        kind: str = item.get("type", "")
         if kind == "userMessage":
             self._user_items += 1
             # The first is the step's prompt; later ones are steered input.
@@ -218,27 +221,11 @@ class StepFolder:
                 self._flush(out)
                 out.extend(Write("user/message", message, self.step) for message in self._steered.pop(0))
         elif kind == "reasoning":
-            text = self._reasoning_text(item)
+            text = self._reasoning_text(cast("ReasoningThreadItem", item))
             if text:
                 self.pending_reasoning.append(text)
         elif kind == "agentMessage":
-            item_id = str(item.get("id"))
-            if self.held is not None and item_id in self._text_at:
-                # Completed again (a retried response.incomplete, reference
-                # §0.5): the last completion wins, nothing is repeated.
-                self.held["content"][self._text_at[item_id]] = text_block(str(item.get("text") or ""))
-                self._commit_stream(item_id, self.held["id"])
-                return
-            if not item.get("text") and not self.pending_reasoning:
-                self._end_stream(item_id, committed=False)
-                return  # nothing to say: no segment, no empty step
-            self._begin_segment(out)
-            held = self._held()
-            self._fold_reasoning(held)
-            if item.get("text"):
-                self._commit_stream(item_id, held["id"])
-                self._text_at[item_id] = len(held["content"])
-                held["content"].append(text_block(str(item["text"])))
+            self._agent_message(cast("AgentMessageThreadItem", item), out)
         elif kind in TOOL_ITEMS:
             call = tool_call(item)
             result = tool_result(item)
@@ -246,6 +233,26 @@ class StepFolder:
             self._tool(call, result.text, result.is_error, result.status, out)
         elif kind not in _CONTENT_ITEMS:
             self.ignored[kind] += 1
+
+    def _agent_message(self, item: "AgentMessageThreadItem", out: List[Write]) -> None:
+        item_id = str(item.get("id"))
+        text: Optional[str] = item.get("text")
+        if self.held is not None and item_id in self._text_at:
+            # Completed again (a retried response.incomplete, reference
+            # §0.5): the last completion wins, nothing is repeated.
+            self.held["content"][self._text_at[item_id]] = text_block(str(text or ""))
+            self._commit_stream(item_id, self.held["id"])
+            return
+        if not text and not self.pending_reasoning:
+            self._end_stream(item_id, committed=False)
+            return  # nothing to say: no segment, no empty step
+        self._begin_segment(out)
+        held = self._held()
+        self._fold_reasoning(held)
+        if text:
+            self._commit_stream(item_id, held["id"])
+            self._text_at[item_id] = len(held["content"])
+            held["content"].append(text_block(str(text)))
 
     def _tool(self, call: ToolCall, text: str, is_error: bool, status: str, out: List[Write]) -> None:
         self._tools_seen.add(call.call_id)
@@ -311,10 +318,12 @@ class StepFolder:
         for item_id, message_id in committing.items():
             self._signals.append(MessageStreamEnd(message_id, item_id, committed=True))
 
-    def _reasoning_text(self, item: Mapping[str, Any]) -> str:
+    def _reasoning_text(self, item: "ReasoningThreadItem") -> str:
         item_id = str(item.get("id"))
-        for key in ("summary", "content"):
-            text = "\n\n".join(str(p) for p in item.get(key) or () if p)
+        summary: Optional[List[str]] = item.get("summary")
+        content: Optional[List[str]] = item.get("content")
+        for parts_of_item in (summary, content):
+            text = "\n\n".join(str(p) for p in parts_of_item or () if p)
             if text.strip():
                 return text
         for key in ("summary", "content"):  # what was streamed, when the item has nothing

@@ -32,21 +32,67 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Union,
+)
 
 from ._client import AppServerClient, Subscription
-from ._errors import CodexminiError, CodexTimeout, ProtocolError, RpcError, TransportError, TurnTimeout
+from ._errors import (
+    CodexminiError,
+    CodexTimeout,
+    ConfigError,
+    MethodNotFound,
+    ProtocolError,
+    RpcError,
+    TransportError,
+    TurnTimeout,
+)
 from ._events import AgentMessageDelta, Event, InvalidNotification, TurnCompleted, Usage
+from ._requests import pages
 from ._rpc import Notification
 from ._turnfold import TurnFold
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # wire types of the pinned schema (codexmini.protocol): read through, for the checker
+    from . import protocol
     from ._run import RunResult
+    from .protocol import (
+        ReviewDelivery,
+        ReviewStartResponse,
+        ReviewTarget,
+        ThreadForkResponse,
+        ThreadListResponse,
+        ThreadResumeResponse,
+        ThreadStartResponse,
+        ThreadTurnsListResponse,
+        TurnStartResponse,
+        TurnSteerResponse,
+    )
+
+    #: What a thread was opened with: the response of thread/start, resume or fork.
+    ThreadInfo = Union[ThreadStartResponse, ThreadResumeResponse, ThreadForkResponse]
 
 log = logging.getLogger("codexmini.thread")
 
 InputItem = Dict[str, Any]
 Input = Union[str, Sequence[Union[str, InputItem]]]
+
+#: codex 0.149.1 (and older) drops turns with ``thread/rollback``; 0.171.0
+#: removed it (it answers "unknown variant") in favour of ``thread/revert``,
+#: which only "paginated" threads support (0.149.1 answers "thread/revert only
+#: supports paginated threads" for its "legacy" ones).  A thread's
+#: ``historyMode`` says which one applies (fixtures ``rollback``).
+ROLLBACK = "thread/rollback"
+PAGINATED = "paginated"
 
 
 def text_input(text: str) -> InputItem:
@@ -81,14 +127,41 @@ def as_input(value: Input) -> List[InputItem]:
     return [text_input(v) if isinstance(v, str) else dict(v) for v in value]
 
 
+def _options(
+    cwd: Optional[str], model: Optional[str], sandbox: Optional[str], approval_policy: Optional[str]
+) -> Dict[str, Any]:
+    request: Dict[str, Any] = {}
+    for key, value in (("cwd", cwd), ("model", model), ("sandbox", sandbox), ("approvalPolicy", approval_policy)):
+        if value is not None:
+            request[key] = value
+    return request
+
+
 class Thread:
-    """One codex thread.  Create it with :meth:`start`."""
+    """One codex thread: :meth:`start` a new one, :meth:`resume` or
+    :meth:`fork` a stored one; then :meth:`turn` it, :meth:`read` it,
+    :meth:`rollback`, :meth:`compact`, :meth:`review`, :meth:`archive`, name it.
+    :attr:`info` is the response it was opened with (``ThreadStartResponse``,
+    ``ThreadResumeResponse`` or ``ThreadForkResponse``)."""
 
     def __init__(self, client: AppServerClient, thread_id: str, info: Mapping[str, Any]) -> None:
         self.client = client
         self.id = thread_id
         self.info = info
         self._sub: Subscription = client.subscribe(thread_id)
+
+    @classmethod
+    def _opened(cls, client: AppServerClient, result: "ThreadInfo", method: str) -> "Thread":
+        return cls(client, _id_of(result, "thread", method), result)
+
+    @property
+    def history_mode(self) -> Optional[str]:
+        """The thread's ``historyMode`` as codex reported it when the thread was
+        opened: ``"legacy"`` (codex 0.149.1) or ``"paginated"`` (0.171.0)."""
+        info: "ThreadInfo" = self.info  # type: ignore[assignment]
+        thread: Optional["protocol.Thread"] = info.get("thread")
+        mode: Optional[str] = thread.get("historyMode") if isinstance(thread, Mapping) else None
+        return mode
 
     @classmethod
     async def start(
@@ -102,14 +175,93 @@ class Thread:
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
-        """Send ``thread/start``; ``params`` adds or overrides raw fields."""
+        """Send ``thread/start``; ``params`` adds or overrides raw fields.
+
+        codex writes the thread to disk when its first turn runs: until then
+        it lives in this process only (see :meth:`resume`)."""
+        request = _options(cwd, model, sandbox, approval_policy)
+        request.update(params or {})
+        result: ThreadStartResponse = await client.request("thread/start", request, timeout=timeout)
+        return cls._opened(client, result, "thread/start")
+
+    @classmethod
+    async def resume(
+        cls,
+        client: AppServerClient,
+        thread_id: str,
+        *,
+        cwd: Optional[str] = None,
+        model: Optional[str] = None,
+        sandbox: Optional[str] = None,
+        approval_policy: Optional[str] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> "Thread":
+        """Open a stored thread by id (``thread/resume``), in this process or a
+        new one on the same ``CODEX_HOME``: the next turn's model request
+        carries the thread's earlier messages.
+
+        Raises :class:`~codexmini.ThreadNotFound` when codex has no rollout for
+        the id -- in particular for a thread that never ran a turn, which codex
+        never wrote to disk (recorded: ``resume_unpersisted``)."""
+        request = {"threadId": thread_id, **_options(cwd, model, sandbox, approval_policy)}
+        request.update(params or {})
+        result: ThreadResumeResponse = await client.request("thread/resume", request, timeout=timeout)
+        return cls._opened(client, result, "thread/resume")
+
+    @classmethod
+    async def fork(
+        cls,
+        client: AppServerClient,
+        thread_id: str,
+        *,
+        last_turn_id: Optional[str] = None,
+        ephemeral: Optional[bool] = None,
+        cwd: Optional[str] = None,
+        model: Optional[str] = None,
+        sandbox: Optional[str] = None,
+        approval_policy: Optional[str] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> "Thread":
+        """A new thread with a copy of a stored thread's history (``thread/fork``),
+        up to ``last_turn_id`` when given; ``ephemeral`` keeps it in memory
+        only.  The two threads then diverge.  Raises
+        :class:`~codexmini.ThreadNotFound` like :meth:`resume`."""
+        request: Dict[str, Any] = {"threadId": thread_id, **_options(cwd, model, sandbox, approval_policy)}
+        if last_turn_id is not None:
+            request["lastTurnId"] = last_turn_id
+        if ephemeral is not None:
+            request["ephemeral"] = ephemeral
+        request.update(params or {})
+        result: ThreadForkResponse = await client.request("thread/fork", request, timeout=timeout)
+        return cls._opened(client, result, "thread/fork")
+
+    @staticmethod
+    def list(
+        client: AppServerClient,
+        *,
+        limit: Optional[int] = None,
+        archived: Optional[bool] = None,
+        cwd: Optional[str] = None,
+        search: Optional[str] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> AsyncIterator["protocol.Thread"]:
+        """Every stored thread (``thread/list``, newest first), as the wire's
+        ``Thread`` objects, page after page (``limit`` per page) following the
+        server's cursor.  ``archived=True`` lists the archived ones."""
         request: Dict[str, Any] = {}
-        for key, value in (("cwd", cwd), ("model", model), ("sandbox", sandbox), ("approvalPolicy", approval_policy)):
+        for key, value in (("limit", limit), ("archived", archived), ("cwd", cwd), ("searchTerm", search)):
             if value is not None:
                 request[key] = value
         request.update(params or {})
-        result = await client.request("thread/start", request, timeout=timeout)
-        return cls(client, _id_of(result, "thread", "thread/start"), result)
+
+        async def fetch(page: Dict[str, Any]) -> "ThreadListResponse":
+            result: ThreadListResponse = await client.request("thread/list", page, timeout=timeout)
+            return result
+
+        return pages(fetch, request)
 
     def turn(
         self,
@@ -150,9 +302,103 @@ class Thread:
             on_event=on_event,
         )
 
+    def review(
+        self,
+        target: "ReviewTarget",
+        *,
+        delivery: Optional["ReviewDelivery"] = None,
+        interrupt_grace: float = 5.0,
+        idle_timeout: Optional[float] = None,
+    ) -> "Turn":
+        """A code review (``review/start``) as a :class:`Turn` like any other:
+        iterate it or :meth:`Turn.run` it.  ``target`` is a ``ReviewTarget``
+        (``{"type": "uncommittedChanges"}``, ``{"type": "custom",
+        "instructions": …}`` …); the review text is the ``exitedReviewMode``
+        item.  With ``delivery="detached"`` (codex 0.149.1; 0.171.0 knows only
+        ``"inline"``) codex reviews in a new thread: the turn's
+        :attr:`Turn.thread` becomes that thread."""
+        turn = Turn(self, [], {}, interrupt_grace, idle_timeout)
+        request: Dict[str, Any] = {"threadId": self.id, "target": target}
+        if delivery is not None:
+            request["delivery"] = delivery
+        turn._starter = lambda: turn._start_review(request)
+        return turn
+
+    async def compact(self, *, idle_timeout: Optional[float] = None, interrupt_grace: float = 5.0) -> TurnCompleted:
+        """Compact the thread's history (``thread/compact/start``) and wait for
+        the compaction turn it starts to end; its :class:`TurnCompleted`."""
+        turn = Turn(self, [], {}, interrupt_grace, idle_timeout)
+        turn._starter = turn._start_compaction
+        return await turn.run()
+
+    async def read(self, *, include_turns: bool = True, timeout: Optional[float] = None) -> "protocol.Thread":
+        """The stored thread (``thread/read``): the wire's ``Thread``, with its
+        ``turns`` and their items when ``include_turns``."""
+        result = await self.client.call.thread_read(
+            {"threadId": self.id, "includeTurns": include_turns}, timeout=timeout
+        )
+        return result["thread"]
+
+    async def rollback(self, turns: int = 1, *, timeout: Optional[float] = None) -> None:
+        """Drop the last ``turns`` turns from the thread's history (all of them
+        if it has fewer), so the next turn's model request no longer carries
+        them.  Local file changes are not reverted.
+
+        codex 0.149.1 does this with ``thread/rollback``; 0.171.0 has no such
+        method and reverts a ``paginated`` thread with ``thread/revert`` to
+        the turn before them instead: the thread's :attr:`history_mode`
+        decides.  Raises :class:`~codexmini.MethodNotFound` when this codex has
+        neither for the thread."""
+        if turns < 1:
+            raise ConfigError(f"rollback needs a number of turns >= 1, not {turns}")
+        if self.history_mode == PAGINATED:
+            await self._revert(turns, timeout)
+            return
+        try:
+            await self.client.request(ROLLBACK, {"threadId": self.id, "numTurns": turns}, timeout=timeout)
+        except MethodNotFound as exc:
+            raise MethodNotFound(
+                exc.code,
+                f"this codex has no {ROLLBACK} (removed in 0.171.0) and thread {self.id} is "
+                f"{self.history_mode or 'of unknown history mode'}, not paginated, so thread/revert cannot "
+                f"replace it (codex said: {exc.message})",
+                exc.data,
+                exc.method,
+            ) from None
+
+    async def _revert(self, turns: int, timeout: Optional[float]) -> None:
+        newest: List[str] = []
+        request = {"threadId": self.id, "sortDirection": "desc", "limit": turns}
+
+        async def fetch(page: Dict[str, Any]) -> "ThreadTurnsListResponse":
+            result: ThreadTurnsListResponse = await self.client.request("thread/turns/list", page, timeout=timeout)
+            return result
+
+        async for turn in pages(fetch, request):
+            newest.append(turn["id"])
+            if len(newest) == turns:
+                break
+        if not newest:
+            return  # nothing to drop
+        await self.client.request("thread/revert", {"threadId": self.id, "beforeTurnId": newest[-1]}, timeout=timeout)
+
+    async def archive(self, *, timeout: Optional[float] = None) -> None:
+        """Move the thread's rollout to the archive (``thread/archive``); listed
+        again only with ``Thread.list(client, archived=True)``."""
+        await self.client.call.thread_archive({"threadId": self.id}, timeout=timeout)
+
+    async def unarchive(self, *, timeout: Optional[float] = None) -> "protocol.Thread":
+        """Move it back (``thread/unarchive``); the restored wire ``Thread``."""
+        result = await self.client.call.thread_unarchive({"threadId": self.id}, timeout=timeout)
+        return result["thread"]
+
+    async def set_name(self, name: str, *, timeout: Optional[float] = None) -> None:
+        """Name the thread (``thread/name/set``; names need not be unique)."""
+        await self.client.call.thread_name_set({"threadId": self.id, "name": name}, timeout=timeout)
+
     async def steer(self, input: Input, expected_turn_id: str) -> str:
         """Add input to the running turn (``turn/steer``); returns its id."""
-        result = await self.client.request(
+        result: TurnSteerResponse = await self.client.request(
             "turn/steer", {"threadId": self.id, "expectedTurnId": expected_turn_id, "input": as_input(input)}
         )
         return str(result.get("turnId", expected_turn_id)) if isinstance(result, dict) else expected_turn_id
@@ -186,9 +432,16 @@ class Turn:
         self.done = False
         #: The turn's books (items, open items, usage, the last fatal error),
         #: shared with whoever else folds the same turn (the agent's step fold).
-        self.books = TurnFold(keep_items=keep_items)
+        self.books = TurnFold(keep_items=keep_items, rate_limits=self._rate_limits)
         self._started = False
         self._interrupting = False
+        #: Sends the request that starts the turn; its turn id, or ``None``
+        #: when the response names none (compaction: the id comes with
+        #: ``turn/started``).  ``turn/start`` unless a helper set another.
+        self._starter: Callable[[], Awaitable[Optional[str]]] = self._start_turn
+
+    def _rate_limits(self) -> Optional["protocol.RateLimitSnapshot"]:
+        return self.thread.client.rate_limits
 
     @property
     def id(self) -> Optional[str]:
@@ -244,25 +497,61 @@ class Turn:
 
     async def _begin(self) -> None:
         self._started = True
-        request = {"threadId": self.thread.id, "input": self.input, **self.params}
-        starting = asyncio.ensure_future(self.thread.client.request("turn/start", request))
+        starting = asyncio.ensure_future(self._starter())
         try:
-            result = await asyncio.shield(starting)
+            turn_id = await asyncio.shield(starting)
         except asyncio.CancelledError:
-            # Cancelled while turn/start is in flight: the turn may already
-            # run in codex.  Learn its id (briefly) so the caller's handler
-            # can interrupt it instead of leaving it running.
+            # Cancelled while the start request is in flight: the turn may
+            # already run in codex.  Learn its id (briefly) so the caller's
+            # handler can interrupt it instead of leaving it running.
             done, _ = await asyncio.wait([starting], timeout=self.interrupt_grace)
             if starting in done and not starting.cancelled() and starting.exception() is None:
-                self.books.turn_id = _id_in(starting.result(), "turn")
+                self.books.turn_id = starting.result()
             else:
                 starting.cancel()
             raise
+        if turn_id is None:
+            turn_id = await self._turn_started()
+        self.books.turn_id = turn_id
+
+    async def _start_turn(self) -> Optional[str]:
+        request = {"threadId": self.thread.id, "input": self.input, **self.params}
+        result: TurnStartResponse = await self.thread.client.request("turn/start", request)
+        return self._turn_id(result, "turn/start")
+
+    async def _start_review(self, request: Mapping[str, Any]) -> Optional[str]:
+        thread = self.thread
+        result: ReviewStartResponse = await thread.client.request("review/start", request)
+        review_thread = result["reviewThreadId"]
+        if review_thread != thread.id:  # delivery "detached": a new thread runs the review
+            self.thread = Thread(thread.client, review_thread, result)
+        return self._turn_id(result, "review/start")
+
+    def _turn_id(self, result: Any, method: str) -> str:
         try:
-            self.books.turn_id = _id_of(result, "turn", "turn/start")
+            return _id_of(result, "turn", method)
         except ProtocolError:
             self.done = True  # no turn id to filter its frames by: nothing to wait for
             raise
+
+    async def _start_compaction(self) -> Optional[str]:
+        await self.thread.client.call.thread_compact_start({"threadId": self.thread.id})
+        return None  # the compaction turn's id comes with its turn/started
+
+    async def _turn_started(self) -> str:
+        """The id of the turn the thread starts next (``turn/started``); what
+        comes before it is folded as usual (none of it is the turn's)."""
+        while True:
+            try:
+                note = await self.thread._sub._get(self.idle_timeout)
+            except CodexTimeout:
+                raise TurnTimeout(None, float(self.idle_timeout or 0)) from None
+            if note.method == "turn/started":
+                turn: Optional["protocol.Turn"] = note.params.get("turn")
+                turn_id: Optional[str] = turn.get("id") if isinstance(turn, Mapping) else None
+                if isinstance(turn_id, str):
+                    return turn_id
+            self._take(note)
 
     def _take(self, note: Notification) -> Optional[Event]:
         """Fold one notification of this thread; the event to yield, if any."""

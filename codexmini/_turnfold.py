@@ -32,33 +32,52 @@ the items, the abandoned ids and the usage.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from ._errors import ProtocolError
-from ._events import Event, InvalidNotification, ItemCompleted, ItemStarted, TokenUsage, TurnCompleted, Usage
+from ._events import (
+    USAGE_LIMIT_EXCEEDED,
+    Event,
+    InvalidNotification,
+    ItemCompleted,
+    ItemStarted,
+    TokenUsage,
+    TurnCompleted,
+    Usage,
+)
 from ._mapping import NOTIFICATIONS, ToolCall, to_event, tool_call
 
-Item = Mapping[str, Any]
+if TYPE_CHECKING:
+    from .protocol import RateLimitSnapshot, ThreadItem, TurnError
 
 
 class TurnFold:
     """The books of one turn (``turn_id``); feed it the thread's notifications."""
 
-    def __init__(self, turn_id: Optional[str] = None, keep_items: bool = True) -> None:
+    def __init__(
+        self,
+        turn_id: Optional[str] = None,
+        keep_items: bool = True,
+        rate_limits: Optional[Callable[[], Optional["RateLimitSnapshot"]]] = None,
+    ) -> None:
         self.turn_id = turn_id
+        #: Where a turn that failed on a usage limit reads the account's last
+        #: rate-limit snapshot (a global notification the thread never sees:
+        #: the client keeps it); called once, at ``turn/completed``.
+        self.rate_limits = rate_limits
         #: Keep every completed item for :attr:`TurnCompleted.items` (the
         #: turn's history); a reader that writes items elsewhere as they
         #: complete (the agent: to its log) passes False and keeps no history.
         self.keep_items = keep_items
-        self.items: Dict[str, Item] = {}  # completed, last writer wins
-        self.open: Dict[str, Item] = {}  # started, not completed since
+        self.items: Dict[str, "ThreadItem"] = {}  # completed, last writer wins
+        self.open: Dict[str, "ThreadItem"] = {}  # started, not completed since
         # Every tool item started (first start), in start order, as its call:
         # what the step fold needs to settle a tool it never saw finish, without
         # holding every item of a long turn.
         self.started: Dict[str, ToolCall] = {}
         self.usage = Usage()
         self.invalid = 0  # notifications skipped as malformed (InvalidNotification)
-        self.last_error: Optional[Mapping[str, Any]] = None
+        self.last_error: Optional["TurnError"] = None
         self.completed: Optional[TurnCompleted] = None
         self._order: List[str] = []  # completed ids, in order of first completion
 
@@ -82,7 +101,7 @@ class TurnFold:
         if turn_id is not None and turn_id != self.turn_id:
             return None  # another turn of this thread
         if method == "error" and not params.get("willRetry") and isinstance(params.get("error"), dict):
-            self.last_error = params["error"]
+            self.last_error = params["error"]  # an ErrorNotification's TurnError
         row = NOTIFICATIONS.get(method)
         if row is None:
             return to_event(method, params)  # ignored or unmapped: the mapping decides
@@ -127,12 +146,17 @@ class TurnFold:
         return event
 
     def _finish(self, event: TurnCompleted) -> Event:
+        error = event.error or (self.last_error if event.status == "failed" else None)
+        limits = None
+        if error is not None and error.get("codexErrorInfo") == USAGE_LIMIT_EXCEEDED and self.rate_limits is not None:
+            limits = self.rate_limits()  # the reset time of TurnCompleted.failure (fixture usage_limit)
         self.completed = dataclasses.replace(
             event,
-            error=event.error or (self.last_error if event.status == "failed" else None),
+            error=error,
             items=tuple(self.items[i] for i in self._order),
             abandoned=tuple(self.open),
             usage=self.usage,
+            rate_limits=limits,
         )
         return self.completed
 

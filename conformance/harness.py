@@ -11,6 +11,13 @@ runs the scenario's prompts.  Only where frames come from differs:
   ``fixtures/<version>/<scenario>.frames.jsonl`` and checking that the client
   sends what the binary received.
 
+A driver may start several clients one after the other (a turn in one codex
+process, ``Thread.resume`` in the next, on the same ``CODEX_HOME``): each is a
+codex process of its own, and its frames are tagged with its number
+(``"conn": 1`` in the transcript; the first client's frames carry no tag, so
+one-process recordings read as before).  A replay plays each process's frames
+to the client started in the same order (:class:`Replays`).
+
 Every run is held to one codex version's behaviour (``version``, default
 the pin): the scenario's :class:`~conformance.versions.ByVersion` values are
 resolved for it (:meth:`Scenario.at`), a replay plays that version's
@@ -30,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -156,12 +164,22 @@ class Run:
     log: Optional[SessionLog] = None
     clients: List[AppServerClient] = field(default_factory=list)
     tasks: List["asyncio.Task[Any]"] = field(default_factory=list)
+    #: For each frame, the number of the client (codex process) it belongs to.
+    conns: List[int] = field(default_factory=list)
+    #: What a driver learned, for its check (results, errors it caught).
+    notes: Dict[str, Any] = field(default_factory=dict)
 
     def tap(self, direction: str, frame: Dict[str, Any]) -> None:
-        self.frames.append((direction, json.loads(json.dumps(frame))))
+        self.record(0, direction, frame)
 
-    async def start_client(self) -> AppServerClient:
-        """A bare client configured like the agent's (for thread-level drivers)."""
+    def record(self, conn: int, direction: str, frame: Dict[str, Any]) -> None:
+        self.frames.append((direction, json.loads(json.dumps(frame))))
+        self.conns.append(conn)
+
+    async def start_client(self, **options: Any) -> AppServerClient:
+        """A bare client configured like the agent's (for thread-level drivers);
+        the n-th one started is codex process n of the recording (``options``
+        go to :meth:`AppServerClient.start`)."""
         cfg = self.config
         config = (cfg.endpoint.config() if cfg.endpoint else []) + list(cfg.config)
         env = dict(cfg.env)
@@ -173,8 +191,9 @@ class Run:
             env=env,
             cwd=cfg.cwd,
             launcher=cfg.launcher,
-            tap=cfg.tap,
+            tap=functools.partial(self.record, len(self.clients)),
             handler_timeout=cfg.handler_timeout,
+            **options,
         )
         self.clients.append(client)
         return client
@@ -198,6 +217,10 @@ class RunResult:
     report: Optional[Dict[str, Any]] = None
     #: The codex version whose behaviour this run is held to.
     version: str = CODEX_VERSION
+    #: For each frame, the number of the codex process (client) it belongs to.
+    conns: List[int] = field(default_factory=list)
+    #: What the driver noted (:attr:`Run.notes`).
+    notes: Dict[str, Any] = field(default_factory=dict)
 
     def at(self, value: "ByVersion[Any]") -> Any:
         """A check's per-version expectation for :attr:`version`."""
@@ -209,7 +232,15 @@ class RunResult:
 
     def normalised_frames(self) -> List[Dict[str, Any]]:
         norm = self.normaliser
-        return [{"dir": d, "frame": norm.normalise(f)} for d, f in self.frames]
+        conns = self.conns or [0] * len(self.frames)
+        return [
+            {"dir": d, "frame": norm.normalise(f), **({"conn": c} if c else {})} for (d, f), c in zip(self.frames, conns)
+        ]
+
+    def frames_of(self, conn: int) -> List[Tuple[str, Dict[str, Any]]]:
+        """The frames of one codex process (client) of the run."""
+        conns = self.conns or [0] * len(self.frames)
+        return [f for f, c in zip(self.frames, conns) if c == conn]
 
     def normalised_session(self) -> List[Dict[str, Any]]:
         norm = self.normaliser
@@ -237,6 +268,35 @@ def _write_files(paths: Paths, files: Mapping[str, Union[str, bytes]]) -> None:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "wb") as fh:
             fh.write(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+class Replays:
+    """The server side of a recording, one :class:`Replay` per codex process:
+    the n-th client a run starts plays the frames tagged ``"conn": n``."""
+
+    def __init__(self, transcript: List[Dict[str, Any]], normaliser: Normaliser) -> None:
+        self.by_conn: Dict[int, List[Dict[str, Any]]] = {}
+        for entry in transcript:
+            self.by_conn.setdefault(int(entry.get("conn", 0)), []).append(entry)
+        self.normaliser = normaliser
+        self.replays: List[Replay] = []
+
+    async def launch(self, argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str]) -> Any:
+        replay = Replay(self.by_conn.get(len(self.replays), []), self.normaliser)
+        self.replays.append(replay)
+        return await FakeAppServer(replay).launch(argv, env, cwd)
+
+    @property
+    def report(self) -> Dict[str, Any]:
+        mismatches = [m for replay in self.replays for m in replay.mismatches]
+        if len(self.replays) < len(self.by_conn):
+            mismatches.append(f"the recording has {len(self.by_conn)} codex process(es); the run started {len(self.replays)}")
+        return {
+            "ok": not mismatches,
+            "mismatches": mismatches,
+            "matched": sum(replay.matched for replay in self.replays),
+            "argv": self.replays[0].argv if self.replays else [],
+        }
 
 
 async def _answer(run: Run, request: ApprovalRequest) -> Reply:
@@ -270,7 +330,7 @@ async def execute(
     fixtures = fixtures if fixtures is not None else fixtures_dir(version)
     paths = Paths.create(scenario.name)
     model: Optional[ScriptedModel] = None
-    replay: Optional[Replay] = None
+    replay: Optional[Replays] = None
     try:
         _write_files(paths, scenario.files)
         env = {"HOME": paths.root}
@@ -282,11 +342,11 @@ async def execute(
             # The server side of the recording, played in memory by the one
             # fake app-server (codexmini.testing): no process, same bytes.
             endpoint = ModelEndpoint("http://127.0.0.1:9/v1", "sk-fake")  # never called
-            replay = Replay(
+            replay = Replays(
                 load_transcript(transcript or fixture_path(scenario.name, "frames.jsonl", fixtures)),
                 Normaliser(paths.placeholders(), version=__version__),
             )
-            launcher = FakeAppServer(replay).launch
+            launcher = replay.launch
             codex_bin = "codex"
         run = Run(
             scenario,
@@ -327,6 +387,8 @@ async def execute(
             model_requests=list(model.requests) if model else [],
             report=report,
             version=version,
+            conns=run.conns,
+            notes=run.notes,
         )
     finally:
         if model is not None:
@@ -391,6 +453,7 @@ __all__ = [
     "DEADLINE",
     "FIXTURES",
     "Paths",
+    "Replays",
     "Run",
     "RunResult",
     "Scenario",

@@ -1348,6 +1348,7 @@ STRUCTURED_OUTPUT = Scenario(
     check=_check_structured_output,
 )
 
+from .thread_scenarios import THREAD_SCENARIOS  # noqa: E402 - they use the helpers above
 
 SCENARIOS = {
     s.name: s
@@ -1382,6 +1383,7 @@ SCENARIOS = {
         KNOB_CHANGE,
         MODEL_CHANGE,
         STRUCTURED_OUTPUT,
+        *THREAD_SCENARIOS,
     ]
 }
 
@@ -1390,6 +1392,7 @@ SCENARIOS = {
 #: ``make drift`` compares only how many frames of each kind went each way.
 RACING_TRANSCRIPTS = {
     "two_threads": "two turns stream at once on one connection: their frames interleave differently on every run",
+    "overload": "a flood of requests: which ones codex rejects as overloaded, and so what is retried, depends on timing",
 }
 
 

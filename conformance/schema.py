@@ -72,15 +72,57 @@ JSONSCHEMA = _schema.jsonschema_engine(jsonschema)
 
 _STABLE_EXPERIMENTAL = "an experimental field, sent even without experimentalApi (protocol reference §5)"
 
+#: ``config/read``'s ``config`` is ``Config``, which declares 27 settings and
+#: ``additionalProperties: true``: codex's struct with a flattened map of every
+#: other setting (about 140 more, varying by version: the ``config_write``
+#: fixtures).  Allowed, never declared -- in both flavors of every version.
+OPEN_CONFIG = KnownField(
+    "response", "config/read", "$.result.config.*", "Config is an open map (additionalProperties: true)"
+)
+
+#: The requests whose result holds the wire ``Thread`` at ``thread``
+#: (``thread/start``'s are listed on their own below), each recorded by the
+#: thread scenarios (``fixtures/<version>/resume`` …).
+_THREAD_RESULTS = (
+    "thread/resume",
+    "thread/fork",
+    "thread/read",
+    "thread/unarchive",
+    "thread/rollback",
+    "thread/revert",
+)
+
+
+def _thread_results(thread_fields: Tuple[str, ...], resume_fields: Tuple[str, ...]) -> List[KnownField]:
+    """The experimental ``Thread`` fields in every result that holds a thread
+    (``thread/list`` holds them in ``data``), and what ``thread/resume`` and
+    ``thread/fork`` send beside thread/start's experimental ones."""
+    return [
+        *(
+            KnownField("response", m, f"$.result.thread.{n}", _STABLE_EXPERIMENTAL)
+            for m in _THREAD_RESULTS
+            for n in thread_fields
+        ),
+        *(KnownField("response", "thread/list", f"$.result.data[].{n}", _STABLE_EXPERIMENTAL) for n in thread_fields),
+        *(
+            KnownField("response", m, f"$.result.{n}", _STABLE_EXPERIMENTAL)
+            for m in ("thread/resume", "thread/fork")
+            for n in ("activePermissionProfile", "multiAgentMode", "runtimeWorkspaceRoots")
+        ),
+        *(KnownField("response", "thread/resume", f"$.result.{n}", _STABLE_EXPERIMENTAL) for n in resume_fields),
+    ]
+
+
 #: Per flavor: what codex 0.149.1 sends that the flavor does not declare.
 #: The experimental bundle declares everything the binary sends -- including
 #: ``emittedAtMs``, which ``ServerNotification`` declares at the union level
 #: (``properties`` beside ``oneOf``) and the reference's harness missed.  The
 #: stable bundle leaves out the experimental fields the server sends anyway.
 KNOWN_UNDECLARED_0_149_1: Mapping[str, FrozenSet[KnownField]] = {
-    "experimental": frozenset(),
+    "experimental": frozenset([OPEN_CONFIG]),
     "stable": frozenset(
         [
+            OPEN_CONFIG,
             *(
                 KnownField("response", "thread/start", f"$.result.{name}", _STABLE_EXPERIMENTAL)
                 for name in (
@@ -109,6 +151,10 @@ KNOWN_UNDECLARED_0_149_1: Mapping[str, FrozenSet[KnownField]] = {
             # Ours: codexmini initializes with experimentalApi and may steer a
             # turn's collaboration mode.
             KnownField("request", "turn/start", "$.params.collaborationMode", "experimental turn/start param"),
+            *_thread_results(
+                ("canAcceptDirectInput", "extra", "historyMode"),
+                ("initialTurnsPage", "itemsBackwardsCursor", "turnsBackwardsCursor"),
+            ),
         ]
     ),
 }
@@ -119,9 +165,10 @@ KNOWN_UNDECLARED_0_149_1: Mapping[str, FrozenSet[KnownField]] = {
 #: experimental fields sent without experimentalApi.  The approval, settings
 #: and turn/start fields are still experimental-only in its bundles.
 KNOWN_UNDECLARED_0_171_0: Mapping[str, FrozenSet[KnownField]] = {
-    "experimental": frozenset(),
+    "experimental": frozenset([OPEN_CONFIG]),
     "stable": frozenset(
         [
+            OPEN_CONFIG,
             *(
                 KnownField("response", "thread/start", f"$.result.{name}", _STABLE_EXPERIMENTAL)
                 for name in (
@@ -144,6 +191,13 @@ KNOWN_UNDECLARED_0_171_0: Mapping[str, FrozenSet[KnownField]] = {
                 for k in KNOWN_UNDECLARED_0_149_1["stable"]
                 if k.method in ("thread/settings/updated", "item/commandExecution/requestApproval", "turn/start")
             ),
+            *_thread_results(
+                ("attachedToThreadId", "canAcceptDirectInput", "daybreakEnabled", "environments", "extra"),
+                ("initialTurnsPage",),
+            ),
+            KnownField("response", "thread/read", "$.result.readState", _STABLE_EXPERIMENTAL),
+            KnownField("response", "thread/list", "$.result.readStates", _STABLE_EXPERIMENTAL),
+            KnownField("response", "account/read", "$.result.workspaceRouting", _STABLE_EXPERIMENTAL),
         ]
     ),
 }
@@ -320,6 +374,7 @@ __all__ = [
     "KNOWN_UNDECLARED",
     "KNOWN_UNDECLARED_BY_VERSION",
     "KnownField",
+    "OPEN_CONFIG",
     "OUT",
     "Problem",
     "REQUEST_UNIONS",

@@ -278,6 +278,13 @@ NOTIFICATION_PARAMS = {
     "turn/diff/updated": {"diff": ""},
     "error": {"willRetry": True, "error": {"message": "m", "additionalDetails": None, "codexErrorInfo": None}},
     "turn/completed": {"turn": {"id": "t", "status": "completed", "error": None}},
+    "account/rateLimits/updated": {
+        "rateLimits": {
+            "limitId": "codex",
+            "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": 1},
+            "secondary": None,
+        }
+    },
 }
 
 

@@ -22,6 +22,7 @@ from codexmini import CODEX_VERSION
 from conformance import recorded
 from conformance.schema import (
     KNOWN_UNDECLARED,
+    OPEN_CONFIG,
     REQUEST_UNIONS,
     RESPONSE_OVERRIDES,
     UNIONS,
@@ -344,7 +345,17 @@ def test_validator_known_undeclared_is_per_flavor():
         {(k.method, k.path) for k in catalog["stable"] if k.method in ("thread/start", "thread/started")}
         | {("item/commandExecution/requestApproval", "$.params.availableDecisions")}
     )
-    assert catalog["experimental"] == frozenset() == KNOWN_UNDECLARED["experimental"]
+    # The experimental bundle declares all it sends but the open Config map of config/read.
+    assert catalog["experimental"] == frozenset([OPEN_CONFIG]) == KNOWN_UNDECLARED["experimental"]
+
+
+def test_validator_known_field_with_a_star_matches_every_key_below():
+    assert OPEN_CONFIG.matches("response", "config/read", "$.result.config.model_providers")
+    assert OPEN_CONFIG.matches("response", "config/read", "$.result.config.features.apps")
+    assert not OPEN_CONFIG.matches("response", "config/read", "$.result.origins.x")
+    assert not OPEN_CONFIG.matches("response", "config/read", "$.result.configx")
+    assert not OPEN_CONFIG.matches("response", "thread/read", "$.result.config.model")
+    assert not OPEN_CONFIG.matches("notification", "config/read", "$.result.config.model")
 
 
 def test_validator_known_field_matches_any_array_index():

@@ -11,7 +11,7 @@ from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION
 from conformance import versions
 from conformance.harness import Scenario
 from conformance.recorded import INITIALIZE, INITIALIZE_RESULT, INITIALIZED, THREAD_START
-from conformance.schema import ServerVersionValidator, fixture_versions, known_undeclared, server_version
+from conformance.schema import OPEN_CONFIG, ServerVersionValidator, fixture_versions, known_undeclared, server_version
 from conformance.versions import ByVersion, UnknownVersion, at_version, codex_placeholder
 
 
@@ -144,6 +144,6 @@ def test_server_version_validator_without_a_server_frame_judges_with_the_default
 
 
 def test_known_undeclared_per_version():
-    assert known_undeclared("0.149.1")["experimental"] == frozenset()
+    assert known_undeclared("0.149.1")["experimental"] == frozenset([OPEN_CONFIG])  # config/read's open map
     assert known_undeclared("0.149.1")["stable"]
     assert known_undeclared("0.0.1") == {"stable": frozenset(), "experimental": frozenset()}

@@ -16,20 +16,29 @@ from codexmini._errors import (
     CodexminiError,
     CodexTimeout,
     ConfigError,
+    MethodNotFound,
+    OutputValidationError,
     ProcessExited,
     ProtocolError,
     RequestTimeout,
     RpcError,
     SchemaError,
+    ServerOverloaded,
     SessionLogError,
+    ThreadNotFound,
     TransportError,
+    TurnFailed,
     TurnTimeout,
+    UsageLimitExceeded,
 )
 
 # The docstring's tree: each class and its parents.
 TREE = {
     ProtocolError: (CodexminiError,),
     RpcError: (CodexminiError,),
+    ServerOverloaded: (RpcError,),
+    MethodNotFound: (RpcError,),
+    ThreadNotFound: (RpcError,),
     TransportError: (CodexminiError,),
     ProcessExited: (TransportError,),
     ClientClosed: (TransportError,),
@@ -39,7 +48,10 @@ TREE = {
     BinaryNotFound: (CodexminiError,),
     ConfigError: (CodexminiError,),
     SchemaError: (CodexminiError,),
+    OutputValidationError: (CodexminiError,),
     SessionLogError: (CodexminiError,),
+    TurnFailed: (CodexminiError,),
+    UsageLimitExceeded: (TurnFailed,),
 }
 
 
@@ -48,7 +60,7 @@ def test_errors_tree_is_the_one_drawn_in_the_docstring():
         assert cls.__bases__ == parents, cls
         assert issubclass(cls, CodexminiError) and cls.__name__ in errors.__doc__
     assert CodexminiError.__bases__ == (Exception,)
-    assert set(errors.__all__) == {c.__name__ for c in TREE} | {"CodexminiError"}
+    assert set(errors.__all__) == {c.__name__ for c in TREE} | {"CodexminiError", "rpc_error"}
 
 
 def test_errors_protocol_error_carries_reason_size_and_preview():

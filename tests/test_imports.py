@@ -55,6 +55,8 @@ PURE = (
     "_steps",
     "_jsonschema",
     "_structured",
+    "_retry",
+    "_requests",
 )
 PURE_REQUIRED = ("_wire", "_rpc", "_turnfold", "_inbox", "_permission", "_prompt", "_environment")
 FORBIDDEN_IN_PURE = frozenset({"asyncio", "subprocess", "threading", "socket", "selectors", "signal", "time"})

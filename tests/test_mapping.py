@@ -23,6 +23,8 @@ from codexmini._events import (
     ItemStarted,
     PlanDelta,
     PlanUpdated,
+    RateLimitsUpdated,
+    RateLimitWindow,
     ReasoningSummaryDelta,
     ReasoningTextDelta,
     RetryingError,
@@ -581,7 +583,6 @@ REAL_IGNORED = {
     "serverRequest/resolved": {"threadId": THREAD, "requestId": 0},
     "warning": {"threadId": THREAD, "message": "Model metadata for `gpt-fake` not found."},
     "configWarning": {"summary": "bubblewrap", "details": None},
-    "account/rateLimits/updated": {"rateLimits": {"limitId": "codex", "limitName": None, "primary": None}},
     "item/commandExecution/terminalInteraction": {
         "threadId": THREAD,
         "turnId": TURN,
@@ -602,6 +603,51 @@ def test_mapping_ignored_methods_give_none(method):
 @pytest.mark.parametrize("method", sorted(IGNORED))
 def test_mapping_every_ignored_method_gives_none(method):
     assert to_event(method, {}) is None
+
+
+RATE_LIMITS = {  # usage_limit (0.171.0): sent before the turn's error, no thread
+    "rateLimits": {
+        "limitId": "codex",
+        "limitName": None,
+        "normalModelSlug": None,
+        "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": 1796130000},
+        "secondary": {"usedPercent": 40, "windowDurationMins": 10080, "resetsAt": 1796216400},
+        "credits": None,
+        "individualLimit": None,
+        "spendControlReached": None,
+        "planType": None,
+        "rateLimitReachedType": None,
+    }
+}
+
+
+def test_mapping_rate_limits_updated_reads_the_windows():
+    event = to_event("account/rateLimits/updated", RATE_LIMITS)
+    assert event == RateLimitsUpdated(
+        "codex", RateLimitWindow(100, 300, 1796130000), RateLimitWindow(40, 10080, 1796216400), RATE_LIMITS["rateLimits"]
+    )
+    assert event.resets_at == 1796130000  # the exhausted window only
+
+
+def test_mapping_rate_limits_without_windows():  # approval_accept (no rate-limit headers): every field null
+    params = {"rateLimits": {"limitId": "codex", "limitName": None, "primary": None, "secondary": None}}
+    event = to_event("account/rateLimits/updated", params)
+    assert event == RateLimitsUpdated("codex", None, None, params["rateLimits"]) and event.resets_at is None
+
+
+@pytest.mark.parametrize(
+    "params, reason",
+    [
+        ({}, "rateLimits is missing"),
+        ({"rateLimits": {"primary": {"windowDurationMins": 5}}}, "usedPercent is missing"),
+        ({"rateLimits": {"primary": {"usedPercent": "x"}}}, "usedPercent is str, not a number"),
+        ({"rateLimits": {"secondary": []}}, "secondary is list, not an object"),
+        ({"rateLimits": {"primary": {"usedPercent": 1, "resetsAt": 1.5}}}, "resetsAt is float, not an integer"),
+    ],
+)
+def test_mapping_rate_limits_malformed_is_invalid(params, reason):
+    event = to_event("account/rateLimits/updated", params)
+    assert isinstance(event, InvalidNotification) and event.reason == f"account/rateLimits/updated: {reason}"
 
 
 def test_mapping_unknown_method_is_unmapped():

@@ -36,6 +36,8 @@ DOCUMENTED: List[str] = [
     "AppServerClient",
     "Thread",
     "Turn",
+    "RetryPolicy",
+    "NO_RETRY",
     # approvals
     "ApprovalRequest",
     "Reply",
@@ -56,10 +58,16 @@ DOCUMENTED: List[str] = [
     "TurnCompleted",
     "InvalidNotification",
     "Unmapped",
+    # account events
+    "RateLimitsUpdated",
+    "RateLimitWindow",
     # errors
     "CodexminiError",
     "ProtocolError",
     "RpcError",
+    "ServerOverloaded",
+    "MethodNotFound",
+    "ThreadNotFound",
     "TransportError",
     "ProcessExited",
     "ClientClosed",
@@ -71,6 +79,8 @@ DOCUMENTED: List[str] = [
     "SchemaError",
     "OutputValidationError",
     "SessionLogError",
+    "TurnFailed",
+    "UsageLimitExceeded",
 ]
 
 

@@ -552,11 +552,13 @@ def test_schema_drift_oldest_to_the_pin():
     summary = report.summary()
     assert summary["additive"] > 0 and summary["outside"] > 0
     found = {(c.definition, c.where): c.verdict for c in report.changes}
-    # Facts of the real release pair: thread/rollback went away (codexmini
-    # never sends it); new notifications arrived; the experimental
-    # currentTime/read server request that codexmini answers went away (the
-    # row stays: the oldest supported codex still asks it).
-    assert found[("ClientRequest", "$<method=thread/rollback>")] == drift.OUTSIDE
+    # Facts of the real release pair: thread/rollback went away, and codexmini
+    # sends it (Thread.rollback on 0.149.1's legacy threads; on 0.171.0's
+    # paginated ones it sends thread/revert instead: fixtures rollback); new
+    # notifications arrived; the experimental currentTime/read server request
+    # that codexmini answers went away (the row stays: the oldest supported
+    # codex still asks it).
+    assert found[("ClientRequest", "$<method=thread/rollback>")] == drift.BREAKING
     assert found[("ServerNotification", "$<method=thread/section/changed>")] == drift.ADDITIVE
     assert found[("ServerRequest", "$<method=currentTime/read>")] == drift.BREAKING
     assert report.exit_code == 1

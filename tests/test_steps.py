@@ -353,6 +353,22 @@ def test_steps_empty_agent_message_beside_a_real_one():
     assert fold(events) == [message("id-1", [text("Real.")], 1)]
 
 
+def test_steps_empty_agent_message_after_reasoning_keeps_the_reasoning():
+    # A reasoning item, then an agent message with no text (codex 0.171.0's
+    # review turn starts one and never fills it): the reasoning opens the
+    # segment; the empty message adds no text block.
+    events = [ItemCompleted(reasoning(summary=["Thinking."])), ItemCompleted(agent_message("msg_1", ""))]
+    assert fold(events) == [message("id-1", [thought("Thinking.")], 1)]
+
+
+def test_steps_streamed_message_completed_empty_ends_its_stream_uncommitted():
+    f = folder()
+    events = [ItemStarted(agent_message("msg_1")), AgentMessageDelta("msg_1", "par"), ItemCompleted(agent_message("msg_1", ""))]
+    assert fold(events, f=f) == []
+    ends = [s for s in f.signals() if type(s).__name__ == "MessageStreamEnd"]
+    assert [(e.item_id, e.committed) for e in ends] == [("msg_1", False)]
+
+
 def test_steps_abandoned_agent_message_is_dropped():
     # err_stream_cut_then_ok: the cut message starts, streams, never completes.
     events = [

@@ -58,9 +58,14 @@ def dump_jsonl(path: str, rows: list) -> None:
 
 
 def validate(result: RunResult) -> list:
-    validator = FrameValidator(SchemaBundle.load(result.version), strict=True)
+    """Every frame against the version's schema: one validator per codex
+    process of the run (each has its own request ids)."""
+    bundle = SchemaBundle.load(result.version)
+    validators = {}
     problems = []
-    for direction, frame in result.frames:
+    conns = result.conns or [0] * len(result.frames)
+    for (direction, frame), conn in zip(result.frames, conns):
+        validator = validators.setdefault(conn, FrameValidator(bundle, strict=True))
         problems += validator.check(direction, frame)
     return problems
 
@@ -75,18 +80,20 @@ async def record(scenario: Scenario, out: str, codex: str, version: str) -> dict
     transcript = fixture_path(scenario.name, "frames.jsonl", out)
     tmp = transcript + ".new"
     dump_jsonl(tmp, live.normalised_frames())
-    replay = await execute(scenario, "replay", version=version, fixtures=out, transcript=tmp)
-    if not (replay.report and replay.report["ok"]):
-        os.unlink(tmp)
-        raise SystemExit(f"{scenario.name}: the replay does not match the recording: {replay.report}")
-    # The golden log comes from the replay: it must pass the same check and
-    # equal what the live run logged, or the recording is not written.
-    if scenario.check is not None:
-        scenario.check(replay)
-    same = comparable_live_session(scenario.name, replay.normalised_session(), version)
-    if same != comparable_live_session(scenario.name, live.normalised_session(), version):
-        os.unlink(tmp)
-        raise SystemExit(f"{scenario.name}: the replayed session log differs from the live one")
+    try:
+        replay = await execute(scenario, "replay", version=version, fixtures=out, transcript=tmp)
+        if not (replay.report and replay.report["ok"]):
+            raise SystemExit(f"{scenario.name}: the replay does not match the recording: {replay.report}")
+        # The golden log comes from the replay: it must pass the same check and
+        # equal what the live run logged, or the recording is not written.
+        if scenario.check is not None:
+            scenario.check(replay)
+        same = comparable_live_session(scenario.name, replay.normalised_session(), version)
+        if same != comparable_live_session(scenario.name, live.normalised_session(), version):
+            raise SystemExit(f"{scenario.name}: the replayed session log differs from the live one")
+    except BaseException:
+        os.unlink(tmp)  # nothing of a refused recording stays
+        raise
     os.replace(tmp, transcript)
     with open(fixture_path(scenario.name, "model.json", out), "w", encoding="utf-8") as fh:
         json.dump(scenario.script, fh, indent=1, sort_keys=True)

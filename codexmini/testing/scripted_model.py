@@ -44,7 +44,9 @@ JSON path, e.g. ``rules[2].respond.output[0]: unknown item type 'foo'``)::
        "delay_ms": 0,              # sleep between consecutive SSE events
        "cut_after_events": null,   # N: send N events, then close without the end
        "failed": null,             # {"code", "message"}: end with response.failed
-       "incomplete": null}         # "max_output_tokens": end with response.incomplete
+       "incomplete": null,         # "max_output_tokens": end with response.incomplete
+       "headers": {}}              # extra response headers (codex reads x-codex-primary-used-percent,
+                                   # -window-minutes, -reset-at … into account/rateLimits/updated)
 
     ITEM (``id`` defaults to PREFIX_<request number>_<output index>, e.g.
     ``msg_3_0``, and ``call_id`` to ``call_<id>``):
@@ -309,6 +311,7 @@ _STREAM = _object(
         "cut_after_events": _nullable(_count),
         "failed": _nullable(_object({"code": _str, "message": _str}, required=("code",))),
         "incomplete": _nullable(_str),
+        "headers": _headers,
     }
 )
 
@@ -794,6 +797,8 @@ class ScriptedModel:
         h.send_header("content-type", "text/event-stream")
         h.send_header("cache-control", "no-cache")
         h.send_header("connection", "close")
+        for name, value in response.get("headers", {}).items():
+            h.send_header(name.lower(), value)
         h.end_headers()
         try:
             for n, event in enumerate(events):

@@ -1,0 +1,144 @@
+"""Thread.resume against the real binary, across two codex processes (``-m live``).
+
+What issue 13 asks to see, outside the scenario machinery: a turn in one
+client process, then :meth:`Thread.resume` in a fresh process on the same
+``CODEX_HOME``, and the next turn's model request carries the first turn's
+messages; and the typed error for a thread that ran no turn (codex writes a
+thread to disk only when its first turn runs).  The binary is the one the live
+suite runs (``make test-live CODEX=<version>`` picks another); the model is
+the scripted one, on loopback.  The same behaviour is recorded as the
+``resume`` and ``resume_unpersisted`` scenarios.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import tempfile
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from codexmini import AppServerClient, ModelEndpoint, Thread, ThreadNotFound
+from codexmini.testing.scripted_model import ScriptedModel
+from conformance.harness import scratch_base
+from conformance.versions import live_codex
+
+pytestmark = pytest.mark.live
+
+REMEMBER = "Remember the word: heron."
+RECALL = "Which word was it?"
+SCRIPT = {
+    "rules": [
+        {
+            "when": {"user_contains": RECALL},
+            "respond": {"output": [{"type": "message", "id": "msg_2", "deltas": ["Heron."]}]},
+        }
+    ],
+    "default": {"output": [{"type": "message", "id": "msg_1", "deltas": ["Noted, ", "heron."]}]},
+}
+
+
+@pytest.fixture
+def codex() -> str:
+    found = live_codex()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found.path
+
+
+@pytest.fixture
+def home() -> Any:
+    root = tempfile.mkdtemp(prefix="codexmini-resume-", dir=scratch_base())  # not under /tmp: codex refuses it
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 180))
+
+
+class Codex:
+    """Starts codex app-server processes on one CODEX_HOME and one scripted model."""
+
+    def __init__(self, binary: str, root: str, model: ScriptedModel) -> None:
+        self.binary = binary
+        self.root = root
+        self.codex_home = os.path.join(root, "codex-home")
+        self.workspace = os.path.join(root, "ws")
+        os.makedirs(self.codex_home, exist_ok=True)
+        os.makedirs(self.workspace, exist_ok=True)
+        self.endpoint = ModelEndpoint(model.url, "sk-fake")
+
+    async def process(self) -> AppServerClient:
+        env = {"CODEX_HOME": self.codex_home, "HOME": self.root, **self.endpoint.env()}
+        return await AppServerClient.start(
+            codex_bin=self.binary, config=self.endpoint.config(), env=env, cwd=self.workspace
+        )
+
+    async def thread(self, client: AppServerClient) -> Thread:
+        return await Thread.start(
+            client, cwd=self.workspace, model="gpt-fake", sandbox="read-only", approval_policy="never"
+        )
+
+
+def _input_of(request: Dict[str, Any]) -> str:
+    return json.dumps((request["body"] or {}).get("input"), ensure_ascii=False)
+
+
+def test_live_resume_in_a_fresh_process_carries_the_first_turn(codex: str, home: str) -> None:
+    async def go() -> Tuple[List[Dict[str, Any]], int, int]:
+        with ScriptedModel(SCRIPT) as model:
+            codex_ = Codex(codex, home, model)
+            first = await codex_.process()
+            try:
+                thread = await codex_.thread(first)
+                done = await thread.turn(REMEMBER).run()
+                assert done.status == "completed"
+                first_pid = first.pid
+            finally:
+                await first.close()
+            second = await codex_.process()  # a fresh codex process, same CODEX_HOME
+            try:
+                resumed = await Thread.resume(second, thread.id)
+                assert resumed.id == thread.id
+                done = await resumed.turn(RECALL).run()
+                assert done.status == "completed"
+                return list(model.requests), first_pid or 0, second.pid or 0
+            finally:
+                await second.close()
+
+    requests, first_pid, second_pid = run(go())
+    assert first_pid != second_pid
+    recall = [r for r in requests if RECALL in _input_of(r)]
+    assert len(recall) == 1
+    # The second process's model request carries the first turn: the user's
+    # message and the answer the model gave in the first process.
+    assert REMEMBER in _input_of(recall[0]) and "Noted, heron." in _input_of(recall[0])
+
+
+def test_live_resume_of_a_thread_that_ran_no_turn_raises_thread_not_found(codex: str, home: str) -> None:
+    async def go() -> ThreadNotFound:
+        with ScriptedModel(SCRIPT) as model:
+            codex_ = Codex(codex, home, model)
+            first = await codex_.process()
+            try:
+                thread = await codex_.thread(first)  # no turn: never written to disk
+            finally:
+                await first.close()
+            second = await codex_.process()
+            try:
+                with pytest.raises(ThreadNotFound) as caught:
+                    await Thread.resume(second, thread.id)
+                assert caught.value.thread_id == thread.id
+                assert model.requests == []
+                return caught.value
+            finally:
+                await second.close()
+
+    error = run(go())
+    assert "ran no turn" in str(error) and "no rollout found for thread id" in str(error)
