@@ -124,8 +124,8 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._errors import CodexminiError as CodexminiError
     from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
-    from ._errors import OutputValidationError as OutputValidationError
     from ._errors import MethodNotFound as MethodNotFound
+    from ._errors import OutputValidationError as OutputValidationError
     from ._errors import ProcessExited as ProcessExited
     from ._errors import ProtocolError as ProtocolError
     from ._errors import RequestTimeout as RequestTimeout
@@ -158,10 +158,10 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._events import Usage as Usage
     from ._permission import ApprovalRequest as ApprovalRequest
     from ._permission import Reply as Reply
-    from ._run import RunResult as RunResult
-    from ._run import run as run
     from ._retry import NO_RETRY as NO_RETRY
     from ._retry import RetryPolicy as RetryPolicy
+    from ._run import RunResult as RunResult
+    from ._run import run as run
     from ._session import SessionLog as SessionLog
     from ._session import read_log as read_log
     from ._thread import Thread as Thread

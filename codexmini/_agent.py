@@ -469,14 +469,20 @@ class Agent:
             if unavailable is not None:
                 # The child could not be started or initialized: the step ends in error.
                 self._settle(folder, None, "error")
-                return _Outcome("error", _error("CODEX_UNAVAILABLE", f"{type(unavailable).__name__}: {unavailable}"), _chain(unavailable))
+                return _Outcome(
+                    "error",
+                    _error("CODEX_UNAVAILABLE", f"{type(unavailable).__name__}: {unavailable}"),
+                    _chain(unavailable),
+                )
             return await self._codex_turn(messages, permissions, folder)
         finally:
             self._folder = None
             # Steered, never echoed: the next step logs them (unless cancel() dropped the inbox).
             self.inbox.requeue(folder.unechoed(), generation)
 
-    async def _codex_turn(self, messages: List[Message], permissions: ThreadPermissions, folder: StepFolder) -> "_Outcome":
+    async def _codex_turn(
+        self, messages: List[Message], permissions: ThreadPermissions, folder: StepFolder
+    ) -> "_Outcome":
         turn: Optional[Turn] = None
         try:
             client = await self._ensure_client()

@@ -80,8 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--auto-approve", action="store_true", help="accept every approval request")
     run.add_argument("--provider-url", metavar="URL", help="Responses API base URL for codex to use")
     run.add_argument("--api-key-env", metavar="NAME", help="environment variable holding the API key")
-    run.add_argument("-c", dest="config", action="append", default=[], metavar="KEY=VALUE", help="codex -c override (repeatable)")
-    run.add_argument("--pass-env", action="append", default=[], metavar="NAME", help="pass this variable to codex (repeatable)")
+    run.add_argument(
+        "-c", dest="config", action="append", default=[], metavar="KEY=VALUE", help="codex -c override (repeatable)"
+    )
+    run.add_argument(
+        "--pass-env", action="append", default=[], metavar="NAME", help="pass this variable to codex (repeatable)"
+    )
     run.add_argument("--codex-bin", metavar="PATH", help="codex binary to run")
     run.add_argument("--image", action="append", default=[], metavar="FILE", help="attach an image (repeatable)")
     run.add_argument("--json", action="store_true", help="stdout: the session-log events only")
@@ -95,9 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None, *, stdin: IO[str] = None, stdout: IO[str] = None, stderr: IO[str] = None, env: Optional[Mapping[str, str]] = None) -> int:  # type: ignore[assignment]
-    stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
-    env = os.environ if env is None else env
+def main(
+    argv: Optional[Sequence[str]] = None,
+    *,
+    stdin: Optional[IO[str]] = None,
+    stdout: Optional[IO[str]] = None,
+    stderr: Optional[IO[str]] = None,
+    env: Optional[Mapping[str, str]] = None,
+) -> int:
+    return _main(
+        argv, stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr, os.environ if env is None else env
+    )
+
+
+def _main(
+    argv: Optional[Sequence[str]], stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
+) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -196,7 +213,16 @@ def final_answer(events: Sequence[Mapping[str, Any]]) -> Optional[str]:
 class Prompter:
     """Approval prompts on a terminal: y(es), n(o), a(lways, this session), c(ancel)."""
 
-    KEYS = {"y": ACCEPT, "yes": ACCEPT, "n": DECLINE, "no": DECLINE, "a": ACCEPT_FOR_SESSION, "always": ACCEPT_FOR_SESSION, "c": CANCEL, "cancel": CANCEL}
+    KEYS = {
+        "y": ACCEPT,
+        "yes": ACCEPT,
+        "n": DECLINE,
+        "no": DECLINE,
+        "a": ACCEPT_FOR_SESSION,
+        "always": ACCEPT_FOR_SESSION,
+        "c": CANCEL,
+        "cancel": CANCEL,
+    }
 
     def __init__(self, stdin: IO[str], console: Console) -> None:
         self.stdin = stdin
@@ -218,12 +244,19 @@ class Prompter:
                 if text:
                     answers[str(q.get("id"))] = [text]
             return Reply(ACCEPT if answers else DECLINE, answers=answers)
-        what = {"command": "run", "file_change": "change files", "permissions": "get more permissions", "mcp_tool_call": "call an MCP tool"}.get(
-            request.kind, request.kind
-        )
+        what = {
+            "command": "run",
+            "file_change": "change files",
+            "permissions": "get more permissions",
+            "mcp_tool_call": "call an MCP tool",
+        }.get(request.kind, request.kind)
         detail = request.summary or str(request.params.get("reason") or "")
         while True:
-            key = (await self._ask(f"? codex wants to {what}: {detail}\n  [y]es / [n]o / [a]lways this session / [c]ancel turn")).lower()
+            key = (
+                await self._ask(
+                    f"? codex wants to {what}: {detail}\n  [y]es / [n]o / [a]lways this session / [c]ancel turn"
+                )
+            ).lower()
             if key in self.KEYS:
                 return Reply(self.KEYS[key])
             if not key:  # end of input: fail closed
@@ -257,7 +290,9 @@ async def _accept_all(request: ApprovalRequest) -> Reply:
     return Reply(ACCEPT)
 
 
-async def run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> int:
+async def run(
+    args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
+) -> int:
     config = agent_config(args, env)
     prompt = stdin.read() if args.prompt == "-" else args.prompt
     schema = OutputSchema(config.output_schema) if config.output_schema is not None else None

@@ -232,7 +232,9 @@ class Subscription:
             try:
                 await asyncio.wait_for(self._waiter, timeout)
             except asyncio.TimeoutError:
-                raise CodexTimeout(f"no notification for {self.key!r} within {timeout:g}s", float(timeout or 0)) from None
+                raise CodexTimeout(
+                    f"no notification for {self.key!r} within {timeout:g}s", float(timeout or 0)
+                ) from None
             finally:
                 self._waiter = None
 
@@ -798,7 +800,9 @@ class AppServerClient(Requests):
             raise  # resolved by the server, or the child is gone: nothing to answer
         if not call.done():
             call.cancel()
-            log.warning("handler for %s missed its %gs deadline; answering fail-closed", event.method, self.handler_timeout)
+            log.warning(
+                "handler for %s missed its %gs deadline; answering fail-closed", event.method, self.handler_timeout
+            )
             await self._reply(event, self._conn.decline(event.id, handler_failed=True), "timeout")
         elif call.cancelled():  # the handler raised CancelledError: codex still waits for an answer
             log.error("handler for %s raised CancelledError; answering fail-closed", event.method)

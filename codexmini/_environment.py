@@ -69,11 +69,7 @@ def child_environment(
     ``parent`` is filtered through the allowlist; ``pass_names`` adds named
     parent variables (for secrets); ``extra`` is set as given and wins.
     """
-    env = {
-        name: value
-        for name, value in parent.items()
-        if name in ALLOWED or name.startswith(ALLOWED_PREFIXES)
-    }
+    env = {name: value for name, value in parent.items() if name in ALLOWED or name.startswith(ALLOWED_PREFIXES)}
     for name in pass_names:
         if name in parent:
             env[name] = parent[name]
@@ -95,4 +91,12 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-__all__ = ["ALLOWED", "ALLOWED_PREFIXES", "MIN_SECRET_LEN", "SECRET_NAME", "child_environment", "redact", "secret_values"]
+__all__ = [
+    "ALLOWED",
+    "ALLOWED_PREFIXES",
+    "MIN_SECRET_LEN",
+    "SECRET_NAME",
+    "child_environment",
+    "redact",
+    "secret_values",
+]

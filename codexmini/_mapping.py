@@ -383,7 +383,6 @@ IGNORED = frozenset(
         "thread/section/changed",  # 0.171.0
         "thread/attachment/updated",  # 0.171.0
         "thread/search/partial",  # 0.171.0: results of thread/search
-
         "project/changed",
         "skills/changed",
         # Standalone command/process/filesystem APIs codexmini does not call.

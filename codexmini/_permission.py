@@ -299,9 +299,7 @@ class RequestKind:
 
 #: Every ``ServerRequest`` method of codex 0.149.1 (experimental bundle), with its kind and answer.
 REQUESTS: Dict[str, RequestKind] = {
-    "item/commandExecution/requestApproval": RequestKind(
-        "command", _summary_command, lambda p, r: _decision(r)
-    ),
+    "item/commandExecution/requestApproval": RequestKind("command", _summary_command, lambda p, r: _decision(r)),
     "item/fileChange/requestApproval": RequestKind("file_change", _summary_reason, lambda p, r: _decision(r)),
     "item/permissions/requestApproval": RequestKind("permissions", _summary_reason, _permissions),
     "item/tool/requestUserInput": RequestKind("user_input", _summary_questions, _user_input),
@@ -404,7 +402,9 @@ def decision_of(frame: Mapping[str, Any]) -> str:
     if "action" in result:
         return {"accept": ACCEPT, "cancel": CANCEL}.get(str(result["action"]), DECLINE)
     if "permissions" in result:
-        return (ACCEPT_FOR_SESSION if result.get("scope") == "session" else ACCEPT) if result["permissions"] else DECLINE
+        return (
+            (ACCEPT_FOR_SESSION if result.get("scope") == "session" else ACCEPT) if result["permissions"] else DECLINE
+        )
     if "answers" in result:
         return ACCEPT if result["answers"] else DECLINE
     return DECLINE

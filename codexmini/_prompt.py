@@ -89,9 +89,7 @@ def _assistant(data: Mapping[str, Any]) -> Message:
 
 
 def _tool(data: Mapping[str, Any]) -> Message:
-    return Message(
-        "tool", _content(data), call_id=data.get("callId"), is_error=bool(data.get("isError"))
-    )
+    return Message("tool", _content(data), call_id=data.get("callId"), is_error=bool(data.get("isError")))
 
 
 #: The projected event types; every other type is not part of the conversation.

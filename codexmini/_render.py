@@ -121,7 +121,9 @@ class Transcript:
             status = item.get("status")
             for change in item.get("changes") or ():
                 what = (change.get("kind") or {}).get("type", "change")
-                c.line(f"  patched {change.get('path')} ({what}, {status})", "green" if status == "completed" else "yellow")
+                c.line(
+                    f"  patched {change.get('path')} ({what}, {status})", "green" if status == "completed" else "yellow"
+                )
         elif kind == "mcpToolCall":
             self._switch(None)
             c.line(f"  [{item.get('server')}/{item.get('tool')}] {item.get('status')}", "cyan")

@@ -130,14 +130,10 @@ def _scan(path: str) -> Tuple[List[Event], List[str], int]:
             if number == len(lines) and not tail:
                 warnings.append(_torn(path, number, f"invalid JSON ({exc})"))
                 return events, _warn(warnings), offset
-            raise SessionLogError(
-                f"{path}:{number}: corrupt session log line: {exc}", path=path, line=number
-            ) from None
+            raise SessionLogError(f"{path}:{number}: corrupt session log line: {exc}", path=path, line=number) from None
         problem = _check(event, len(events))
         if problem is not None:
-            raise SessionLogError(
-                f"{path}:{number}: bad session log event: {problem}", path=path, line=number
-            )
+            raise SessionLogError(f"{path}:{number}: bad session log event: {problem}", path=path, line=number)
         events.append(event)
         offset += len(line) + 1
     if tail:
@@ -165,9 +161,7 @@ def read_log(path: str) -> ReadResult:
 class SessionLog:
     """An open session log.  Create it with :meth:`open`; it is a context manager."""
 
-    def __init__(
-        self, path: str, *, fsync: bool = False, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, path: str, *, fsync: bool = False, clock: Callable[[], float] = time.time) -> None:
         self.path = os.fspath(path)
         self.fsync = fsync
         self._clock = clock
@@ -178,9 +172,7 @@ class SessionLog:
         self.warnings: List[str] = []
 
     @classmethod
-    def open(
-        cls, path: str, fsync: bool = False, clock: Callable[[], float] = time.time
-    ) -> "SessionLog":
+    def open(cls, path: str, fsync: bool = False, clock: Callable[[], float] = time.time) -> "SessionLog":
         """Open ``path`` for appending, creating it (and its parent directories)
         or reading it back and continuing its ``seq``.  A torn last line is
         dropped and truncated away before anything is appended."""
@@ -295,6 +287,7 @@ def _sync(f: Any, fsync: bool) -> None:
 
 
 # -- queries ----------------------------------------------------------------
+
 
 def next_turn_number(events: Iterable[Mapping[str, Any]]) -> int:
     """Turn numbers start at 1 and continue after a resume."""

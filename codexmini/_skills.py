@@ -156,11 +156,7 @@ def invoked_names(messages: Iterable[Dict[str, Any]]) -> List[str]:
 
 
 def render_skill_content(name: str, content: str) -> str:
-    return (
-        f'<skill_content name="{html.escape(name)}">\n'
-        f"{html.escape(content, quote=False)}\n"
-        "</skill_content>"
-    )
+    return f'<skill_content name="{html.escape(name)}">\n{html.escape(content, quote=False)}\n</skill_content>'
 
 
 def inject_skills(

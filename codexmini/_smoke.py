@@ -153,7 +153,11 @@ def model_saw(requests: Sequence[Mapping[str, Any]], call_id: str) -> str:
     for request in requests:
         body = request.get("body")
         for item in body.get("input", ()) if isinstance(body, dict) else ():
-            if isinstance(item, dict) and item.get("call_id") == call_id and str(item.get("type", "")).endswith("_call_output"):
+            if (
+                isinstance(item, dict)
+                and item.get("call_id") == call_id
+                and str(item.get("type", "")).endswith("_call_output")
+            ):
                 output = item.get("output")
                 seen.append(output if isinstance(output, str) else repr(output))
     return "\n".join(seen)
@@ -260,7 +264,10 @@ class Smoke:
             # the script error says which tool was missing), with a slug the
             # binary listed if there is one.
             slug = self.model_slug or (self.probed[0] if self.probed else "gpt-fake")
-            c.line(f"model {slug} (of {len(self.probed)} probed: the first that offers {', '.join(k[1] for k in TOOLS)})", "bold")
+            c.line(
+                f"model {slug} (of {len(self.probed)} probed: the first that offers {', '.join(k[1] for k in TOOLS)})",
+                "bold",
+            )
             with SessionLog.open(log_path) as log:
                 config = AgentConfig(
                     cwd=ws,
@@ -276,7 +283,9 @@ class Smoke:
                     await agent.start()
                     agent.set_knob("approval/policy", "ask")
                     c.line("> smoke: echo, write a note with apply_patch, read it back", "bold")
-                    end = await asyncio.wait_for(agent.run("smoke: echo, write a note with apply_patch, read it back"), 120)
+                    end = await asyncio.wait_for(
+                        agent.run("smoke: echo, write a note with apply_patch, read it back"), 120
+                    )
                     stats = dict(agent.stats)
                 events = list(log.events)
             self.requests = list(model.requests[probed:])
@@ -286,7 +295,9 @@ class Smoke:
         c.line("")
         c.line(self.summary(stats, end, elapsed), "bold")
         if self.failures:
-            c.line(f"smoke FAILED: {len(self.failures)} expectation(s) did not hold: " + "; ".join(self.failures), "red")
+            c.line(
+                f"smoke FAILED: {len(self.failures)} expectation(s) did not hold: " + "; ".join(self.failures), "red"
+            )
             return 1
         c.line("smoke passed: Python → codex → model → tools → approval → log all work here", "green")
         return 0
@@ -302,7 +313,9 @@ class Smoke:
             f"frames validated {validated} ({self.validation}) · {elapsed:.1f}s"
         )
 
-    def _check(self, events: List[Dict[str, Any]], end: Dict[str, Any], ws: str, log_path: str, found: Optional[str]) -> None:
+    def _check(
+        self, events: List[Dict[str, Any]], end: Dict[str, Any], ws: str, log_path: str, found: Optional[str]
+    ) -> None:
         c = self.console
         c.line("")
         c.line("checks:", "bold")
@@ -312,7 +325,13 @@ class Smoke:
             result = results[call]
             return result["status"] == "completed" and not result["isError"]
 
-        texts = [b["text"] for e in events if e["type"] == "assistant/message" for b in e["data"]["content"] if b["type"] == "text"]
+        texts = [
+            b["text"]
+            for e in events
+            if e["type"] == "assistant/message"
+            for b in e["data"]["content"]
+            if b["type"] == "text"
+        ]
         decisions = [e["data"] for e in events if e["type"] == "approval/decision"]
         note = os.path.join(ws, "note.txt")
         content = None
@@ -320,17 +339,37 @@ class Smoke:
             with open(note, encoding="utf-8") as fh:
                 content = fh.read()
         offered = ", ".join(k[1] for k in TOOLS)
-        probe = f"probed {len(self.probed)} slug(s) from model/list" + (f"; {self.probe_error}" if self.probe_error else "")
+        probe = f"probed {len(self.probed)} slug(s) from model/list" + (
+            f"; {self.probe_error}" if self.probe_error else ""
+        )
         checks: List[Tuple[Callable[[], bool], str]] = [
-            (lambda: in_supported_range(found), f"codex {found or '(version unknown)'} is supported ({supported_range()})"),
-            (lambda: self.model_slug is not None, f"codex offers {offered} for model {self.model_slug or '(none)'} ({probe})"),
-            (lambda: not self.script_errors, "the model called only tools the request offered" + "".join(f"; {e}" for e in self.script_errors[:1])),
+            (
+                lambda: in_supported_range(found),
+                f"codex {found or '(version unknown)'} is supported ({supported_range()})",
+            ),
+            (
+                lambda: self.model_slug is not None,
+                f"codex offers {offered} for model {self.model_slug or '(none)'} ({probe})",
+            ),
+            (
+                lambda: not self.script_errors,
+                "the model called only tools the request offered" + "".join(f"; {e}" for e in self.script_errors[:1]),
+            ),
             (lambda: end.get("reason") == "completed", "the turn completed"),
-            (lambda: self.deltas >= len(FINAL) and texts[-1:] == ["".join(FINAL)], "the answer streamed in deltas and was logged"),
-            (lambda: ran("call_smoke_echo") and "smoke-ok" in model_saw(self.requests, "call_smoke_echo"), "the command ran (its output reached the model)"),
+            (
+                lambda: self.deltas >= len(FINAL) and texts[-1:] == ["".join(FINAL)],
+                "the answer streamed in deltas and was logged",
+            ),
+            (
+                lambda: ran("call_smoke_echo") and "smoke-ok" in model_saw(self.requests, "call_smoke_echo"),
+                "the command ran (its output reached the model)",
+            ),
             (lambda: ran("call_smoke_patch") and content == NOTE, "apply_patch wrote note.txt"),
             (
-                lambda: [(d["itemId"], d["decision"], d["by"]) for d in decisions] == [("call_smoke_read", "accept", "handler")],
+                lambda: (
+                    [(d["itemId"], d["decision"], d["by"]) for d in decisions]
+                    == [("call_smoke_read", "accept", "handler")]
+                ),
                 "the approval was asked and answered by policy",
             ),
             (
@@ -351,7 +390,10 @@ class Smoke:
             for problem in self.validator.problems[:5]:
                 c.line(f"    {problem}", "red")
         if not in_supported_range(found):
-            c.line(f"    codexmini supports codex {supported_range()}; this one may still work, but it was not tested", "yellow")
+            c.line(
+                f"    codexmini supports codex {supported_range()}; this one may still work, but it was not tested",
+                "yellow",
+            )
 
     def _frames_valid(self) -> bool:
         """Every frame seen was validated, and none had a problem (False when

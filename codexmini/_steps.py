@@ -262,11 +262,19 @@ class StepFolder:
         held["content"].append(tool_call_block(call.call_id, call.name, call.arguments))
         self._flush(out)
         out.append(
-            Write("tool/call", {"callId": call.call_id, "name": call.name, "arguments": call.arguments, "kind": call.kind}, self.step)
+            Write(
+                "tool/call",
+                {"callId": call.call_id, "name": call.name, "arguments": call.arguments, "kind": call.kind},
+                self.step,
+            )
         )
         content = [text_block(text)] if text else []
         out.append(
-            Write("tool/result", {"callId": call.call_id, "content": content, "isError": is_error, "status": status}, self.step)
+            Write(
+                "tool/result",
+                {"callId": call.call_id, "content": content, "isError": is_error, "status": status},
+                self.step,
+            )
         )
         self.settled += 1
         self.tool_calls += 1
@@ -312,7 +320,11 @@ class StepFolder:
         committing, self._committing = self._committing, {}
         if held is None or not held["content"]:
             return
-        data: Dict[str, Any] = {"id": held["id"], "content": held["content"], "source": {"provider": "codex", "model": self.model}}
+        data: Dict[str, Any] = {
+            "id": held["id"],
+            "content": held["content"],
+            "source": {"provider": "codex", "model": self.model},
+        }
         out.append(Write("assistant/message", data, self.step))
         self.messages += 1
         for item_id, message_id in committing.items():

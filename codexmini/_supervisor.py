@@ -114,4 +114,5 @@ class ChildSupervisor:
             await left.close()  # idempotent and shielded: returns once it is closed
             self._closing.discard(left)
 
+
 __all__ = ["ChildSupervisor", "Starter"]

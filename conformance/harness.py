@@ -106,7 +106,13 @@ class Paths:
         if isinstance(value, (list, tuple)):
             return [self.substitute(v) for v in value]
         if isinstance(value, str):
-            for key, real in (("{WS}", self.ws), ("{OUTSIDE}", self.outside), ("{ROOT}", self.root), ("{REPO}", REPO), ("{PYTHON}", sys.executable)):
+            for key, real in (
+                ("{WS}", self.ws),
+                ("{OUTSIDE}", self.outside),
+                ("{ROOT}", self.root),
+                ("{REPO}", REPO),
+                ("{PYTHON}", sys.executable),
+            ):
                 value = value.replace(key, real)
         return value
 
@@ -141,7 +147,9 @@ class Scenario:
 
     def at(self, version: str) -> "Scenario":
         """This scenario with its per-version values resolved for ``version``."""
-        return dataclasses.replace(self, model=at_version(self.model, version), config=tuple(at_version(self.config, version)))
+        return dataclasses.replace(
+            self, model=at_version(self.model, version), config=tuple(at_version(self.config, version))
+        )
 
     @property
     def by_version(self) -> Dict[str, ByVersion[Any]]:
@@ -234,7 +242,8 @@ class RunResult:
         norm = self.normaliser
         conns = self.conns or [0] * len(self.frames)
         return [
-            {"dir": d, "frame": norm.normalise(f), **({"conn": c} if c else {})} for (d, f), c in zip(self.frames, conns)
+            {"dir": d, "frame": norm.normalise(f), **({"conn": c} if c else {})}
+            for (d, f), c in zip(self.frames, conns)
         ]
 
     def frames_of(self, conn: int) -> List[Tuple[str, Dict[str, Any]]]:
@@ -290,7 +299,9 @@ class Replays:
     def report(self) -> Dict[str, Any]:
         mismatches = [m for replay in self.replays for m in replay.mismatches]
         if len(self.replays) < len(self.by_conn):
-            mismatches.append(f"the recording has {len(self.by_conn)} codex process(es); the run started {len(self.replays)}")
+            mismatches.append(
+                f"the recording has {len(self.by_conn)} codex process(es); the run started {len(self.replays)}"
+            )
         return {
             "ok": not mismatches,
             "mismatches": mismatches,
@@ -372,7 +383,10 @@ async def execute(
         finally:
             # The scripted model's reason beats whatever the refusal led to.
             if model is not None and model.errors:
-                raise ScriptFailed(f"{scenario.name}: the scripted model refused {len(model.errors)} request(s): " + "; ".join(model.errors))
+                raise ScriptFailed(
+                    f"{scenario.name}: the scripted model refused {len(model.errors)} request(s): "
+                    + "; ".join(model.errors)
+                )
         session = list(run.log.events) if run.log is not None else []
         report = replay.report if replay is not None else None
         return RunResult(

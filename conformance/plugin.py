@@ -115,7 +115,7 @@ class TestFrames:
                 lines.append(f"  … and {len(unexpected) - _LISTED} more")
             lines.append(
                 f"If this test exchanges invalid frames on purpose, mark it "
-                f"@pytest.mark.{MARKER}(\"<substring of each problem>\", ...)."
+                f'@pytest.mark.{MARKER}("<substring of each problem>", ...).'
             )
         if missing:
             lines.append(f"@pytest.mark.{MARKER} expected problems that did not happen: {list(missing)!r}")

@@ -41,9 +41,9 @@ from codexmini._events import (
     DiffUpdated,
     Event,
     ItemCompleted,
+    ItemStarted,
     MessageDelta,
     MessageStreamEnd,
-    ItemStarted,
     PlanUpdated,
     ReasoningSummaryDelta,
     ReasoningTextDelta,
@@ -98,12 +98,7 @@ def answer(*items: Dict[str, Any], **extra: Any) -> Dict[str, Any]:
 
 def texts(result: RunResult) -> List[str]:
     """Text blocks of every assistant message, in log order."""
-    return [
-        b["text"]
-        for e in result.of_type("assistant/message")
-        for b in e["data"]["content"]
-        if b["type"] == "text"
-    ]
+    return [b["text"] for e in result.of_type("assistant/message") for b in e["data"]["content"] if b["type"] == "text"]
 
 
 def turn_ends(result: RunResult) -> List[Dict[str, Any]]:
@@ -155,7 +150,12 @@ def _command_script(cmd: str, final: str) -> Dict[str, Any]:
             {"when": {"last_item": "function_call_output"}, "respond": answer(message("msg_final", final))},
         ],
         "default": answer(
-            {"type": "function_call", "call_id": "call_cmd_1", "name": "exec_command", "arguments": {"cmd": cmd, "yield_time_ms": 10000}}
+            {
+                "type": "function_call",
+                "call_id": "call_cmd_1",
+                "name": "exec_command",
+                "arguments": {"cmd": cmd, "yield_time_ms": 10000},
+            }
         ),
     }
 
@@ -205,7 +205,12 @@ def _then(call_id: str, final: str) -> Dict[str, Any]:
 
 
 def _exec(call_id: str, cmd: str, **extra: Any) -> Dict[str, Any]:
-    return {"type": "function_call", "call_id": call_id, "name": "exec_command", "arguments": {"cmd": cmd, "yield_time_ms": 10000, **extra}}
+    return {
+        "type": "function_call",
+        "call_id": call_id,
+        "name": "exec_command",
+        "arguments": {"cmd": cmd, "yield_time_ms": 10000, **extra},
+    }
 
 
 def _types(result: RunResult) -> List[str]:
@@ -668,7 +673,12 @@ def _check_patch_approval_decline(result: RunResult) -> None:
     _check_patch_request(result)
     assert _decisions(result) == [("item/fileChange/requestApproval", "decline", "handler")]
     _, res = _tool(result)
-    assert res == {"callId": "call_patch_1", "content": [{"type": "text", "text": "patch declined"}], "isError": True, "status": "declined"}
+    assert res == {
+        "callId": "call_patch_1",
+        "content": [{"type": "text", "text": "patch declined"}],
+        "isError": True,
+        "status": "declined",
+    }
     assert texts(result) == ["The patch was rejected."]
     _completed_turn_end(result)
 
@@ -709,7 +719,9 @@ def _check_user_input(result: RunResult) -> None:
     assert [q["id"] for q in request.questions] == ["color", "size"]
     assert request.summary == "Which color?; Which size?"
     (answer_,) = _answers(result)
-    assert answer_["result"] == {"answers": {"color": {"answers": ["Red"]}, "size": {"answers": ["Other", "medium please"]}}}
+    assert answer_["result"] == {
+        "answers": {"color": {"answers": ["Red"]}, "size": {"answers": ["Other", "medium please"]}}
+    }
     assert _decisions(result) == [("item/tool/requestUserInput", "accept", "handler")]
     # No item for the tool call (§3.7).
     assert not result.of_type("tool/call")
@@ -723,7 +735,12 @@ USER_INPUT = Scenario(
     script={
         "rules": [_then("call_rui_1", "Red it is.")],
         "default": answer(
-            {"type": "function_call", "call_id": "call_rui_1", "name": "request_user_input", "arguments": {"questions": QUESTIONS}}
+            {
+                "type": "function_call",
+                "call_id": "call_rui_1",
+                "name": "request_user_input",
+                "arguments": {"questions": QUESTIONS},
+            }
         ),
     },
     prompts=("ask me",),
@@ -747,7 +764,10 @@ def _permissions_script(after: Dict[str, Any]) -> Dict[str, Any]:
         },
     }
     return {
-        "rules": [{"when": {"last_call_id": "call_perm_1"}, "respond": after}, _then("call_cmd_1", "Wrote the report.")],
+        "rules": [
+            {"when": {"last_call_id": "call_perm_1"}, "respond": after},
+            _then("call_cmd_1", "Wrote the report."),
+        ],
         "default": answer(ask),
     }
 
@@ -823,7 +843,12 @@ def _check_mcp_elicitation(result: RunResult) -> None:
     (answer_,) = _answers(result)
     assert answer_["result"] == {"action": "accept"}
     call, res = _tool(result)
-    assert call == {"callId": "call_mcp_echo", "name": "probe/echo", "arguments": '{"text":"hi mcp"}', "kind": "mcpToolCall"}
+    assert call == {
+        "callId": "call_mcp_echo",
+        "name": "probe/echo",
+        "arguments": '{"text":"hi mcp"}',
+        "kind": "mcpToolCall",
+    }
     assert res == {
         "callId": "call_mcp_echo",
         "content": [{"type": "text", "text": "echo: hi mcp"}],
@@ -889,7 +914,10 @@ def _check_err_500(result: RunResult) -> None:
 ERR_500 = Scenario(
     name="err_500",
     description="HTTP 500 until codex gives up (low retry limits)",
-    script={"rules": [], "default": {"http_status": 500, "body": {"error": {"type": "server_error", "message": "scripted outage"}}}},
+    script={
+        "rules": [],
+        "default": {"http_status": 500, "body": {"error": {"type": "server_error", "message": "scripted outage"}}},
+    },
     prompts=("fail please",),
     config=LOW_RETRIES,
     check=_check_err_500,
@@ -908,7 +936,10 @@ def _check_err_429(result: RunResult) -> None:
 ERR_429 = Scenario(
     name="err_429",
     description="HTTP 429: no retry, the turn fails at once",
-    script={"rules": [], "default": {"http_status": 429, "body": {"error": {"type": "rate_limit_exceeded", "message": "slow down"}}}},
+    script={
+        "rules": [],
+        "default": {"http_status": 429, "body": {"error": {"type": "rate_limit_exceeded", "message": "slow down"}}},
+    },
     prompts=("fail please",),
     check=_check_err_429,
 )
@@ -942,7 +973,10 @@ STREAM_CUT_THEN_OK = Scenario(
     script={
         "rules": [
             # created, output_item.added, content_part.added, one delta: cut.
-            {"times": 2, "respond": {"output": [{"type": "message", "deltas": ["Partial", " answer"]}], "cut_after_events": 4}},
+            {
+                "times": 2,
+                "respond": {"output": [{"type": "message", "deltas": ["Partial", " answer"]}], "cut_after_events": 4},
+            },
         ],
         "default": answer(message("msg_ok", "Recovered", " answer.")),
     },
@@ -974,7 +1008,10 @@ def _check_err_incomplete(result: RunResult) -> None:
 ERR_INCOMPLETE = Scenario(
     name="err_incomplete",
     description="response.incomplete, retried until codex gives up (low retry limits)",
-    script={"rules": [], "default": {"output": [message("msg_inc", "Partial", " answer")], "incomplete": "max_output_tokens"}},
+    script={
+        "rules": [],
+        "default": {"output": [message("msg_inc", "Partial", " answer")], "incomplete": "max_output_tokens"},
+    },
     prompts=("stop early",),
     config=LOW_RETRIES,
     check=_check_err_incomplete,
@@ -998,7 +1035,9 @@ def _check_interrupt_command(result: RunResult) -> None:
     received = [f for d, f in result.frames if d == "in" and "method" in f]
     (completed,) = [f["params"]["turn"] for f in received if f["method"] == "turn/completed"]
     assert completed["status"] == "interrupted"
-    assert not [f for f in received if f["method"] == "item/completed" and f["params"]["item"]["type"] == "commandExecution"]
+    assert not [
+        f for f in received if f["method"] == "item/completed" and f["params"]["item"]["type"] == "commandExecution"
+    ]
     assert [e.item_type for e in result.events_of(ItemStarted)][-1] == "commandExecution"
     call, res = _tool(result)
     assert "sleep 30" in call["arguments"]
@@ -1034,7 +1073,9 @@ async def _drive_two_threads(run: Run) -> None:
     client = await run.start_client()
     threads = {}
     for name in ("A", "B"):
-        threads[name] = await Thread.start(client, cwd=run.paths.ws, model=run.scenario.model, sandbox="read-only", approval_policy="never")
+        threads[name] = await Thread.start(
+            client, cwd=run.paths.ws, model=run.scenario.model, sandbox="read-only", approval_policy="never"
+        )
 
     async def consume(name: str) -> List[Event]:
         seen: List[Event] = []
@@ -1175,7 +1216,12 @@ def _check_steer(result: RunResult) -> None:
         # codex took it in, so the log reads as the model saw it ...
         assert spoken == ["user/message", "assistant/message", "user/message", "assistant/message"]
         # ... and answered in a second model call of the same turn.
-        assert [i["type"] for i in completed_items(result)] == ["userMessage", "agentMessage", "userMessage", "agentMessage"]
+        assert [i["type"] for i in completed_items(result)] == [
+            "userMessage",
+            "agentMessage",
+            "userMessage",
+            "agentMessage",
+        ]
         assert texts(result) == ["Here is a slow answer.", "Bananas, too."]
         assert _completed_turn_end(result)["usage"]["totalTokens"] == 30
     if result.mode == "live":  # the second call ends with the steered message
@@ -1187,7 +1233,9 @@ STEER = Scenario(
     name="steer",
     description="a user message steered into the running turn, answered in the same turn",
     script={
-        "rules": [{"when": {"user_contains": STEER_TEXT}, "respond": answer(message("msg_steered", "Bananas, ", "too."))}],
+        "rules": [
+            {"when": {"user_contains": STEER_TEXT}, "respond": answer(message("msg_steered", "Bananas, ", "too."))}
+        ],
         "default": answer(message("msg_slow", "Here ", "is ", "a ", "slow ", "answer."), delay_ms=100),
     },
     prompts=("tell me slowly",),
@@ -1200,7 +1248,12 @@ STEER = Scenario(
 
 
 def _check_two_turns(result: RunResult) -> None:
-    sent = [p["input"][0]["text"] for d, f in result.frames if d == "out" and f.get("method") == "turn/start" for p in [f["params"]]]
+    sent = [
+        p["input"][0]["text"]
+        for d, f in result.frames
+        if d == "out" and f.get("method") == "turn/start"
+        for p in [f["params"]]
+    ]
     assert len(sent) == 2
     users = [i for i, e in enumerate(result.session) if e["type"] == "user/message"]
     assert len(users) == 2
@@ -1217,7 +1270,9 @@ TWO_TURNS = Scenario(
     name="two_turns",
     description="two agent turns: the second prompt is the serialized log",
     script={
-        "rules": [{"when": {"user_contains": "second question"}, "respond": answer(message("msg_2", "Second answer."))}],
+        "rules": [
+            {"when": {"user_contains": "second question"}, "respond": answer(message("msg_2", "Second answer."))}
+        ],
         "default": answer(message("msg_1", "First answer.")),
     },
     prompts=("first question", "second question"),
@@ -1296,7 +1351,9 @@ STRUCTURED_INVALID = '{"answer": "forty-two"}'
 
 async def _drive_structured_output(run: Run) -> None:
     client = await run.start_client()
-    thread = await Thread.start(client, cwd=run.paths.ws, model=run.scenario.model, sandbox="read-only", approval_policy="never")
+    thread = await Thread.start(
+        client, cwd=run.paths.ws, model=run.scenario.model, sandbox="read-only", approval_policy="never"
+    )
     try:
         valid = await thread.run("structured valid", output_schema=STRUCTURED_SCHEMA, on_event=run.events.append)
         assert valid.value == {"answer": 42, "why": "six times seven"}, valid
@@ -1324,13 +1381,23 @@ def _check_structured_output(result: RunResult) -> None:
     try:
         schema.parse(answers[1])
     except OutputValidationError as exc:
-        assert exc.errors == [("$.answer", "'forty-two' is not of type 'integer'"), ("$", "'why' is a required property")]
+        assert exc.errors == [
+            ("$.answer", "'forty-two' is not of type 'integer'"),
+            ("$", "'why' is a required property"),
+        ]
     else:
         raise AssertionError("the invalid answer parsed")
     if result.mode == "live":
         # What codex sends the model: the schema verbatim as text.format, strict, under its own name,
         # on that turn's requests only.
-        expected = {"format": {"type": "json_schema", "strict": True, "schema": STRUCTURED_SCHEMA, "name": "codex_output_schema"}}
+        expected = {
+            "format": {
+                "type": "json_schema",
+                "strict": True,
+                "schema": STRUCTURED_SCHEMA,
+                "name": "codex_output_schema",
+            }
+        }
         assert [r["body"].get("text") for r in result.model_requests] == [expected, expected, None]
 
 
@@ -1339,7 +1406,10 @@ STRUCTURED_OUTPUT = Scenario(
     description="turn/start.outputSchema becomes the model request's text.format; codex checks neither schema nor answer",
     script={
         "rules": [
-            {"when": {"user_contains": "structured valid"}, "respond": answer(message("msg_1", '{"answer": 42, ', '"why": "six times seven"}'))},
+            {
+                "when": {"user_contains": "structured valid"},
+                "respond": answer(message("msg_1", '{"answer": 42, ', '"why": "six times seven"}')),
+            },
             {"when": {"user_contains": "structured invalid"}, "respond": answer(message("msg_1", STRUCTURED_INVALID))},
         ],
         "default": answer(message("msg_1", "Plain.")),

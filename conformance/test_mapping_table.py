@@ -51,7 +51,9 @@ def test_mapping_table_covers_every_schema_notification(bundle):
 def test_mapping_table_names_no_method_that_no_supported_version_has():
     every = {m for v in VERSIONS for f in FLAVORS for m in SchemaBundle.load(v, f).methods("ServerNotification")}
     gone = sorted((set(NOTIFICATIONS) | set(IGNORED)) - every)
-    assert not gone, f"gone from the schema of every supported codex ({', '.join(VERSIONS)}): remove them from NOTIFICATIONS/IGNORED: {gone}"
+    assert not gone, (
+        f"gone from the schema of every supported codex ({', '.join(VERSIONS)}): remove them from NOTIFICATIONS/IGNORED: {gone}"
+    )
 
 
 def test_mapping_table_handled_and_ignored_are_disjoint():
@@ -250,7 +252,9 @@ def test_mapping_tool_fields_are_declared_on_the_item_branch(bundle, item_type):
 def test_mapping_undeclared_helper_notices_a_missing_field(bundle):
     branch = item_branch(bundle, "commandExecution")
     assert undeclared(bundle, branch, [("exitCode",), ("exitStatus",)]) == ["exitStatus"]
-    assert undeclared(bundle, item_branch(bundle, "fileChange"), [("changes", "[]", "oldPath")]) == ["changes.[].oldPath"]
+    assert undeclared(bundle, item_branch(bundle, "fileChange"), [("changes", "[]", "oldPath")]) == [
+        "changes.[].oldPath"
+    ]
     # Free-form JSON (MCP content blocks) is not descended into.
     assert undeclared(bundle, item_branch(bundle, "mcpToolCall"), [("result", "content", "[]", "anything")]) == []
 

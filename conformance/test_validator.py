@@ -115,7 +115,9 @@ def test_schema_response_overrides_are_all_needed():
                         assert derived == RESPONSE_OVERRIDES[method], (version, method, derived)
                     assert bundle.has_definition(RESPONSE_OVERRIDES[method]), (version, method)
     assert seen == set(RESPONSE_OVERRIDES), "overrides for methods no supported codex has"
-    assert needed == set(RESPONSE_OVERRIDES), f"overrides no supported codex needs: {sorted(set(RESPONSE_OVERRIDES) - needed)}"
+    assert needed == set(RESPONSE_OVERRIDES), (
+        f"overrides no supported codex needs: {sorted(set(RESPONSE_OVERRIDES) - needed)}"
+    )
 
 
 def test_schema_response_definition_derives_from_params():
@@ -177,7 +179,7 @@ def test_schema_undeclared_map_keys_of_an_additional_properties_schema_are_decla
     bundle = SchemaBundle.load()
     pointer = bundle.response_definition("item/tool/requestUserInput")
     answer = {"answers": {"color": {"answers": ["Red"]}, "size": {"answers": ["Small"], "extra": 1}}}
-    assert bundle.undeclared(answer, pointer) == ['$.answers.size.extra']
+    assert bundle.undeclared(answer, pointer) == ["$.answers.size.extra"]
 
 
 def test_schema_undeclared_reports_keys_only_allowed_by_additional_properties_true():

@@ -35,7 +35,9 @@ def test_versions_recorded_skips_other_directories(tmp_path, monkeypatch):
 def test_versions_by_version_has_no_default():
     model = ByVersion({"0.149.1": "gpt-5.4", "0.171.0": "gpt-5.5"}, why="apply_patch moved")
     assert model.at("0.149.1") == "gpt-5.4" and model.at("0.171.0") == "gpt-5.5"
-    with pytest.raises(UnknownVersion, match=r"no value for codex 0\.160\.0 \(known: 0\.149\.1, 0\.171\.0; apply_patch moved\)"):
+    with pytest.raises(
+        UnknownVersion, match=r"no value for codex 0\.160\.0 \(known: 0\.149\.1, 0\.171\.0; apply_patch moved\)"
+    ):
         model.at("0.160.0")
     assert at_version(model, "0.171.0") == "gpt-5.5" and at_version("plain", "0.171.0") == "plain"
     assert "apply_patch moved" in repr(model)

@@ -47,7 +47,11 @@ def handle(message: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         result = {"tools": [ECHO_TOOL]}
     elif method == "tools/call" and params.get("name") == "echo":
         text = str((params.get("arguments") or {}).get("text", ""))
-        result = {"content": [{"type": "text", "text": f"echo: {text}"}], "structuredContent": {"echoed": text}, "isError": False}
+        result = {
+            "content": [{"type": "text", "text": f"echo: {text}"}],
+            "structuredContent": {"echoed": text},
+            "isError": False,
+        }
     elif method == "ping":
         result = {}
     else:

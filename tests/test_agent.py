@@ -25,10 +25,10 @@ import tempfile
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
-
 import thread_behaviours as tb
-from codexmini import _agent as agent_mod
+
 from codexmini import Agent, AgentConfig, ModelEndpoint
+from codexmini import _agent as agent_mod
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError
 from codexmini._events import AgentMessageDelta, Event, ItemStarted, MessageDelta, MessageStreamEnd, Usage
@@ -54,7 +54,10 @@ def reply(*deltas: str, id_: str = "msg_1") -> Dict[str, Any]:
 
 def command(cmd: str, call_id: str = "call_1", **extra: Any) -> Dict[str, Any]:
     args = {"cmd": cmd, "yield_time_ms": 30000, **extra}
-    return {"output": [{"type": "function_call", "call_id": call_id, "name": "exec_command", "arguments": args}], "usage": USAGE}
+    return {
+        "output": [{"type": "function_call", "call_id": call_id, "name": "exec_command", "arguments": args}],
+        "usage": USAGE,
+    }
 
 
 class Watch:
@@ -268,7 +271,10 @@ def test_agent_second_prompt_is_the_serialized_log_in_memory(offline):
         text = frame["params"]["input"][0]["text"]
         # The prompt is exactly the serialization of some prefix of the log.
         assert text in [serialize(derive_messages(events[:n])) for n in range(len(events) + 1)]
-    assert starts[1]["params"]["input"][0]["text"] == "<user>\nfirst\n</user>\n\n<assistant>\nre: first\n</assistant>\n\n<user>\nsecond\n</user>"
+    assert (
+        starts[1]["params"]["input"][0]["text"]
+        == "<user>\nfirst\n</user>\n\n<assistant>\nre: first\n</assistant>\n\n<user>\nsecond\n</user>"
+    )
     # Each step is a fresh thread on the one child.
     assert len(s.sent("thread/start")) == 2 and len(s.fake.launches) == 1
     # The header was written once per agent instance, with the version codex reported.
@@ -328,7 +334,12 @@ def test_agent_skills_and_images_reach_codex_in_memory(offline):
 
     async def main() -> None:
         async with s.agent() as agent:
-            await agent.run([{"type": "text", "text": "use /agents-md and /unknown"}, {"type": "image", "path": "/nonexistent/pic.png"}])
+            await agent.run(
+                [
+                    {"type": "text", "text": "use /agents-md and /unknown"},
+                    {"type": "image", "path": "/nonexistent/pic.png"},
+                ]
+            )
 
     run(main())
     users = s.of_type("user/message")
@@ -347,7 +358,10 @@ def test_agent_codex_refusing_turn_start_is_a_codex_error_in_memory(offline):
             return await agent.run("look")
 
     end = run(main())
-    assert end == {"reason": "error", "error": {"message": "Invalid request: missing field `input`", "code": "CODEX_ERROR"}}
+    assert end == {
+        "reason": "error",
+        "error": {"message": "Invalid request: missing field `input`", "code": "CODEX_ERROR"},
+    }
     assert [e["data"]["reason"] for e in s.of_type("step/end")] == ["error"]
 
 
@@ -365,7 +379,9 @@ def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
     # Every turn-ending error is logged as agent/error too, with its cause chain.
     assert [e["type"] for e in s.log.events][-4:] == ["user/message", "step/end", "agent/error", "turn/end"]
     (error,) = s.of_type("agent/error")
-    assert error["data"]["code"] == "CODEX_ERROR" and error["data"]["cause"][0].startswith("RpcError: thread/start: Invalid")
+    assert error["data"]["code"] == "CODEX_ERROR" and error["data"]["cause"][0].startswith(
+        "RpcError: thread/start: Invalid"
+    )
 
 
 @pytest.mark.parametrize(
@@ -374,7 +390,10 @@ def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
         ("with-error", {"reason": "error", "error": {"message": TURN_ERROR["message"], "code": "CODEX_ERROR"}}),
         ("no-error", {"reason": "error", "error": {"message": TURN_ERROR["message"], "code": "CODEX_ERROR"}}),
         # Interrupted, and not by us: an approval answered `cancel` stopped codex.
-        ("interrupted", {"reason": "blocked", "blocked": {"by": "approval", "reason": "an approval was answered cancel"}}),
+        (
+            "interrupted",
+            {"reason": "blocked", "blocked": {"by": "approval", "reason": "an approval was answered cancel"}},
+        ),
     ],
 )
 def test_agent_codex_turn_that_did_not_complete_ends_the_agent_turn(offline, variant, end):
@@ -402,7 +421,11 @@ def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_me
     end = run(main())
     # The usage counts too: leaving the turn drained it to its turn/completed.
     usage = Usage.from_wire(USAGE_1).to_log()
-    assert end == {"reason": "error", "error": {"message": "RuntimeError: listener broke", "code": "UNKNOWN"}, "usage": usage}
+    assert end == {
+        "reason": "error",
+        "error": {"message": "RuntimeError: listener broke", "code": "UNKNOWN"},
+        "usage": usage,
+    }
     assert [e["type"] for e in s.log.events][-3:] == ["step/end", "agent/error", "turn/end"]
     assert read_log(s.log.path).events == s.log.events
 
@@ -435,7 +458,15 @@ def test_agent_run_without_a_codex_binary_logs_the_turn_and_ends_it_in_error(off
     assert end["reason"] == "error" and end["error"]["code"] == "CODEX_UNAVAILABLE"
     assert end["error"]["message"].startswith("BinaryNotFound: codex binary")
     types = [e["type"] for e in s.log.events]
-    assert types == ["session/header", "turn/start", "step/start", "user/message", "step/end", "agent/error", "turn/end"]
+    assert types == [
+        "session/header",
+        "turn/start",
+        "step/start",
+        "user/message",
+        "step/end",
+        "agent/error",
+        "turn/end",
+    ]
     assert s.log.events[0]["data"]["codexVersion"] == "unknown"
     assert s.log.events[3]["data"]["content"] == [{"type": "text", "text": "hello"}]
     error = s.log.events[5]["data"]
@@ -807,7 +838,10 @@ def test_agent_refused_steer_goes_to_the_next_step_in_memory(offline):
     starts = s.sent("turn/start")
     assert starts[1]["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/x.png"}]
     (steer,) = s.sent("turn/steer")  # sent with its image, refused
-    assert steer["params"]["input"] == [{"type": "text", "text": "late words"}, {"type": "localImage", "path": "/nonexistent/x.png"}]
+    assert steer["params"]["input"] == [
+        {"type": "text", "text": "late words"},
+        {"type": "localImage", "path": "/nonexistent/x.png"},
+    ]
 
 
 def test_agent_steer_into_a_dying_child_goes_to_the_next_turn(offline):
@@ -1017,7 +1051,10 @@ def test_agent_second_prompt_is_the_serialized_log(live_setup):
         # The prompt is exactly the serialization of some prefix of the log.
         prefixes = [serialize(derive_messages(events[:n])) for n in range(len(events) + 1)]
         assert text in prefixes
-    assert starts[1]["params"]["input"][0]["text"] == "<user>\nfirst\n</user>\n\n<assistant>\none\n</assistant>\n\n<user>\nsecond\n</user>"
+    assert (
+        starts[1]["params"]["input"][0]["text"]
+        == "<user>\nfirst\n</user>\n\n<assistant>\none\n</assistant>\n\n<user>\nsecond\n</user>"
+    )
     # The header was written once per agent instance, then turns 1 and 2.
     assert [e["data"]["reason"] for e in s.of_type("session/header")] == ["initial"]
     assert [e["turn"] for e in s.of_type("turn/start")] == [1, 2]
@@ -1080,11 +1117,20 @@ def test_agent_inbox_followup_inject_and_cancel(live_setup):
             # The prompt is the whole log: the newest marker must be matched first.
             "rules": [
                 {"when": {"user_contains": "<user>\ndropped"}, "respond": reply("never")},
-                {"when": {"user_contains": "<user>\nslow three"}, "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150}},
+                {
+                    "when": {"user_contains": "<user>\nslow three"},
+                    "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150},
+                },
                 {"when": {"user_contains": "<user>\nafter"}, "respond": reply("after")},
-                {"when": {"user_contains": "<user>\nslow two"}, "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150}},
+                {
+                    "when": {"user_contains": "<user>\nslow two"},
+                    "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150},
+                },
                 {"when": {"user_contains": "<user>\ninjected"}, "respond": reply("saw the injection")},
-                {"when": {"user_contains": "<user>\nslow one"}, "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150}},
+                {
+                    "when": {"user_contains": "<user>\nslow one"},
+                    "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150},
+                },
             ],
         }
     )
@@ -1198,7 +1244,12 @@ def test_agent_skills_and_images_reach_codex(live_setup):
 
     async def main() -> None:
         async with s.agent() as agent:
-            await agent.run([{"type": "text", "text": "use /agents-md and /unknown"}, {"type": "image", "path": "/nonexistent/pic.png"}])
+            await agent.run(
+                [
+                    {"type": "text", "text": "use /agents-md and /unknown"},
+                    {"type": "image", "path": "/nonexistent/pic.png"},
+                ]
+            )
 
     run(main())
     users = s.of_type("user/message")
@@ -1232,7 +1283,12 @@ def test_agent_approval_handler_answers_are_logged(live_setup):
     run(main())
     assert [r.kind for r in asked] == ["command"]
     (decision,) = s.of_type("approval/decision")
-    assert decision["data"] == {"method": "item/commandExecution/requestApproval", "itemId": "call_1", "decision": "accept", "by": "handler"}
+    assert decision["data"] == {
+        "method": "item/commandExecution/requestApproval",
+        "itemId": "call_1",
+        "decision": "accept",
+        "by": "handler",
+    }
     assert os.path.exists(os.path.join(s.ws, "ok.txt"))
 
 
@@ -1268,7 +1324,10 @@ def test_agent_refused_steer_goes_to_the_next_step(live_setup, monkeypatch):
 
     run(main())
     users = s.of_type("user/message")
-    assert [(u["turn"], u["step"], u["data"]["content"][0]["text"]) for u in users] == [(1, 1, "slow please"), (1, 2, "late words")]
+    assert [(u["turn"], u["step"], u["data"]["content"][0]["text"]) for u in users] == [
+        (1, 1, "slow please"),
+        (1, 2, "late words"),
+    ]
     starts = s.sent("turn/start")
     assert starts[1]["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/x.png"}]
 
@@ -1403,7 +1462,11 @@ def test_agent_session_endpoint_keeps_its_key_out_of_the_log_and_restarts_the_ch
     for launch, key in ((launches[1], "sk-in-memory"), (launches[2], "sk-from-the-environment")):
         assert 'model_provider="codexmini"' in launch.argv and launch.env["CODEXMINI_API_KEY"] == key
     (knob,) = s.of_type("model/endpoint")
-    assert knob["data"] == {"baseUrl": "http://127.0.0.1:9/v1", "wireApi": "responses", "apiKeyEnv": "CODEXMINI_TEST_KEY"}
+    assert knob["data"] == {
+        "baseUrl": "http://127.0.0.1:9/v1",
+        "wireApi": "responses",
+        "apiKeyEnv": "CODEXMINI_TEST_KEY",
+    }
     with open(s.log.path, encoding="utf-8") as fh:
         text = fh.read()
     assert "sk-in-memory" not in text and "sk-from-the-environment" not in text
@@ -1423,7 +1486,7 @@ def test_agent_session_endpoint_none_means_codex_configuration_and_a_missing_key
     run(main())
     assert "names CODEXMINI_UNSET_KEY_VAR for its key, but it is not set" in caplog.text
     first, second = s.fake.launches
-    assert "CODEXMINI_API_KEY" not in first.env and "base_url=\"http://127.0.0.1:8/v1\"" in " ".join(first.argv)
+    assert "CODEXMINI_API_KEY" not in first.env and 'base_url="http://127.0.0.1:8/v1"' in " ".join(first.argv)
     assert not any("model_provider" in arg for arg in second.argv)
 
 
@@ -1622,7 +1685,10 @@ def test_agent_bad_image_block_is_skipped_and_a_relative_path_resolved(offline, 
     assert end["reason"] == "completed"
     assert "skipped an image block without a path" in caplog.text
     (user,) = s.of_type("user/message")
-    assert user["data"]["content"] == [{"type": "text", "text": "look"}, {"type": "image", "path": os.path.join(s.ws, "shot.png")}]
+    assert user["data"]["content"] == [
+        {"type": "text", "text": "look"},
+        {"type": "image", "path": os.path.join(s.ws, "shot.png")},
+    ]
     (start,) = s.sent("turn/start")
     assert start["params"]["input"][1:] == [{"type": "localImage", "path": os.path.join(s.ws, "shot.png")}]
 

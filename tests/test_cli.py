@@ -60,7 +60,12 @@ def command_then(cmd, final="Done.", **args):
         "rules": [{"when": {"last_item": "function_call_output"}, "respond": message(final)}],
         "default": {
             "output": [
-                {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": {"cmd": cmd, "yield_time_ms": 30000, **args}}
+                {
+                    "type": "function_call",
+                    "call_id": "call_1",
+                    "name": "exec_command",
+                    "arguments": {"cmd": cmd, "yield_time_ms": 30000, **args},
+                }
             ],
             "usage": USAGE,
         },
@@ -102,7 +107,12 @@ def cli_args(root, model, *more):
 def run_json(root, script, prompt, *more, timeout=90):
     with ScriptedModel(script) as model:
         done = subprocess.run(
-            cli_args(root, model, prompt, *more), env=child_env(root), cwd=root, capture_output=True, text=True, timeout=timeout
+            cli_args(root, model, prompt, *more),
+            env=child_env(root),
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     with open(os.path.join(root, "session.jsonl"), encoding="utf-8") as fh:
@@ -123,7 +133,12 @@ def of_type(lines, type_):
 @live
 def test_cli_smoke_passes_against_the_real_binary():
     done = subprocess.run(
-        [sys.executable, "-m", "codexmini", "smoke"], env={**os.environ, "PYTHONPATH": REPO}, cwd=REPO, capture_output=True, text=True, timeout=180
+        [sys.executable, "-m", "codexmini", "smoke"],
+        env={**os.environ, "PYTHONPATH": REPO},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "smoke passed" in done.stdout
@@ -137,7 +152,13 @@ def test_cli_run_json_plain_answer(scratch):
     done, lines = run_json(scratch, {"rules": [], "default": message("Hel", "lo!")}, "say hi")
     assert done.returncode == 0, done.stderr
     # The header, the session's knobs from the command line (so a resume keeps them), the turn.
-    assert [e["type"] for e in lines][:5] == ["session/header", "model/choice", "model/endpoint", "turn/start", "step/start"]
+    assert [e["type"] for e in lines][:5] == [
+        "session/header",
+        "model/choice",
+        "model/endpoint",
+        "turn/start",
+        "step/start",
+    ]
     assert of_type(lines, "assistant/message")[0]["content"] == [{"type": "text", "text": "Hello!"}]
     assert of_type(lines, "turn/end") == [{"reason": "completed", "usage": of_type(lines, "turn/end")[0]["usage"]}]
     assert "Hello!" in done.stderr and "turn completed" in done.stderr  # the human view went to stderr
@@ -158,12 +179,18 @@ def test_cli_run_json_command(scratch):
 @pytest.mark.live
 @live
 def test_cli_run_json_declined_approval_when_not_interactive(scratch):
-    script = command_then("touch approved.txt", "Declined, fine.", sandbox_permissions="require_escalated", justification="needs it")
+    script = command_then(
+        "touch approved.txt", "Declined, fine.", sandbox_permissions="require_escalated", justification="needs it"
+    )
     done, lines = run_json(scratch, script, "needs approval", "--approval-policy", "ask")
     assert done.returncode == 0, done.stderr
     assert of_type(lines, "approval/policy") == [{"policy": "ask"}]
     (decision,) = of_type(lines, "approval/decision")
-    assert (decision["method"], decision["decision"], decision["by"]) == ("item/commandExecution/requestApproval", "decline", "default")
+    assert (decision["method"], decision["decision"], decision["by"]) == (
+        "item/commandExecution/requestApproval",
+        "decline",
+        "default",
+    )
     (result,) = of_type(lines, "tool/result")
     assert result["isError"] and result["status"] == "declined"
     assert not os.path.exists(os.path.join(scratch, "ws", "approved.txt"))
@@ -172,7 +199,10 @@ def test_cli_run_json_declined_approval_when_not_interactive(scratch):
 @pytest.mark.live
 @live
 def test_cli_run_json_failing_model_exits_1(scratch):
-    script = {"rules": [], "default": {"http_status": 400, "body": {"error": {"message": "bad things", "type": "invalid_request_error"}}}}
+    script = {
+        "rules": [],
+        "default": {"http_status": 400, "body": {"error": {"message": "bad things", "type": "invalid_request_error"}}},
+    }
     done, lines = run_json(scratch, script, "fail please")
     assert done.returncode == 1, done.stderr
     (end,) = of_type(lines, "turn/end")
@@ -185,7 +215,12 @@ def test_cli_run_json_failing_model_exits_1(scratch):
 def test_cli_run_sigint_during_a_long_command_exits_130(scratch):
     with ScriptedModel(command_then("sleep 30")) as model:
         proc = subprocess.Popen(
-            cli_args(scratch, model, "sleep"), env=child_env(scratch), cwd=scratch, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            cli_args(scratch, model, "sleep"),
+            env=child_env(scratch),
+            cwd=scratch,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         seen = []
 
@@ -213,14 +248,26 @@ def test_cli_run_sigint_during_a_long_command_exits_130(scratch):
 
 
 def test_cli_usage_error_exits_2():
-    done = subprocess.run([sys.executable, "-m", "codexmini", "run"], env={**os.environ, "PYTHONPATH": REPO}, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "codexmini", "run"],
+        env={**os.environ, "PYTHONPATH": REPO},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert "PROMPT" in done.stderr
 
 
 def test_cli_missing_binary_exits_3_and_says_how_to_install(tmp_path):
     env = {**os.environ, "PYTHONPATH": REPO, "CODEXMINI_CODEX_BIN": str(tmp_path / "no-codex")}
-    done = subprocess.run([sys.executable, "-m", "codexmini", "run", "hi", "--session", str(tmp_path / "s.jsonl")], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "codexmini", "run", "hi", "--session", str(tmp_path / "s.jsonl")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 3
     assert "make setup" in done.stderr and "npm install" in done.stderr
     assert not os.path.exists(tmp_path / "s.jsonl") or read_log(str(tmp_path / "s.jsonl")).events == []
@@ -231,7 +278,9 @@ def test_cli_missing_binary_exits_3_and_says_how_to_install(tmp_path):
 
 def call(argv, stdin="", env=None):
     out, err = io.StringIO(), io.StringIO()
-    code = cli.main(argv, stdin=io.StringIO(stdin), stdout=out, stderr=err, env=env if env is not None else dict(os.environ))
+    code = cli.main(
+        argv, stdin=io.StringIO(stdin), stdout=out, stderr=err, env=env if env is not None else dict(os.environ)
+    )
     return code, out.getvalue(), err.getvalue()
 
 
@@ -288,7 +337,9 @@ def test_cli_default_session_path_uses_xdg_state(tmp_path):
     when = datetime.datetime(2026, 11, 30, 12, 0, 0, 123)
     path = cli.default_session_path({"XDG_STATE_HOME": str(tmp_path)}, when)
     assert path == os.path.join(str(tmp_path), "codexmini", "sessions", "20261130T120000-000123.jsonl")
-    assert cli.default_session_path({}, when).endswith(os.path.join(".local", "state", "codexmini", "sessions", "20261130T120000-000123.jsonl"))
+    assert cli.default_session_path({}, when).endswith(
+        os.path.join(".local", "state", "codexmini", "sessions", "20261130T120000-000123.jsonl")
+    )
 
 
 def run_prompter(answers, request):
@@ -300,7 +351,17 @@ def run_prompter(answers, request):
     return reply, console.stream.getvalue()
 
 
-@pytest.mark.parametrize("key, decision", [("y", "accept"), ("n", "decline"), ("a", "acceptForSession"), ("c", "cancel"), ("what\nyes", "accept"), ("", "decline")])
+@pytest.mark.parametrize(
+    "key, decision",
+    [
+        ("y", "accept"),
+        ("n", "decline"),
+        ("a", "acceptForSession"),
+        ("c", "cancel"),
+        ("what\nyes", "accept"),
+        ("", "decline"),
+    ],
+)
 def test_cli_prompter_answers(key, decision):
     request = ApprovalRequest("item/commandExecution/requestApproval", {}, "command", "ls -la")
     reply, shown = run_prompter(key + "\n" if key else "", request)
@@ -309,7 +370,10 @@ def test_cli_prompter_answers(key, decision):
 
 
 def test_cli_prompter_user_input():
-    questions = ({"id": "color", "question": "Which color?", "options": [{"label": "Red"}, {"label": "Blue"}]}, {"id": "size", "question": "How big?"})
+    questions = (
+        {"id": "color", "question": "Which color?", "options": [{"label": "Red"}, {"label": "Blue"}]},
+        {"id": "size", "question": "How big?"},
+    )
     request = ApprovalRequest("item/tool/requestUserInput", {}, "user_input", "", questions=questions)
     reply, shown = run_prompter("Red\n\n", request)
     assert reply.decision == "accept" and reply.answers == {"color": ["Red"]}
@@ -321,7 +385,12 @@ def test_cli_prompter_user_input():
 def test_render_transcript_lines():
     out = io.StringIO()
     t = Transcript(Console(out, color=False))
-    cmd = {"type": "commandExecution", "id": "c", "command": "/bin/bash -lc 'ls'", "commandActions": [{"type": "unknown", "command": "ls"}]}
+    cmd = {
+        "type": "commandExecution",
+        "id": "c",
+        "command": "/bin/bash -lc 'ls'",
+        "commandActions": [{"type": "unknown", "command": "ls"}],
+    }
     t(ReasoningSummaryDelta("r", "thinking"))
     t(AgentMessageDelta("m", "Hi"))
     t(ItemStarted(cmd))
@@ -329,7 +398,16 @@ def test_render_transcript_lines():
     t(ItemCompleted({**cmd, "status": "failed", "exitCode": 3}))
     t(ItemCompleted({**cmd, "status": "declined", "exitCode": None}))
     t(ItemCompleted({**cmd, "status": "failed", "exitCode": None}))
-    t(ItemCompleted({"type": "fileChange", "id": "p", "status": "completed", "changes": [{"path": "a.txt", "kind": {"type": "add"}}]}))
+    t(
+        ItemCompleted(
+            {
+                "type": "fileChange",
+                "id": "p",
+                "status": "completed",
+                "changes": [{"path": "a.txt", "kind": {"type": "add"}}],
+            }
+        )
+    )
     t(ItemCompleted({"type": "mcpToolCall", "id": "x", "server": "probe", "tool": "echo", "status": "completed"}))
     t(ItemCompleted({"type": "agentMessage", "id": "m", "text": "Hi"}))
     t(RetryingError("Reconnecting... 1/5"))
@@ -352,7 +430,10 @@ def test_render_colour_only_on_a_tty_and_never_with_no_color():
     console.write("x", "red", "bold")
     console.write("")
     assert console.stream.getvalue() == "\x1b[31;1mx\x1b[0m"
-    assert command_of({"command": "/bin/bash -lc 'a; b'", "commandActions": [{"command": "a"}, {"command": "b"}]}) == "/bin/bash -lc 'a; b'"
+    assert (
+        command_of({"command": "/bin/bash -lc 'a; b'", "commandActions": [{"command": "a"}, {"command": "b"}]})
+        == "/bin/bash -lc 'a; b'"
+    )
 
 
 # -- in process, live (these are what cover cli.run and smoke) ------------------------
@@ -371,7 +452,18 @@ def hermetic(scratch, monkeypatch):
 
 
 def run_args(root, model, *more):
-    return ["run", *more, "--cwd", os.path.join(root, "ws"), "--session", os.path.join(root, "s.jsonl"), "--model", "gpt-fake", "--provider-url", model.url]
+    return [
+        "run",
+        *more,
+        "--cwd",
+        os.path.join(root, "ws"),
+        "--session",
+        os.path.join(root, "s.jsonl"),
+        "--model",
+        "gpt-fake",
+        "--provider-url",
+        model.url,
+    ]
 
 
 @pytest.mark.live
@@ -389,7 +481,9 @@ def test_cli_run_in_process_human_output(hermetic):
 def test_cli_run_in_process_prompt_from_stdin_and_auto_approve(hermetic):
     script = command_then("touch approved.txt", sandbox_permissions="require_escalated", justification="needs it")
     with ScriptedModel(script) as model:
-        code, out, err = call(run_args(hermetic, model, "-", "--auto-approve", "--approval-policy", "ask", "--json"), stdin="from stdin")
+        code, out, err = call(
+            run_args(hermetic, model, "-", "--auto-approve", "--approval-policy", "ask", "--json"), stdin="from stdin"
+        )
     assert code == 0, err
     events = [json.loads(line) for line in out.splitlines()]
     assert of_type(events, "user/message")[0]["content"] == [{"type": "text", "text": "from stdin"}]
@@ -404,7 +498,13 @@ def test_cli_run_in_process_prompts_on_a_tty(hermetic):
     script = command_then("touch asked.txt", sandbox_permissions="require_escalated", justification="needs it")
     with ScriptedModel(script) as model:
         out, err = io.StringIO(), io.StringIO()
-        code = cli.main(run_args(hermetic, model, "go", "--approval-policy", "ask"), stdin=TtyIn("n\n"), stdout=out, stderr=err, env={})
+        code = cli.main(
+            run_args(hermetic, model, "go", "--approval-policy", "ask"),
+            stdin=TtyIn("n\n"),
+            stdout=out,
+            stderr=err,
+            env={},
+        )
     assert code == 0, err.getvalue()
     assert "codex wants to run: /bin/bash -lc 'touch asked.txt'" in out.getvalue()
     assert not os.path.exists(os.path.join(hermetic, "ws", "asked.txt"))
@@ -428,7 +528,9 @@ def test_cli_run_in_process_ctrl_c_twice(hermetic):
 
         killer = threading.Thread(target=interrupt, daemon=True)
         killer.start()
-        code = cli.main(run_args(hermetic, model, "sleep"), stdin=io.StringIO(), stdout=out, stderr=io.StringIO(), env={})
+        code = cli.main(
+            run_args(hermetic, model, "sleep"), stdin=io.StringIO(), stdout=out, stderr=io.StringIO(), env={}
+        )
         killer.join(10)
     assert code == 130
     assert "interrupting" in out.getvalue()
@@ -470,7 +572,10 @@ def test_cli_smoke_says_when_no_slug_was_found(monkeypatch):
     monkeypatch.setattr(smoke.Smoke, "probe", no_probe)
     code, out, _ = call(["smoke"])
     assert code == 1
-    assert "FAIL  codex offers exec_command, apply_patch for model (none) (probed 0 slug(s) from model/list; ConfigError: model/list is broken)" in out
+    assert (
+        "FAIL  codex offers exec_command, apply_patch for model (none) (probed 0 slug(s) from model/list; ConfigError: model/list is broken)"
+        in out
+    )
     # It still ran, with a slug of no version's choosing: the script's
     # apply_patch was refused with the reason.
     assert "model gpt-fake" in out
@@ -538,9 +643,14 @@ def test_cli_ctrl_c_once_interrupts_twice_cancels_never_during_cleanup():
 @pytest.mark.live
 @live
 def test_cli_run_in_process_with_api_key_env_and_a_failing_model(hermetic):
-    script = {"rules": [], "default": {"http_status": 400, "body": {"error": {"message": "nope", "type": "invalid_request_error"}}}}
+    script = {
+        "rules": [],
+        "default": {"http_status": 400, "body": {"error": {"message": "nope", "type": "invalid_request_error"}}},
+    }
     with ScriptedModel(script) as model:
-        code, out, err = call(run_args(hermetic, model, "fail", "--api-key-env", "THE_KEY"), env={"THE_KEY": "sk-in-env"})
+        code, out, err = call(
+            run_args(hermetic, model, "fail", "--api-key-env", "THE_KEY"), env={"THE_KEY": "sk-in-env"}
+        )
     assert code == 1, err
     assert "turn error" in out and "CODEX_ERROR: " in out and "nope" in out
     # codex refuses to call a provider whose env_key variable is unset, so a

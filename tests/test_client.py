@@ -20,15 +20,15 @@ import asyncio
 import collections
 import signal
 
-import pytest
-
 import behaviours as b
+import pytest
+from fake_client import reported, run, started, until
+
 from codexmini import _client as client_mod
 from codexmini._client import ALL, GLOBAL, AppServerClient
 from codexmini._errors import ClientClosed, CodexTimeout, ProtocolError, RequestTimeout, RpcError
 from codexmini.testing import FakeAppServer, MemoryTransport
 from codexmini.testing.fake_appserver import INIT_RESULT
-from fake_client import reported, run, started, until
 
 THREAD = b.THREAD
 APPROVAL = b.APPROVAL
@@ -76,7 +76,11 @@ def test_client_rpc_error_carries_code_message_and_method_and_an_unknown_id_is_c
         try:
             with pytest.raises(RpcError) as info:
                 await client.request("thread/start", {})
-            assert (info.value.code, info.value.message, info.value.method) == (-32600, "Not initialized", "thread/start")
+            assert (info.value.code, info.value.message, info.value.method) == (
+                -32600,
+                "Not initialized",
+                "thread/start",
+            )
             # The answer to id 999 came right after; the next request proves it was read.
             assert await client.request("thread/loaded/list", {}) == {"data": ["3"], "nextCursor": None}
             assert client.stats["unknown_responses"] == 1

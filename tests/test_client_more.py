@@ -24,16 +24,16 @@ import logging
 import os
 import signal
 
-import pytest
-
 import behaviours as b
+import pytest
+from fake_client import alive, codex_bin, gone, reported, run, spawned, started, until
+
 from codexmini import __version__
 from codexmini._binary import INSTALL_HINT
 from codexmini._client import AppServerClient, launch_process
 from codexmini._errors import BinaryNotFound, ClientClosed, ConfigError, ProcessExited, RpcError, TransportError
 from codexmini._process import ChildProcess
 from codexmini.testing.fake_appserver import INIT_RESULT
-from fake_client import alive, codex_bin, gone, reported, run, spawned, started, until
 
 THREAD = b.THREAD
 

@@ -142,9 +142,9 @@ def test_behaviour_session_differences_ignore_the_renumbering():
     golden = [event(0, "a", x=1), event(1, "b"), event(2, "c", y=1)]
     live = [event(0, "a", x=1), event(1, "c", y=2), event(2, "d")]
     assert behaviour.session_differences(golden, live) == [
-        'b: no longer logged ({})',
+        "b: no longer logged ({})",
         "c $.data.y: 1 → 2",
-        'd: newly logged ({})',
+        "d: newly logged ({})",
     ]
     assert behaviour.session_differences(golden, [event(5, "a", x=1), event(9, "b"), event(0, "c", y=1)]) == []
     moved = [dict(e, step=2) for e in golden]
@@ -185,7 +185,9 @@ def test_behaviour_a_changed_answer_differs_in_check_log_and_wire(pinned_bundle)
     # The events are the client's own (the frames were edited after), so the
     # first assertion to fail is the one on the logged text.
     assert check.startswith("scenarios.py:") and 'assert texts(result) == ["Hello, world!"]' in check
-    assert outcome.differences["session"] == ['assistant/message $.data.content[0].text: "Hello, world!" → "HelLO, world!"']
+    assert outcome.differences["session"] == [
+        'assistant/message $.data.content[0].text: "Hello, world!" → "HelLO, world!"'
+    ]
     assert outcome.differences["in"] == ['item/agentMessage/delta $.params.delta: "lo" → "LO"']
 
 
@@ -195,7 +197,9 @@ def test_behaviour_a_frame_invalid_against_the_new_schema_fails(pinned_bundle):
     result.frames.append(("in", dict(last, params=dict(last["params"], threadId=3))))
     outcome = behaviour.judge("plain", result, CODEX_VERSION, pinned_bundle)
     assert outcome.verdict == "fails"
-    assert outcome.reason.startswith(f"1 problem(s) in {len(result.frames)} frames against codex {CODEX_VERSION}'s own schema; first:")
+    assert outcome.reason.startswith(
+        f"1 problem(s) in {len(result.frames)} frames against codex {CODEX_VERSION}'s own schema; first:"
+    )
     assert "turn/completed at $.params.threadId: 3 is not of type 'string'" in outcome.reason
 
 

@@ -74,7 +74,9 @@ def test_usage_to_log_uses_the_session_log_camelcase_keys():
 
 def test_usage_from_wire_reads_a_real_breakdown_and_ignores_extra_keys():
     usage = Usage.from_wire(WIRE_BREAKDOWN)
-    assert usage == Usage(input_tokens=10, cached_input_tokens=2, output_tokens=5, reasoning_output_tokens=1, total_tokens=15)
+    assert usage == Usage(
+        input_tokens=10, cached_input_tokens=2, output_tokens=5, reasoning_output_tokens=1, total_tokens=15
+    )
     # cacheWriteInputTokens has no place in the session-log usage (SPEC §5).
     assert "cacheWriteInputTokens" not in usage.to_log()
 

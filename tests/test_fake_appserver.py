@@ -16,14 +16,14 @@ import json
 import os
 import signal
 
-import pytest
-
 import behaviours as b
+import pytest
+from fake_client import reported, run, started, until
+
 from codexmini._client import AppServerClient
 from codexmini._errors import ConfigError, ProcessExited
 from codexmini.testing import FakeAppServer
 from codexmini.testing.fake_appserver import INIT_RESULT, _serve, instantiate, main
-from fake_client import reported, run, started, until
 
 INITIALIZE = {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "0"}}}
 INITIALIZED = {"method": "initialized"}
@@ -212,7 +212,9 @@ def test_fake_stdio_side_every_operation():
     os.write(in_w, lines(INITIALIZE, INITIALIZED))
 
     async def go():
-        return await _serve("behaviours:stdio_tour", ["arg"], ["/bin/codex", "app-server"], {}, "/here", (in_r, out_w, err_w))
+        return await _serve(
+            "behaviours:stdio_tour", ["arg"], ["/bin/codex", "app-server"], {}, "/here", (in_r, out_w, err_w)
+        )
 
     try:
         assert asyncio.run(go()) == 5

@@ -283,7 +283,9 @@ def test_imports_stdlib_detection_by_location_agrees_with_the_interpreter():
 
 
 def test_imports_package_modules_found():
-    assert {"__init__", "_wire", "_client", "_binary", "_environment", "_errors", "testing.scripted_model"} <= set(MODULES)
+    assert {"__init__", "_wire", "_client", "_binary", "_environment", "_errors", "testing.scripted_model"} <= set(
+        MODULES
+    )
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -269,7 +269,11 @@ PATCH_COMPLETED = {  # patch_approval_accept
     "type": "fileChange",
     "id": "call_patch_1",
     "changes": [
-        {"path": "/scratch/cxp/outside/accepted.txt", "kind": {"type": "add"}, "diff": "written outside the workspace\n"}
+        {
+            "path": "/scratch/cxp/outside/accepted.txt",
+            "kind": {"type": "add"},
+            "diff": "written outside the workspace\n",
+        }
     ],
     "status": "completed",
 }
@@ -277,7 +281,11 @@ PATCH_DECLINED = {  # patch_approval_decline
     "type": "fileChange",
     "id": "call_patch_1",
     "changes": [
-        {"path": "/scratch/cxp/outside/declined.txt", "kind": {"type": "add"}, "diff": "written outside the workspace\n"}
+        {
+            "path": "/scratch/cxp/outside/declined.txt",
+            "kind": {"type": "add"},
+            "diff": "written outside the workspace\n",
+        }
     ],
     "status": "declined",
 }
@@ -386,7 +394,9 @@ def test_mapping_agent_message_delta():
 
 
 def test_mapping_reasoning_summary_delta():
-    assert to_event("item/reasoning/summaryTextDelta", SUMMARY_DELTA) == ReasoningSummaryDelta("rs_1", "**Planning** ", 0)
+    assert to_event("item/reasoning/summaryTextDelta", SUMMARY_DELTA) == ReasoningSummaryDelta(
+        "rs_1", "**Planning** ", 0
+    )
     later = dict(SUMMARY_DELTA, summaryIndex=1)
     assert to_event("item/reasoning/summaryTextDelta", later).summary_index == 1
 
@@ -457,7 +467,9 @@ def test_mapping_token_usage_last_and_total_differ():
 def test_mapping_token_usage_missing_is_invalid():
     event = to_event("thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN})
     assert event == InvalidNotification(
-        "thread/tokenUsage/updated", {"threadId": THREAD, "turnId": TURN}, "thread/tokenUsage/updated: tokenUsage is missing"
+        "thread/tokenUsage/updated",
+        {"threadId": THREAD, "turnId": TURN},
+        "thread/tokenUsage/updated: tokenUsage is missing",
     )
 
 
@@ -526,7 +538,11 @@ MALFORMED = [
     ("item/started", {"threadId": THREAD, "turnId": TURN}, "item is missing"),
     ("item/completed", {"threadId": THREAD, "turnId": TURN, "item": "msg_1"}, "item is str, not an object"),
     ("item/completed", {"threadId": THREAD, "turnId": TURN, "item": {"type": "agentMessage"}}, "id is missing"),
-    ("item/completed", {"threadId": THREAD, "turnId": TURN, "item": {"id": "m", "type": 3}}, "type is int, not a string"),
+    (
+        "item/completed",
+        {"threadId": THREAD, "turnId": TURN, "item": {"id": "m", "type": 3}},
+        "type is int, not a string",
+    ),
     (
         "item/completed",
         {"threadId": THREAD, "turnId": TURN, "item": {"id": "c", "type": "commandExecution", "exitCode": "0"}},
@@ -548,7 +564,11 @@ MALFORMED = [
         "item.changes holds an element that is not dict",
     ),
     ("item/agentMessage/delta", {"threadId": THREAD, "turnId": TURN, "itemId": "msg_1"}, "delta is missing"),
-    ("item/agentMessage/delta", {"threadId": THREAD, "turnId": TURN, "itemId": "m", "delta": 42}, "delta is int, not a string"),
+    (
+        "item/agentMessage/delta",
+        {"threadId": THREAD, "turnId": TURN, "itemId": "m", "delta": 42},
+        "delta is int, not a string",
+    ),
     ("item/reasoning/summaryTextDelta", {"itemId": "r", "delta": "x", "summaryIndex": "0"}, "summaryIndex is str"),
     ("item/reasoning/textDelta", {"itemId": 7, "delta": "x"}, "itemId is int, not a string"),
     (
@@ -563,7 +583,11 @@ MALFORMED = [
     ),
     ("turn/completed", {"threadId": THREAD, "turn": "done"}, "turn is str, not an object"),
     ("turn/completed", {"threadId": THREAD, "turn": {"id": TURN}}, "status is missing"),
-    ("turn/plan/updated", {"threadId": THREAD, "turnId": TURN, "plan": ["step"]}, "plan holds an element that is not an object"),
+    (
+        "turn/plan/updated",
+        {"threadId": THREAD, "turnId": TURN, "plan": ["step"]},
+        "plan holds an element that is not an object",
+    ),
     ("error", {"threadId": THREAD, "turnId": TURN, "willRetry": True, "error": "boom"}, "error is str, not an object"),
 ]
 
@@ -624,7 +648,10 @@ RATE_LIMITS = {  # usage_limit (0.171.0): sent before the turn's error, no threa
 def test_mapping_rate_limits_updated_reads_the_windows():
     event = to_event("account/rateLimits/updated", RATE_LIMITS)
     assert event == RateLimitsUpdated(
-        "codex", RateLimitWindow(100, 300, 1796130000), RateLimitWindow(40, 10080, 1796216400), RATE_LIMITS["rateLimits"]
+        "codex",
+        RateLimitWindow(100, 300, 1796130000),
+        RateLimitWindow(40, 10080, 1796216400),
+        RATE_LIMITS["rateLimits"],
     )
     assert event.resets_at == 1796130000  # the exhausted window only
 
@@ -668,7 +695,9 @@ def args(call: ToolCall):
 
 def test_tool_command_completed():
     call = tool_call(CMD_COMPLETED)
-    assert call == ToolCall("call_cmd_1", "bash", json.dumps({"command": COMMAND}, separators=(",", ":")), "commandExecution")
+    assert call == ToolCall(
+        "call_cmd_1", "bash", json.dumps({"command": COMMAND}, separators=(",", ":")), "commandExecution"
+    )
     assert tool_result(CMD_COMPLETED) == ToolResult("call_cmd_1", "done\n", False, "completed")
 
 
@@ -703,7 +732,11 @@ def test_tool_patch_completed():
     assert (call.call_id, call.name, call.kind) == ("call_patch_1", "apply_patch", "fileChange")
     assert args(call) == {
         "changes": [
-            {"path": "/scratch/cxp/outside/accepted.txt", "kind": {"type": "add"}, "diff": "written outside the workspace\n"}
+            {
+                "path": "/scratch/cxp/outside/accepted.txt",
+                "kind": {"type": "add"},
+                "diff": "written outside the workspace\n",
+            }
         ]
     }
     assert tool_result(PATCH_COMPLETED) == ToolResult("call_patch_1", "patch completed", False, "completed")
@@ -714,7 +747,9 @@ def test_tool_patch_declined():
 
 
 def test_tool_patch_failed():
-    assert tool_result(dict(PATCH_COMPLETED, status="failed")) == ToolResult("call_patch_1", "patch failed", True, "failed")
+    assert tool_result(dict(PATCH_COMPLETED, status="failed")) == ToolResult(
+        "call_patch_1", "patch failed", True, "failed"
+    )
 
 
 def test_tool_patch_arguments_keep_every_change_in_order():
@@ -822,7 +857,14 @@ def test_tool_image_view():
 
 @pytest.mark.parametrize(
     "item",
-    [AGENT_MESSAGE_ITEM, REASONING_ITEM, PLAN_ITEM, USER_MESSAGE_ITEM, {"type": "contextCompaction", "id": "c1"}, {"id": "x"}],
+    [
+        AGENT_MESSAGE_ITEM,
+        REASONING_ITEM,
+        PLAN_ITEM,
+        USER_MESSAGE_ITEM,
+        {"type": "contextCompaction", "id": "c1"},
+        {"id": "x"},
+    ],
     ids=lambda i: i.get("type", "untyped"),
 )
 def test_tool_non_tool_items_are_none(item):

@@ -16,11 +16,7 @@ import pytest
 
 from codexmini import ConfigError
 from codexmini import _permission as permission
-from codexmini._rpc import Connection, ServerRequest
-from codexmini._wire import encode
-from conformance import recorded
 from codexmini._permission import (
-    unanswered,
     ACCEPT,
     ACCEPT_FOR_SESSION,
     CANCEL,
@@ -41,7 +37,10 @@ from codexmini._permission import (
     last_knob,
     reply_from_flag,
     resolve_permissions,
+    unanswered,
 )
+from codexmini._rpc import Connection, ServerRequest
+from codexmini._wire import encode
 from conformance import recorded
 
 THREAD = recorded.THREAD
@@ -569,8 +568,18 @@ def test_decision_of_answered_user_input_is_accept():
         ({"id": 0, "result": "not an object"}, "decline"),
     ],
     ids=[
-        "error", "null-result", "empty-result", "no-result", "empty-legacy-object", "amendment", "session", "action",
-        "v2-amendment", "timed-out", "unknown-object", "scalar-result",
+        "error",
+        "null-result",
+        "empty-result",
+        "no-result",
+        "empty-legacy-object",
+        "amendment",
+        "session",
+        "action",
+        "v2-amendment",
+        "timed-out",
+        "unknown-object",
+        "scalar-result",
     ],  # fmt: skip
 )
 def test_decision_of_other_frames(frame, expected):
@@ -680,7 +689,9 @@ def test_describe_user_input_questions_are_a_tuple_of_the_asked_questions():
     assert request.questions == (USER_INPUT["questions"][0], USER_INPUT["questions"][1])
     assert request.summary == "Which color should the button be?; How big?"
     # A question with no text cannot be answered by anyone: it is not shown.
-    untitled = describe("item/tool/requestUserInput", dict(USER_INPUT, questions=[{"id": "q"}, {"id": "r", "question": " "}]))
+    untitled = describe(
+        "item/tool/requestUserInput", dict(USER_INPUT, questions=[{"id": "q"}, {"id": "r", "question": " "}])
+    )
     assert untitled.summary == "" and untitled.questions == ()
 
 
@@ -689,7 +700,11 @@ def test_unanswered_names_the_questions_an_answer_leaves_open():
     first, second = (q["id"] for q in USER_INPUT["questions"])
     some = {"result": {"answers": {first: {"answers": ["blue"]}}}}
     assert unanswered("item/tool/requestUserInput", asked, some) == [second, "silent"]
-    assert unanswered("item/tool/requestUserInput", asked, {"error": {"code": -1, "message": "x"}}) == [first, second, "silent"]
+    assert unanswered("item/tool/requestUserInput", asked, {"error": {"code": -1, "message": "x"}}) == [
+        first,
+        second,
+        "silent",
+    ]
     assert unanswered("item/commandExecution/requestApproval", asked, some) == []
 
 

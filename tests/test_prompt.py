@@ -25,43 +25,78 @@ def ev(seq, type_, data, turn=1, step=1):
 def session_events():
     """A two-turn session in SPEC §5 order, with every event type the agent writes."""
     raw = [
-        ("session/header", {"reason": "initial", "provider": "codex", "model": "m",
-                            "codexVersion": "0.149.1", "codexminiVersion": "0.1.0"}),
+        (
+            "session/header",
+            {
+                "reason": "initial",
+                "provider": "codex",
+                "model": "m",
+                "codexVersion": "0.149.1",
+                "codexminiVersion": "0.1.0",
+            },
+        ),
         ("approval/policy", {"policy": "ask"}),
         ("turn/start", {}),
         ("step/start", {}),
-        ("user/message", {"id": "u1", "content": [text_block("list the files"),
-                                                  image_block("/tmp/shot.png")],
-                          "source": {"kind": "user"}}),
-        ("assistant/message", {"id": "a1", "content": [
-            reasoning_block("I should run ls"),
-            text_block("Listing."),
-            tool_call_block("c1", "bash", '{"command":"ls"}'),
-        ], "source": {"provider": "codex", "model": "m"}}),
-        ("tool/call", {"callId": "c1", "name": "bash", "arguments": '{"command":"ls"}',
-                       "kind": "commandExecution"}),
-        ("tool/result", {"callId": "c1", "content": [text_block("a.txt\nb.txt")],
-                         "isError": False, "status": "completed"}),
+        (
+            "user/message",
+            {
+                "id": "u1",
+                "content": [text_block("list the files"), image_block("/tmp/shot.png")],
+                "source": {"kind": "user"},
+            },
+        ),
+        (
+            "assistant/message",
+            {
+                "id": "a1",
+                "content": [
+                    reasoning_block("I should run ls"),
+                    text_block("Listing."),
+                    tool_call_block("c1", "bash", '{"command":"ls"}'),
+                ],
+                "source": {"provider": "codex", "model": "m"},
+            },
+        ),
+        ("tool/call", {"callId": "c1", "name": "bash", "arguments": '{"command":"ls"}', "kind": "commandExecution"}),
+        (
+            "tool/result",
+            {"callId": "c1", "content": [text_block("a.txt\nb.txt")], "isError": False, "status": "completed"},
+        ),
         ("step/end", {"reason": "tool"}),
         ("step/start", {}),
-        ("assistant/message", {"id": "a2", "content": [text_block("Two files.")],
-                               "source": {"provider": "codex", "model": "m"},
-                               "usage": {"inputTokens": 1}}),
+        (
+            "assistant/message",
+            {
+                "id": "a2",
+                "content": [text_block("Two files.")],
+                "source": {"provider": "codex", "model": "m"},
+                "usage": {"inputTokens": 1},
+            },
+        ),
         ("step/end", {"reason": "completed"}),
         ("turn/end", {"reason": "completed"}),
         ("turn/start", {}),
         ("step/start", {}),
-        ("user/message", {"id": "u2", "content": [text_block("cat c.txt")],
-                          "source": {"kind": "user"}}),
-        ("assistant/message", {"id": "a3", "content": [
-            tool_call_block("c2", "bash", '{"command":"cat c.txt"}')],
-            "source": {"provider": "codex", "model": "m"}}),
-        ("tool/call", {"callId": "c2", "name": "bash", "arguments": '{"command":"cat c.txt"}',
-                       "kind": "commandExecution"}),
+        ("user/message", {"id": "u2", "content": [text_block("cat c.txt")], "source": {"kind": "user"}}),
+        (
+            "assistant/message",
+            {
+                "id": "a3",
+                "content": [tool_call_block("c2", "bash", '{"command":"cat c.txt"}')],
+                "source": {"provider": "codex", "model": "m"},
+            },
+        ),
+        (
+            "tool/call",
+            {"callId": "c2", "name": "bash", "arguments": '{"command":"cat c.txt"}', "kind": "commandExecution"},
+        ),
         ("tool/result", {"callId": "c2", "content": [], "isError": True, "status": "failed"}),
         ("approval/decision", {"method": "m", "itemId": "i", "decision": "decline", "by": "default"}),
-        ("assistant/message", {"id": "a4", "content": [reasoning_block("hmm")],
-                               "source": {"provider": "codex", "model": "m"}}),
+        (
+            "assistant/message",
+            {"id": "a4", "content": [reasoning_block("hmm")], "source": {"provider": "codex", "model": "m"}},
+        ),
         ("agent/error", {"message": "boom", "code": "UNKNOWN"}),
         ("turn/end", {"reason": "error", "error": {"message": "boom", "code": "UNKNOWN"}}),
     ]
@@ -108,15 +143,22 @@ cat c.txt
 def test_blocks_have_the_spec_shapes():
     assert text_block("t") == {"type": "text", "text": "t"}
     assert reasoning_block("r") == {"type": "reasoning", "text": "r"}
-    assert tool_call_block("i", "n", "{}") == {
-        "type": "tool-call", "id": "i", "name": "n", "arguments": "{}"}
+    assert tool_call_block("i", "n", "{}") == {"type": "tool-call", "id": "i", "name": "n", "arguments": "{}"}
     assert image_block("/p") == {"type": "image", "path": "/p"}
 
 
 def test_derive_messages_projects_only_messages_and_results():
     msgs = derive_messages(session_events())
     assert [m.role for m in msgs] == [
-        "user", "assistant", "tool", "assistant", "user", "assistant", "tool", "assistant"]
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     user, assistant, tool = msgs[:3]
     assert user.source == {"kind": "user"}
     assert user.content == (text_block("list the files"), image_block("/tmp/shot.png"))
@@ -146,14 +188,20 @@ def test_serialize_empty_conversation_is_empty_text():
         (Message("user", ()), "<user>\n(no content)\n</user>"),
         (Message("user", (text_block(""),)), "<user>\n(no content)\n</user>"),
         (Message("assistant", (reasoning_block("secret"),)), "<assistant>\n(no content)\n</assistant>"),
-        (Message("assistant", (reasoning_block("x"), text_block("a"), text_block("b"))),
-         "<assistant>\na\nb\n</assistant>"),
-        (Message("assistant", (tool_call_block("c", "apply_patch", '{"x": [1, 2]}'),)),
-         '<assistant>\n[tool call: apply_patch({"x": [1, 2]})]\n</assistant>'),
+        (
+            Message("assistant", (reasoning_block("x"), text_block("a"), text_block("b"))),
+            "<assistant>\na\nb\n</assistant>",
+        ),
+        (
+            Message("assistant", (tool_call_block("c", "apply_patch", '{"x": [1, 2]}'),)),
+            '<assistant>\n[tool call: apply_patch({"x": [1, 2]})]\n</assistant>',
+        ),
         (Message("user", (image_block("a b.png"),)), "<user>\n[image: a b.png]\n</user>"),
         (Message("tool", (text_block("ok"),), call_id="c"), "<tool-result>\nok\n</tool-result>"),
-        (Message("tool", (text_block("no"),), call_id="c", is_error=True),
-         "<tool-result-error>\nno\n</tool-result-error>"),
+        (
+            Message("tool", (text_block("no"),), call_id="c", is_error=True),
+            "<tool-result-error>\nno\n</tool-result-error>",
+        ),
         (Message("tool", (), is_error=True), "<tool-result-error>\n(no content)\n</tool-result-error>"),
         (Message("user", ({"type": "audio", "data": "…"}, text_block("x"))), "<user>\nx\n</user>"),
     ],
@@ -166,13 +214,13 @@ def test_render_section_arguments_are_the_stored_text_verbatim():
     # Not re-encoded: whitespace and key order are what the log holds.
     args = '{ "b":1,  "a":"é" }'
     assert render_section(Message("assistant", (tool_call_block("c", "f", args),))) == (
-        f"<assistant>\n[tool call: f({args})]\n</assistant>")
+        f"<assistant>\n[tool call: f({args})]\n</assistant>"
+    )
 
 
 def test_render_section_non_text_arguments_shown_as_json():
     block = {"type": "tool-call", "id": "c", "name": "f", "arguments": {"a": "é"}}
-    assert render_section(Message("assistant", (block,))) == (
-        '<assistant>\n[tool call: f({"a": "é"})]\n</assistant>')
+    assert render_section(Message("assistant", (block,))) == ('<assistant>\n[tool call: f({"a": "é"})]\n</assistant>')
 
 
 def test_serialize_sections_joined_by_blank_line():
@@ -191,8 +239,8 @@ def test_transcript_equals_serialize_on_every_prefix():
         t = Transcript()
         i, size = 0, 1
         while i < cut:
-            t.extend(prefix[i:i + size])
-            assert t.text() == serialize(derive_messages(prefix[:i + size]))
+            t.extend(prefix[i : i + size])
+            assert t.text() == serialize(derive_messages(prefix[: i + size]))
             i, size = i + size, size % 3 + 1
         assert t.text() == expected
         assert len(t) == len(derive_messages(prefix))
@@ -222,13 +270,13 @@ def test_transcript_renders_each_message_once():
     t = CountingTranscript()
     n = 500
     for i in range(n):
-        t.extend([ev(i, "user/message", {"id": str(i), "content": [text_block(str(i))],
-                                         "source": {"kind": "user"}})])
+        t.extend([ev(i, "user/message", {"id": str(i), "content": [text_block(str(i))], "source": {"kind": "user"}})])
         t.text()
         t.text()
     assert t.renders == n
-    assert t.text() == serialize(derive_messages(
-        [ev(i, "user/message", {"content": [text_block(str(i))]}) for i in range(n)]))
+    assert t.text() == serialize(
+        derive_messages([ev(i, "user/message", {"content": [text_block(str(i))]}) for i in range(n)])
+    )
 
 
 def test_transcript_non_message_events_render_nothing():

@@ -99,9 +99,7 @@ def world() -> Iterator[Dict[str, str]]:
                 f'base_url = "{model.url}"\n'
                 'wire_api = "responses"\n'
             )
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("CODEX", "OPENAI")) and k != "PYTHONPATH"
-        }
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX", "OPENAI")) and k != "PYTHONPATH"}
         env.update(
             HOME=root,
             CODEX_HOME=home,

@@ -45,7 +45,9 @@ RUN_TIMEOUT_S = 90.0
 
 
 def rerecord(name: str, version: str) -> str:
-    return f"re-record with `make record CODEX={version}` or `python tools/record_fixtures.py --version {version} {name}`"
+    return (
+        f"re-record with `make record CODEX={version}` or `python tools/record_fixtures.py --version {version} {name}`"
+    )
 
 
 def load_jsonl(path: str) -> List[Dict[str, Any]]:
@@ -75,7 +77,9 @@ def session_diff(name: str, version: str, got: List[Dict[str, Any]], want: List[
             break
     else:
         where = f"{len(got)} event(s) logged, the golden log has {len(want)}"
-    return f"{name}: the session log is not the golden {version}/{name}.session.jsonl: {where}\n{rerecord(name, version)}"
+    return (
+        f"{name}: the session log is not the golden {version}/{name}.session.jsonl: {where}\n{rerecord(name, version)}"
+    )
 
 
 def by_version_params() -> List[Any]:
@@ -93,12 +97,16 @@ def test_scenarios_both_ends_of_the_range_are_recorded() -> None:
     )
     for version in VERSIONS:
         schema = os.path.join(FIXTURES_ROOT, "schema", version)
-        assert os.path.isdir(schema), f"fixtures/{version}/ has no fixtures/schema/{version}/ (`make schema CODEX={version}`)"
+        assert os.path.isdir(schema), (
+            f"fixtures/{version}/ has no fixtures/schema/{version}/ (`make schema CODEX={version}`)"
+        )
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_scenarios_fixture_glob_is_not_empty(version: str) -> None:
-    assert glob.glob(os.path.join(fixtures_dir(version), "*.frames.jsonl")), f"no fixtures in {fixtures_dir(version)}; run `make record CODEX={version}`"
+    assert glob.glob(os.path.join(fixtures_dir(version), "*.frames.jsonl")), (
+        f"no fixtures in {fixtures_dir(version)}; run `make record CODEX={version}`"
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -106,11 +114,19 @@ def test_scenarios_and_fixture_files_correspond(version: str) -> None:
     want = {f for s in SCENARIOS.values() for f in expected_files(s)}
     have = set(os.listdir(fixtures_dir(version))) - {"MANIFEST.json"}
     missing, orphans = sorted(want - have), sorted(have - want)
-    assert not missing, f"codex {version}: scenarios without fixtures: {missing}; record them with `make record CODEX={version}`"
-    assert not orphans, f"codex {version}: fixture files no scenario owns: {orphans}; delete them (or restore their scenario)"
+    assert not missing, (
+        f"codex {version}: scenarios without fixtures: {missing}; record them with `make record CODEX={version}`"
+    )
+    assert not orphans, (
+        f"codex {version}: fixture files no scenario owns: {orphans}; delete them (or restore their scenario)"
+    )
     recorded = manifest(version)
-    assert sorted(recorded["scenarios"]) == NAMES, f"fixtures/{version}/MANIFEST.json lists other scenarios; run `make record CODEX={version}`"
-    assert recorded["codexVersion"] == version, f"fixtures/{version}/ was recorded with codex {recorded['codexVersion']}"
+    assert sorted(recorded["scenarios"]) == NAMES, (
+        f"fixtures/{version}/MANIFEST.json lists other scenarios; run `make record CODEX={version}`"
+    )
+    assert recorded["codexVersion"] == version, (
+        f"fixtures/{version}/ was recorded with codex {recorded['codexVersion']}"
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -127,7 +143,9 @@ def test_scenarios_model_fixture_is_the_script(version: str, name: str) -> None:
     with open(fixture_path(name, "model.json", fixtures_dir(version)), encoding="utf-8") as fh:
         recorded = json.load(fh)
     # Through JSON, so tuples in the script compare equal to the lists on disk.
-    assert recorded == json.loads(json.dumps(scenario.script)), f"{name}: the script changed since recording; {rerecord(name, version)}"
+    assert recorded == json.loads(json.dumps(scenario.script)), (
+        f"{name}: the script changed since recording; {rerecord(name, version)}"
+    )
     entry = manifest(version)["scenarios"][name]
     assert entry["model"] == scenario.model, f"{name}: the model changed since recording; {rerecord(name, version)}"
 
@@ -148,9 +166,13 @@ def test_replay(version: str, name: str) -> None:
     report = result.report
     assert report is not None, f"{name}: the replay server wrote no report; {rerecord(name, version)}"
     assert report["ok"], (
-        f"{name}: the client did not send what codex {version} received:\n" + "\n".join(report["mismatches"]) + f"\n{rerecord(name, version)}"
+        f"{name}: the client did not send what codex {version} received:\n"
+        + "\n".join(report["mismatches"])
+        + f"\n{rerecord(name, version)}"
     )
-    assert report["argv"] == manifest(version)["scenarios"][name]["argv"], f"{name}: the codex command line changed; {rerecord(name, version)}"
+    assert report["argv"] == manifest(version)["scenarios"][name]["argv"], (
+        f"{name}: the codex command line changed; {rerecord(name, version)}"
+    )
     check_scenario(result)
     if scenario.uses_agent:
         got, want = result.normalised_session(), golden_session(name, version)

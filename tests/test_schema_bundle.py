@@ -33,8 +33,6 @@ from codexmini._schema import (
     generate_schema,
     validate_transcript,
 )
-from codexmini._binary import find_codex
-from codexmini import BinaryNotFound, ConfigError
 from conformance import recorded as real_frames
 from conformance import schema as reference
 from conformance.versions import live_codex
@@ -346,8 +344,12 @@ def test_bundle_for_binary_real_codex_prints_the_fixture(tmp_path, flavor):
     if codex.version not in reference.fixture_versions():
         pytest.skip(f"codex {codex.version} has no schema fixtures")
     bundle = bundle_for_binary(codex.path, str(tmp_path), flavor, codex.version)
-    fixture = SchemaBundle.from_directory(os.path.join(ROOT, "fixtures", "schema", codex.version, flavor), flavor, codex.version)
-    assert bundle.root == fixture.root, f"codex {codex.version} prints another schema: run `make schema CODEX={codex.version}`"
+    fixture = SchemaBundle.from_directory(
+        os.path.join(ROOT, "fixtures", "schema", codex.version, flavor), flavor, codex.version
+    )
+    assert bundle.root == fixture.root, (
+        f"codex {codex.version} prints another schema: run `make schema CODEX={codex.version}`"
+    )
     # The real frames of its own recordings pass the schema it printed (stdlib engine).
     validator = FrameValidator(bundle, allow_undeclared=reference.known_undeclared(codex.version))
     (transcript,) = [t for name, t in recorded() if name == f"fixtures/{codex.version}/approval_accept.frames.jsonl"]

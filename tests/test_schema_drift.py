@@ -80,11 +80,7 @@ def branch(union_or_def: Dict[str, Any], key: str, value: str) -> Dict[str, Any]
 
 
 def rows(changes: List[Any], docs: bool = False) -> Set[Row]:
-    return {
-        (c.verdict, c.definition, c.where, c.kind, c.value)
-        for c in changes
-        if docs or c.verdict != drift.DOCS
-    }
+    return {(c.verdict, c.definition, c.where, c.kind, c.value) for c in changes if docs or c.verdict != drift.DOCS}
 
 
 @pytest.fixture
@@ -216,7 +212,9 @@ def test_schema_drift_new_required_field_elsewhere_is_not_breaking(mutated):
             ("UserInput", "$<type=text>", drift.VARIANT_REMOVED, "type=text"),
         ),
         (
-            lambda root: definition(root, "InitializeCapabilities")["properties"]["experimentalApi"].update(type="integer"),
+            lambda root: definition(root, "InitializeCapabilities")["properties"]["experimentalApi"].update(
+                type="integer"
+            ),
             ("InitializeCapabilities", "$.experimentalApi", drift.TYPE_CHANGED, None),
         ),
     ],
@@ -232,7 +230,9 @@ def test_schema_drift_narrowed_type_where_codexmini_only_reads_is_additive(mutat
         agent_message = branch(definition(root, "ThreadItem"), "type", "agentMessage")
         agent_message["properties"]["phase"] = {"$ref": "#/definitions/v2/MessagePhase"}
 
-    assert rows(mutated(edit)) == {(drift.ADDITIVE, "ThreadItem", "$<type=agentMessage>.phase", drift.NULL_REMOVED, None)}
+    assert rows(mutated(edit)) == {
+        (drift.ADDITIVE, "ThreadItem", "$<type=agentMessage>.phase", drift.NULL_REMOVED, None)
+    }
 
 
 def test_schema_drift_read_field_becoming_optional_or_nullable_is_breaking(mutated):
@@ -251,11 +251,19 @@ def test_schema_drift_removed_or_renamed_method_is_breaking(mutated):
     def edit(root):
         union = root["definitions"]["ServerNotification"]
         union["oneOf"].remove(branch(union, "method", "item/completed"))
-        branch(root["definitions"]["ClientRequest"], "method", "turn/start")["properties"]["method"]["enum"] = ["turn/begin"]
+        branch(root["definitions"]["ClientRequest"], "method", "turn/start")["properties"]["method"]["enum"] = [
+            "turn/begin"
+        ]
 
     changes = mutated(edit)
     assert rows(changes) == {
-        (drift.BREAKING, "ServerNotification", "$<method=item/completed>", drift.METHOD_REMOVED, "method=item/completed"),
+        (
+            drift.BREAKING,
+            "ServerNotification",
+            "$<method=item/completed>",
+            drift.METHOD_REMOVED,
+            "method=item/completed",
+        ),
         (drift.BREAKING, "ClientRequest", "$<method=turn/start>", drift.METHOD_REMOVED, "method=turn/start"),
         (drift.ADDITIVE, "ClientRequest", "$<method=turn/begin>", drift.METHOD_ADDED, "method=turn/begin"),
     }
@@ -269,7 +277,9 @@ def test_schema_drift_removed_server_request_codexmini_answers_is_breaking(mutat
         union["oneOf"].remove(branch(union, "method", "item/tool/call"))
 
     changes = mutated(edit)
-    assert rows(changes) == {(drift.BREAKING, "ServerRequest", "$<method=item/tool/call>", drift.METHOD_REMOVED, "method=item/tool/call")}
+    assert rows(changes) == {
+        (drift.BREAKING, "ServerRequest", "$<method=item/tool/call>", drift.METHOD_REMOVED, "method=item/tool/call")
+    }
     assert changes[0].why == "codexmini answers it"
 
 
@@ -290,7 +300,9 @@ def test_schema_drift_new_optional_field_is_additive(mutated):
     def edit(root):
         definition(root, "TurnStartParams")["properties"]["newKnob"] = {"type": ["boolean", "null"]}
 
-    assert rows(mutated(edit)) == {(drift.ADDITIVE, "TurnStartParams", "$.newKnob", drift.OPTIONAL_FIELD_ADDED, "newKnob")}
+    assert rows(mutated(edit)) == {
+        (drift.ADDITIVE, "TurnStartParams", "$.newKnob", drift.OPTIONAL_FIELD_ADDED, "newKnob")
+    }
 
 
 def test_schema_drift_new_method_is_additive(mutated):
@@ -298,7 +310,11 @@ def test_schema_drift_new_method_is_additive(mutated):
         root["definitions"]["ServerNotification"]["oneOf"].append(
             {
                 "properties": {
-                    "method": {"enum": ["thing/happened"], "title": "ThingHappenedNotificationMethod", "type": "string"},
+                    "method": {
+                        "enum": ["thing/happened"],
+                        "title": "ThingHappenedNotificationMethod",
+                        "type": "string",
+                    },
                     "params": {"$ref": "#/definitions/v2/ThingHappenedNotification"},
                 },
                 "required": ["method", "params"],
@@ -417,7 +433,9 @@ def test_schema_drift_ref_renamed_to_the_same_shape_is_additive(mutated):
     def edit(root):
         v2 = root["definitions"]["v2"]
         v2["SandboxLevel"] = copy.deepcopy(v2["SandboxMode"])
-        definition(root, "ThreadStartParams")["properties"]["sandbox"]["anyOf"][0]["$ref"] = "#/definitions/v2/SandboxLevel"
+        definition(root, "ThreadStartParams")["properties"]["sandbox"]["anyOf"][0]["$ref"] = (
+            "#/definitions/v2/SandboxLevel"
+        )
 
     changes = rows(mutated(edit))
     assert (drift.ADDITIVE, "ThreadStartParams", "$.sandbox", drift.REF_RENAMED, None) in changes
@@ -435,7 +453,11 @@ def test_schema_drift_surface_holds_every_table_row(surface):
     pinned = set(drift.Bundle.load(PINNED, CODEX_VERSION).defs["ServerRequest"]["variants"])
     assert {("ServerRequest", m) for m in permission.REQUESTS if f"method={m}" in pinned} <= methods
     assert "currentTime/read" in permission.REQUESTS and "method=currentTime/read" not in pinned
-    assert {("ClientRequest", "turn/start"), ("ClientRequest", "thread/start"), ("ClientNotification", "initialized")} <= methods
+    assert {
+        ("ClientRequest", "turn/start"),
+        ("ClientRequest", "thread/start"),
+        ("ClientNotification", "initialized"),
+    } <= methods
     # turn/steer and turn/interrupt are found in the code itself (ast).
     for method in ("turn/steer", "turn/interrupt"):
         assert any(s.startswith("ast:_thread.py:") for s in surface.methods[f"ClientRequest:{method}"].sources)
@@ -462,7 +484,13 @@ def test_schema_drift_surface_values_come_from_recordings_code_and_tables(surfac
 def test_schema_drift_cli_surface_lists_methods_and_paths():
     code, text = run_main("--surface")
     assert code == 0
-    for needle in ("turn/start", "item/completed", "item/commandExecution/requestApproval", "TurnStartParams", "$.input[]"):
+    for needle in (
+        "turn/start",
+        "item/completed",
+        "item/commandExecution/requestApproval",
+        "TurnStartParams",
+        "$.input[]",
+    ):
         assert needle in text, needle
     code, text = run_main("--surface", "--json")
     data = json.loads(text)
@@ -508,7 +536,7 @@ def test_schema_drift_cli_breaking_exits_1_and_json_matches(tmp_path, raw):
     assert first["sources"] and first["why"]
     code, text = run_main(PINNED_DIR, new)
     assert code == 1
-    assert "SandboxMode $: enum value \"workspace-write\" removed" in text
+    assert 'SandboxMode $: enum value "workspace-write" removed' in text
     assert "TurnStartParams $.newKnob: new optional field" in text
 
 

@@ -60,7 +60,12 @@ TOOLS: List[Dict[str, Any]] = [
         "description": "The `apply_patch` tool can be used to edit files. This is a FREEFORM tool.",
         "format": {"type": "grammar", "syntax": "lark", "definition": "start: begin_patch hunk+ end_patch"},
     },
-    {"type": "namespace", "name": "mcp__probe", "description": "probe", "tools": [_function("echo", text={"type": "string"})]},
+    {
+        "type": "namespace",
+        "name": "mcp__probe",
+        "description": "probe",
+        "tools": [_function("echo", text={"type": "string"})],
+    },
     {"type": "web_search", "external_web_access": False},
 ]
 
@@ -334,9 +339,7 @@ def test_scripted_model_web_search_call_events() -> None:
 
 
 def test_scripted_model_several_items_get_their_output_index() -> None:
-    events = stream(
-        one({"type": "reasoning", "summary": [["a"]]}, {"type": "message", "deltas": ["b"]})
-    )
+    events = stream(one({"type": "reasoning", "summary": [["a"]]}, {"type": "message", "deltas": ["b"]}))
     dones = [e for e in events if e["type"] == "response.output_item.done"]
     assert [e["output_index"] for e in dones] == [0, 1]
     assert [i["id"] for i in events[-1]["response"]["output"]] == ["rs_1_0", "msg_1_1"]
@@ -350,11 +353,21 @@ PATCH = "*** Begin Patch\n*** Add File: a.txt\n+a\n*** End Patch\n"
 
 def test_scripted_model_offered_tools_by_namespace_and_name() -> None:
     offered = offered_tools(request_body("x"))
-    assert set(offered) == {(None, "apply_patch"), (None, "exec_command"), (None, "update_plan"), ("mcp__probe", "echo")}
+    assert set(offered) == {
+        (None, "apply_patch"),
+        (None, "exec_command"),
+        (None, "update_plan"),
+        ("mcp__probe", "echo"),
+    }
     assert offered[(None, "apply_patch")]["type"] == "custom"
     assert offered[("mcp__probe", "echo")]["type"] == "function"
     # Odd bodies offer nothing, and name-less or malformed entries are skipped.
-    odd = [{"type": "web_search"}, "x", {"type": "namespace", "name": "ns", "tools": "nope"}, {"type": "function", "name": 3}]
+    odd = [
+        {"type": "web_search"},
+        "x",
+        {"type": "namespace", "name": "ns", "tools": "nope"},
+        {"type": "function", "name": 3},
+    ]
     assert offered_tools({"tools": odd}) == {}
     assert offered_tools({"tools": [{"type": "namespace", "name": "ns", "tools": [{"type": "function"}, 1]}]}) == {}
     assert offered_tools({"tools": "all of them"}) == offered_tools(None) == offered_tools([]) == {}
@@ -375,8 +388,12 @@ def test_scripted_model_a_tool_the_request_does_not_offer_is_a_script_error(capl
     with caplog.at_level(logging.ERROR, logger="codexmini.testing.scripted_model"):
         model, body = script_error(script, without_patch)
     message = body["error"]["message"]
-    assert message.startswith("scripted model: script error in rule 'patch': output[1]: a custom_tool_call of 'apply_patch',")
-    assert "(model 'gpt-fake') does not offer that tool; it offers: exec_command, mcp__probe.echo, update_plan" in message
+    assert message.startswith(
+        "scripted model: script error in rule 'patch': output[1]: a custom_tool_call of 'apply_patch',"
+    )
+    assert (
+        "(model 'gpt-fake') does not offer that tool; it offers: exec_command, mcp__probe.echo, update_plan" in message
+    )
     assert body["error"]["type"] == "invalid_request_error"
     (entry,) = model.requests
     assert entry["status"] == 400 and entry["rule"] == "patch" and entry["error"] == message[len("scripted model: ") :]
@@ -390,7 +407,11 @@ def test_scripted_model_a_tool_the_request_does_not_offer_is_a_script_error(capl
         ({"type": "function_call", "name": "exec_command", "arguments": {}}, [], "it offers: none"),
         # An MCP tool is looked up under its namespace, not its bare name.
         ({"type": "function_call", "name": "echo", "arguments": {}}, None, "a function_call of 'echo'"),
-        ({"type": "function_call", "name": "echo", "namespace": "mcp__other", "arguments": {}}, None, "'mcp__other.echo'"),
+        (
+            {"type": "function_call", "name": "echo", "namespace": "mcp__other", "arguments": {}},
+            None,
+            "'mcp__other.echo'",
+        ),
         ({"type": "web_search_call", "query": "q"}, [TOOLS[0]], "offers no web_search tool"),
     ],
 )
@@ -412,14 +433,24 @@ def test_scripted_model_custom_call_of_a_function_tool_becomes_a_function_call()
         "function_call_arguments.done",
     ]
     done = events[-2]["item"]
-    assert (done["type"], done["id"], done["call_id"], done["name"]) == ("function_call", "fc_1_0", "call_p", "apply_patch")
+    assert (done["type"], done["id"], done["call_id"], done["name"]) == (
+        "function_call",
+        "fc_1_0",
+        "call_p",
+        "apply_patch",
+    )
     assert json.loads(done["arguments"]) == {"input": PATCH}
 
 
 def test_scripted_model_function_call_of_a_custom_tool_becomes_a_custom_call() -> None:
     item = {"type": "function_call", "call_id": "call_p", "name": "apply_patch", "arguments": {"input": PATCH}}
     done = stream(one(item))[-2]["item"]
-    assert (done["type"], done["id"], done["call_id"], done["input"]) == ("custom_tool_call", "ctc_1_0", "call_p", PATCH)
+    assert (done["type"], done["id"], done["call_id"], done["input"]) == (
+        "custom_tool_call",
+        "ctc_1_0",
+        "call_p",
+        PATCH,
+    )
 
 
 @pytest.mark.parametrize(
@@ -437,9 +468,14 @@ def test_scripted_model_function_call_of_a_custom_tool_becomes_a_custom_call() -
         ({"type": "function_call", "name": "f", "arguments": {}}, [{"type": "local_shell", "name": "f"}]),
     ],
 )
-def test_scripted_model_a_call_that_cannot_take_the_offered_form_is_a_script_error(item: Dict[str, Any], tools: Any) -> None:
+def test_scripted_model_a_call_that_cannot_take_the_offered_form_is_a_script_error(
+    item: Dict[str, Any], tools: Any
+) -> None:
     _, body = script_error(one(item), tools)
-    assert "cannot be converted" in body["error"]["message"] and "write the call in the form offered" in body["error"]["message"]
+    assert (
+        "cannot be converted" in body["error"]["message"]
+        and "write the call in the form offered" in body["error"]["message"]
+    )
 
 
 def test_scripted_model_stream_events_without_a_view_take_items_as_written() -> None:
@@ -471,10 +507,7 @@ def test_scripted_model_incomplete_ends_with_response_incomplete() -> None:
 @pytest.mark.parametrize("cut", [0, 1, 4])
 def test_scripted_model_cut_stream_sends_only_the_first_events(cut: int) -> None:
     events = stream(one({"type": "message", "deltas": ["a", "b", "c"]}, cut_after_events=cut))
-    assert (
-        types(events)
-        == ["created", "output_item.added", "content_part.added", "output_text.delta"][:cut]
-    )
+    assert types(events) == ["created", "output_item.added", "content_part.added", "output_text.delta"][:cut]
 
 
 # ---------------------------------------------------------------------------
@@ -511,9 +544,7 @@ def test_scripted_model_no_match_is_400_and_logged() -> None:
     error = json.loads(raw)["error"]
     assert error["type"] == "invalid_request_error"
     assert "no rule matched" in error["message"] and "'say hi'" in error["message"]
-    assert model.requests == [
-        {"path": "/v1/responses", "body": request_body("say hi"), "rule": None, "status": 400}
-    ]
+    assert model.requests == [{"path": "/v1/responses", "body": request_body("say hi"), "rule": None, "status": 400}]
 
 
 def test_scripted_model_unknown_paths_are_404_and_logged() -> None:
@@ -596,9 +627,7 @@ def test_scripted_model_tool_output_matching() -> None:
         {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": "{}"},
         _call_output("function_call_output", "call_1", "Output:\nhi\n"),
         {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch", "input": ""},
-        _call_output(
-            "custom_tool_call_output", "call_2", [{"type": "input_text", "text": "Success"}]
-        ),
+        _call_output("custom_tool_call_output", "call_2", [{"type": "input_text", "text": "Success"}]),
     )
     view = RequestView(body)
     assert matches({"last_item": "custom_tool_call_output", "last_call_id": "call_2"}, view)
@@ -770,21 +799,11 @@ BAD_SCRIPTS = [
         "default.output[0]: missing key 'name'",
     ),
     (
-        {
-            "default": {
-                "output": [{"type": "custom_tool_call", "name": "p", "input": "", "namespace": "n"}]
-            }
-        },
+        {"default": {"output": [{"type": "custom_tool_call", "name": "p", "input": "", "namespace": "n"}]}},
         "default.output[0]: unknown key 'namespace'",
     ),
     (
-        {
-            "default": {
-                "output": [
-                    {"type": "custom_tool_call", "name": "p", "input": "", "stream_chunks": -1}
-                ]
-            }
-        },
+        {"default": {"output": [{"type": "custom_tool_call", "name": "p", "input": "", "stream_chunks": -1}]}},
         "default.output[0].stream_chunks: must be a non-negative integer",
     ),
     (
@@ -888,9 +907,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_scripted_model_main_serves_until_sigterm(
-    tmp_path: Any, capsys: pytest.CaptureFixture
-) -> None:
+def test_scripted_model_main_serves_until_sigterm(tmp_path: Any, capsys: pytest.CaptureFixture) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"default": {"output": []}}))
     port = _free_port()
@@ -918,9 +935,7 @@ def test_scripted_model_main_serves_until_sigterm(
     assert out == f"http://127.0.0.1:{port}/v1\nserved 1 requests\n"
 
 
-def test_scripted_model_main_rejects_a_bad_script(
-    tmp_path: Any, capsys: pytest.CaptureFixture
-) -> None:
+def test_scripted_model_main_rejects_a_bad_script(tmp_path: Any, capsys: pytest.CaptureFixture) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"rules": "x"}))
     assert main([str(script)]) == 2
@@ -1027,9 +1042,7 @@ class RawCodex:
             try:
                 frame = self.frames.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(
-                    f"codex said nothing in time; last: {self.seen[-3:]}"
-                ) from None
+                raise AssertionError(f"codex said nothing in time; last: {self.seen[-3:]}") from None
             assert frame is not None, "codex exited"
             if "id" in frame and "method" in frame:  # nothing should ask under approvalPolicy never
                 self.server_requests.append(frame)
@@ -1054,9 +1067,7 @@ class RawCodex:
         params = {"cwd": self.ws, "sandbox": "workspace-write", "approvalPolicy": "never"}
         thread = self.request("thread/start", params)["thread"]["id"]
         start = len(self.seen)
-        self.request(
-            "turn/start", {"threadId": thread, "input": [{"type": "text", "text": prompt}]}
-        )
+        self.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": prompt}]})
         self.until(lambda f: f.get("method") == "turn/completed")
         return [f for f in self.seen[start:] if "method" in f and "id" not in f]
 
@@ -1107,11 +1118,7 @@ def live() -> Iterator[Any]:
 
 
 def items(notes: List[Dict[str, Any]], method: str, kind: str) -> List[Dict[str, Any]]:
-    return [
-        n["params"]["item"]
-        for n in notes
-        if n["method"] == method and n["params"]["item"]["type"] == kind
-    ]
+    return [n["params"]["item"] for n in notes if n["method"] == method and n["params"]["item"]["type"] == kind]
 
 
 def params(notes: List[Dict[str, Any]], method: str) -> List[Dict[str, Any]]:
@@ -1144,9 +1151,7 @@ def test_scripted_model_live_streamed_message(live: Any) -> None:
     }
     notes, requests, _ = live(script, "say hi")
     assert [p["delta"] for p in params(notes, "item/agentMessage/delta")] == ["Hel", "lo", "!"]
-    assert [(i["id"], i["text"]) for i in items(notes, "item/completed", "agentMessage")] == [
-        ("msg_1", "Hello!")
-    ]
+    assert [(i["id"], i["text"]) for i in items(notes, "item/completed", "agentMessage")] == [("msg_1", "Hello!")]
     last = params(notes, "thread/tokenUsage/updated")[-1]["tokenUsage"]["last"]
     assert (last["inputTokens"], last["cachedInputTokens"], last["outputTokens"]) == (100, 20, 7)
     assert (last["reasoningOutputTokens"], last["totalTokens"]) == (3, 107)
@@ -1165,9 +1170,7 @@ def test_scripted_model_live_reasoning(live: Any) -> None:
     answer = {"type": "message", "deltas": ["ok"]}
     notes, _, _ = live(one(reasoning, answer), "think first")
     assert [p["summaryIndex"] for p in params(notes, "item/reasoning/summaryPartAdded")] == [0, 1]
-    assert [
-        (p["summaryIndex"], p["delta"]) for p in params(notes, "item/reasoning/summaryTextDelta")
-    ] == [
+    assert [(p["summaryIndex"], p["delta"]) for p in params(notes, "item/reasoning/summaryTextDelta")] == [
         (0, "**Planning** "),
         (0, "the answer"),
         (1, "**Checking** edge cases."),
@@ -1251,9 +1254,7 @@ def test_scripted_model_live_apply_patch(live: Any) -> None:
     notes, requests, ws = live(script, "patch please", model=PATCH_MODEL.at(LIVE.version))
     done = items(notes, "item/completed", "fileChange")
     assert [(i["id"], i["status"]) for i in done] == [("call_patch_1", "completed")]
-    assert done[0]["changes"] == [
-        {"path": os.path.join(ws, "hello.txt"), "kind": {"type": "add"}, "diff": "hello\n"}
-    ]
+    assert done[0]["changes"] == [{"path": os.path.join(ws, "hello.txt"), "kind": {"type": "add"}, "diff": "hello\n"}]
     assert params(notes, "turn/diff/updated")
     with open(os.path.join(ws, "hello.txt")) as f:
         assert f.read() == "hello\n"
@@ -1284,9 +1285,7 @@ LOW_RETRIES = (
 @pytest.mark.live
 def test_scripted_model_live_http_500_fails_the_turn(live: Any) -> None:
     boom = {"http_status": 500, "body": {"error": {"type": "server_error", "message": "boom"}}}
-    notes, requests, _ = live(
-        {"rules": [{"name": "boom", "respond": boom}]}, "hi", extra=LOW_RETRIES
-    )
+    notes, requests, _ = live({"rules": [{"name": "boom", "respond": boom}]}, "hi", extra=LOW_RETRIES)
     assert [r["status"] for r in requests] == [500] * 4  # 2 stream attempts x 2 request attempts
     errors = params(notes, "error")
     assert [e["willRetry"] for e in errors] == [True, False]
@@ -1325,9 +1324,7 @@ def test_scripted_model_live_response_failed_context_window(live: Any) -> None:
 
 @pytest.mark.live
 def test_scripted_model_live_response_incomplete(live: Any) -> None:
-    response = one(
-        {"type": "message", "id": "msg_inc", "deltas": ["part"]}, incomplete="max_output_tokens"
-    )
+    response = one({"type": "message", "id": "msg_inc", "deltas": ["part"]}, incomplete="max_output_tokens")
     notes, requests, _ = live(response, "hi", extra=LOW_RETRIES)
     assert isinstance(LIVE, LiveCodex) and LIVE.version is not None
     attempts = INCOMPLETE_REQUESTS.at(LIVE.version)
@@ -1343,7 +1340,12 @@ def test_scripted_model_live_response_incomplete(live: Any) -> None:
 def test_scripted_model_live_refuses_a_tool_codex_did_not_offer(live: Any) -> None:
     # gpt-fake has no apply_patch in any version: the script's call is refused
     # with the reason, which codex reports as the turn's error.
-    call_ = {"type": "custom_tool_call", "call_id": "call_p", "name": "apply_patch", "input": "*** Begin Patch\n*** End Patch\n"}
+    call_ = {
+        "type": "custom_tool_call",
+        "call_id": "call_p",
+        "name": "apply_patch",
+        "input": "*** Begin Patch\n*** End Patch\n",
+    }
     notes, requests, _ = live({"rules": [{"name": "patch", "respond": {"output": [call_]}}]}, "patch please")
     (request,) = requests
     assert request["status"] == 400 and "does not offer that tool" in request["error"]

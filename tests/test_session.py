@@ -42,8 +42,7 @@ def lines_of(path):
 
 
 def good_line(seq, type_="turn/start", data=None):
-    return encode_event({"v": 1, "seq": seq, "ts": 1.0, "type": type_, "turn": None,
-                         "step": None, "data": data or {}})
+    return encode_event({"v": 1, "seq": seq, "ts": 1.0, "type": type_, "turn": None, "step": None, "data": data or {}})
 
 
 # -- writing ------------------------------------------------------------------
@@ -52,15 +51,27 @@ def good_line(seq, type_="turn/start", data=None):
 def test_session_log_append_writes_one_compact_line(tmp_path):
     path = tmp_path / "sub" / "dir" / "s.jsonl"
     with SessionLog.open(path, clock=lambda: 12.34567) as log:
-        event = log.append("user/message", {"id": "u", "content": [{"type": "text", "text": "é"}],
-                                            "source": {"kind": "user"}}, turn=1, step=2)
-    assert event == {"v": 1, "seq": 0, "ts": 12.346, "type": "user/message", "turn": 1,
-                     "step": 2, "data": {"id": "u", "content": [{"type": "text", "text": "é"}],
-                                         "source": {"kind": "user"}}}
+        event = log.append(
+            "user/message",
+            {"id": "u", "content": [{"type": "text", "text": "é"}], "source": {"kind": "user"}},
+            turn=1,
+            step=2,
+        )
+    assert event == {
+        "v": 1,
+        "seq": 0,
+        "ts": 12.346,
+        "type": "user/message",
+        "turn": 1,
+        "step": 2,
+        "data": {"id": "u", "content": [{"type": "text", "text": "é"}], "source": {"kind": "user"}},
+    }
     text = path.read_text(encoding="utf-8")
-    assert text == ('{"v":1,"seq":0,"ts":12.346,"type":"user/message","turn":1,"step":2,'
-                    '"data":{"id":"u","content":[{"type":"text","text":"é"}],'
-                    '"source":{"kind":"user"}}}\n')
+    assert text == (
+        '{"v":1,"seq":0,"ts":12.346,"type":"user/message","turn":1,"step":2,'
+        '"data":{"id":"u","content":[{"type":"text","text":"é"}],'
+        '"source":{"kind":"user"}}}\n'
+    )
     assert log.closed
 
 
@@ -300,8 +311,9 @@ while True:
 def test_session_log_survives_sigkill_mid_append(tmp_path):
     path = tmp_path / "crash.jsonl"
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -339,9 +351,18 @@ def e(type_, data=None, turn=None):
 def test_next_turn_number_starts_at_one_and_continues():
     assert next_turn_number([]) == 1
     assert next_turn_number([e("session/header"), e("sandbox/mode")]) == 1
-    assert next_turn_number([e("turn/start", turn=1), e("turn/end", turn=1),
-                             e("session/header"), e("turn/start", turn=2),
-                             {"type": "x", "turn": True}]) == 3
+    assert (
+        next_turn_number(
+            [
+                e("turn/start", turn=1),
+                e("turn/end", turn=1),
+                e("session/header"),
+                e("turn/start", turn=2),
+                {"type": "x", "turn": True},
+            ]
+        )
+        == 3
+    )
 
 
 def test_has_header():

@@ -49,15 +49,13 @@ def test_skills_project_files_nearest_first_up_to_git_root(tree):
     p_a = write(tree["repo"] / "a" / "AGENTS.md", "a rules")
     p_b = write(tree["cwd"] / "AGENTS.md", "b rules\n")
     [skill] = provider(tree).list()
-    assert skill == Skill("agents-md", "b rules\n\na rules\n\nroot rules", "project",
-                          (p_b, p_a, p_root))
+    assert skill == Skill("agents-md", "b rules\n\na rules\n\nroot rules", "project", (p_b, p_a, p_root))
 
 
 def test_skills_never_past_the_git_root(tree):
     # outer/AGENTS.md exists but lies above repo/.git.
     assert provider(tree).list() == []
-    assert project_dirs(str(tree["cwd"])) == [
-        str(tree["cwd"]), str(tree["repo"] / "a"), str(tree["repo"])]
+    assert project_dirs(str(tree["cwd"])) == [str(tree["cwd"]), str(tree["repo"] / "a"), str(tree["repo"])]
 
 
 def test_skills_git_root_as_a_file(tree):
@@ -121,8 +119,7 @@ def test_skills_project_wins_name_clash(tree):
     write(tree["home"] / ".codex" / "AGENTS.md", "user")
     write(tree["repo"] / "AGENTS.md", "project")
     prov = provider(tree)
-    assert [(s.name, s.source) for s in prov.list()] == [
-        ("agents-md", "project"), ("agents-md", "user")]
+    assert [(s.name, s.source) for s in prov.list()] == [("agents-md", "project"), ("agents-md", "user")]
     assert prov.get("agents-md").content == "project"
 
 
@@ -146,8 +143,7 @@ def test_skills_get_reads_at_call_time_and_skips_vanished_files(tree):
 
 
 def user(*texts, kind="user"):
-    return {"id": "m", "content": [{"type": "text", "text": t} for t in texts],
-            "source": {"kind": kind}}
+    return {"id": "m", "content": [{"type": "text", "text": t} for t in texts], "source": {"kind": kind}}
 
 
 @pytest.mark.parametrize(
@@ -178,10 +174,15 @@ def test_invoked_names_across_messages_and_blocks_in_order():
 def test_invoked_names_only_user_typed_text():
     msgs = [
         user("/skillx", kind="skill-invocation"),
-        {"id": "r", "content": [{"type": "reasoning", "text": "/reason"},
-                                {"type": "image", "path": "/img"},
-                                {"type": "text", "text": "/typed"}],
-         "source": {"kind": "user"}},
+        {
+            "id": "r",
+            "content": [
+                {"type": "reasoning", "text": "/reason"},
+                {"type": "image", "path": "/img"},
+                {"type": "text", "text": "/typed"},
+            ],
+            "source": {"kind": "user"},
+        },
         {"id": "n", "content": [{"type": "text", "text": "/nosource"}]},
         {"id": "e", "content": None, "source": {"kind": "user"}},
         {"id": "t", "content": [{"type": "text"}], "source": {"kind": "user"}},
@@ -193,10 +194,9 @@ def test_invoked_names_only_user_typed_text():
 
 
 def test_render_skill_content_escapes():
-    assert render_skill_content('a"<b>&\'', "x < y && z > \"q\"\n") == (
-        '<skill_content name="a&quot;&lt;b&gt;&amp;&#x27;">\n'
-        'x &lt; y &amp;&amp; z &gt; "q"\n\n'
-        "</skill_content>")
+    assert render_skill_content("a\"<b>&'", 'x < y && z > "q"\n') == (
+        '<skill_content name="a&quot;&lt;b&gt;&amp;&#x27;">\nx &lt; y &amp;&amp; z &gt; "q"\n\n</skill_content>'
+    )
 
 
 def ids():
@@ -216,13 +216,18 @@ def test_inject_skills_appends_after_the_batch_in_gesture_order():
     out = inject_skills(batch, SKILLS.get, new_id=ids())
     assert out[:2] == batch
     assert out[2:] == [
-        {"id": "id1", "content": [{"type": "text",
-                                   "text": '<skill_content name="other">\nOther.\n</skill_content>'}],
-         "source": {"kind": "skill-invocation", "name": "other"}},
-        {"id": "id2", "content": [{"type": "text", "text":
-                                   '<skill_content name="agents-md">\nBe &lt;brief&gt;.\n'
-                                   "</skill_content>"}],
-         "source": {"kind": "skill-invocation", "name": "agents-md"}},
+        {
+            "id": "id1",
+            "content": [{"type": "text", "text": '<skill_content name="other">\nOther.\n</skill_content>'}],
+            "source": {"kind": "skill-invocation", "name": "other"},
+        },
+        {
+            "id": "id2",
+            "content": [
+                {"type": "text", "text": '<skill_content name="agents-md">\nBe &lt;brief&gt;.\n</skill_content>'}
+            ],
+            "source": {"kind": "skill-invocation", "name": "agents-md"},
+        },
     ]
     assert batch == [user("/other then /agents-md /other"), user("plain")]  # not mutated
 
@@ -273,4 +278,5 @@ def test_inject_skills_with_provider(tree):
     write(tree["repo"] / "AGENTS.md", "Use tabs & <spaces>.")
     out = inject_skills([user("/agents-md")], provider(tree).get, new_id=ids())
     assert out[1]["content"][0]["text"] == (
-        '<skill_content name="agents-md">\nUse tabs &amp; &lt;spaces&gt;.\n</skill_content>')
+        '<skill_content name="agents-md">\nUse tabs &amp; &lt;spaces&gt;.\n</skill_content>'
+    )

@@ -49,7 +49,9 @@ def test_smoke_frames_check_needs_every_frame_validated_and_none_invalid():
     s.validator = Counting(4, ["frame 2: wrong shape"])
     assert not s._frames_valid()
     s.validation = "strict, codex 9.9.9's own schema"
-    assert "frames seen 4 · frames validated 4 (strict, codex 9.9.9's own schema)" in s.summary({"steps": 4}, {"usage": {"totalTokens": 7}}, 1.25)
+    assert "frames seen 4 · frames validated 4 (strict, codex 9.9.9's own schema)" in s.summary(
+        {"steps": 4}, {"usage": {"totalTokens": 7}}, 1.25
+    )
 
 
 def test_smoke_picks_the_first_slug_that_offers_every_tool():

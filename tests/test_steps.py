@@ -31,7 +31,6 @@ from codexmini._events import (
     Unmapped,
     Usage,
 )
-from codexmini._mapping import TOOL_ITEMS
 from codexmini._steps import StepFolder, Write
 from codexmini._turnfold import TurnFold
 
@@ -57,7 +56,14 @@ def user_message(text: str = "say hi") -> Dict[str, Any]:
 
 
 def agent_message(item_id: str = "msg_1", text: str = "") -> Dict[str, Any]:
-    return {"type": "agentMessage", "id": item_id, "text": text, "phase": None, "memoryCitation": None, "delivery": None}
+    return {
+        "type": "agentMessage",
+        "id": item_id,
+        "text": text,
+        "phase": None,
+        "memoryCitation": None,
+        "delivery": None,
+    }
 
 
 def reasoning(item_id: str = "rs_1", summary=(), content=()) -> Dict[str, Any]:
@@ -93,7 +99,9 @@ def patch(item_id: str = "call_patch_1", status: str = "completed") -> Dict[str,
     return {
         "type": "fileChange",
         "id": item_id,
-        "changes": [{"path": "/scratch/cxp/ws/patch_auto/hello.txt", "kind": {"type": "add"}, "diff": "hello\nworld\n"}],
+        "changes": [
+            {"path": "/scratch/cxp/ws/patch_auto/hello.txt", "kind": {"type": "add"}, "diff": "hello\nworld\n"}
+        ],
         "status": status,
     }
 
@@ -363,7 +371,11 @@ def test_steps_empty_agent_message_after_reasoning_keeps_the_reasoning():
 
 def test_steps_streamed_message_completed_empty_ends_its_stream_uncommitted():
     f = folder()
-    events = [ItemStarted(agent_message("msg_1")), AgentMessageDelta("msg_1", "par"), ItemCompleted(agent_message("msg_1", ""))]
+    events = [
+        ItemStarted(agent_message("msg_1")),
+        AgentMessageDelta("msg_1", "par"),
+        ItemCompleted(agent_message("msg_1", "")),
+    ]
     assert fold(events, f=f) == []
     ends = [s for s in f.signals() if type(s).__name__ == "MessageStreamEnd"]
     assert [(e.item_id, e.committed) for e in ends] == [("msg_1", False)]
@@ -475,7 +487,9 @@ def test_steps_tool_with_pending_reasoning_and_no_held_message():
 
 
 def test_steps_failed_command_is_an_error_result():
-    failed = command(status="failed", output="about-to-fail\n", exit_code=3, cmd="/bin/bash -lc 'echo about-to-fail; exit 3'")
+    failed = command(
+        status="failed", output="about-to-fail\n", exit_code=3, cmd="/bin/bash -lc 'echo about-to-fail; exit 3'"
+    )
     writes = fold(tool_events(failed))
     assert writes[-1] == tool_result("call_cmd_1", "about-to-fail\n", 1, is_error=True, status="failed")
 
@@ -487,7 +501,9 @@ def test_steps_declined_command_has_no_result_text():
 
 def test_steps_file_change_tool():
     writes = fold(tool_events(patch()))
-    arguments = '{"changes":[{"diff":"hello\\nworld\\n","kind":{"type":"add"},"path":"/scratch/cxp/ws/patch_auto/hello.txt"}]}'
+    arguments = (
+        '{"changes":[{"diff":"hello\\nworld\\n","kind":{"type":"add"},"path":"/scratch/cxp/ws/patch_auto/hello.txt"}]}'
+    )
     assert writes == [
         message("id-1", [call_block("call_patch_1", "apply_patch", arguments)], 1),
         tool_call("call_patch_1", "apply_patch", arguments, "fileChange", 1),
@@ -580,7 +596,9 @@ def test_steps_non_tool_non_content_items_are_counted_as_ignored():
     events = [
         *PROLOGUE,
         ItemCompleted({"type": "contextCompaction", "id": "c1"}),
-        ItemCompleted({"type": "dynamicToolCall", "id": "d1", "tool": "lookup", "arguments": {}, "status": "completed"}),
+        ItemCompleted(
+            {"type": "dynamicToolCall", "id": "d1", "tool": "lookup", "arguments": {}, "status": "completed"}
+        ),
         ItemCompleted({"type": "contextCompaction", "id": "c2"}),
         ItemCompleted(plan_item("# plan")),
         ItemCompleted(reasoning()),
@@ -638,11 +656,13 @@ def test_steps_same_agent_message_completed_again_is_not_repeated():
 
 
 def test_steps_usage_on_the_message_flushed_with_an_abandoned_tool():
-    events = [*streamed_message("msg_1", ["Running the build."]), ItemStarted(command(status="inProgress")), usage_event()]
+    events = [
+        *streamed_message("msg_1", ["Running the build."]),
+        ItemStarted(command(status="inProgress")),
+        usage_event(),
+    ]
     writes = fold(events, completed("interrupted"))
-    assert writes[0] == message(
-        "id-1", [text("Running the build."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1, U1
-    )
+    assert writes[0] == message("id-1", [text("Running the build."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1, U1)
 
 
 # -- steering: steered input is logged where codex echoes it ------------------------------

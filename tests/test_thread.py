@@ -18,8 +18,8 @@ import logging
 from typing import Any, AsyncIterator, Dict, List, Optional, Tuple
 
 import pytest
-
 import thread_behaviours as tb
+
 from codexmini._client import AppServerClient
 from codexmini._errors import CodexminiError, ProcessExited, RpcError, TurnTimeout
 from codexmini._events import (
@@ -50,7 +50,9 @@ def run(coro: Any) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def server(behaviour: Any, *args: str, codex_bin: Optional[str] = None) -> AsyncIterator[Tuple[AppServerClient, Frames]]:
+async def server(
+    behaviour: Any, *args: str, codex_bin: Optional[str] = None
+) -> AsyncIterator[Tuple[AppServerClient, Frames]]:
     """A client talking to the fake (in memory, or the ``codex_bin`` it wrote);
     yields (client, frames seen by its tap)."""
     seen: Frames = []
@@ -210,7 +212,15 @@ def test_thread_warning_is_not_an_event_of_the_turn():
         async with server(tb.ThreadWarning) as (client, _seen):
             thread = await Thread.start(client)
             events = await collect(thread.turn("hi"))
-            assert kinds(events) == ["ItemStarted", "ItemCompleted", "ItemStarted", "AgentMessageDelta", "ItemCompleted", "TokenUsage", "TurnCompleted"]
+            assert kinds(events) == [
+                "ItemStarted",
+                "ItemCompleted",
+                "ItemStarted",
+                "AgentMessageDelta",
+                "ItemCompleted",
+                "TokenUsage",
+                "TurnCompleted",
+            ]
 
     run(main())
 

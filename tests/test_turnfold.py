@@ -20,8 +20,7 @@ from codexmini._events import (
     Unmapped,
     Usage,
 )
-from codexmini._mapping import to_event
-from codexmini._mapping import tool_call
+from codexmini._mapping import to_event, tool_call
 from codexmini._turnfold import TurnFold
 from codexmini.testing.codex_like import (
     THREAD,

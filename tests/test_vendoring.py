@@ -173,7 +173,13 @@ def test_vendoring_copy_runs_the_smoke_with_every_frame_validated(tmp_path):
         "CODEXMINI_CODEX_BIN": codex.path,
     }
     done = subprocess.run(
-        [sys.executable, "-S", "-m", "cm", "smoke"], cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=240, check=False
+        [sys.executable, "-S", "-m", "cm", "smoke"],
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     (summary,) = [line for line in done.stdout.splitlines() if line.startswith("steps ")]

@@ -109,7 +109,9 @@ class ThreadWarning(CodexLike):
     """A warning for the new thread before the thread/start response (reference §2)."""
 
     async def on_thread_start(self, rid: Any, params: Mapping[str, Any]) -> None:
-        self.note("warning", {"threadId": THREAD, "message": "Under-development features enabled: request_permissions_tool."})
+        self.note(
+            "warning", {"threadId": THREAD, "message": "Under-development features enabled: request_permissions_tool."}
+        )
         await super().on_thread_start(rid, params)
 
 
@@ -388,7 +390,10 @@ class AskUser(AgentTurns):
             return await super().script(params)
         from conformance.recorded import USER_INPUT_PARAMS
 
-        questions = [*USER_INPUT_PARAMS["questions"], {"id": "blank", "header": "", "question": "", "isOther": False, "isSecret": False, "options": None}]
+        questions = [
+            *USER_INPUT_PARAMS["questions"],
+            {"id": "blank", "header": "", "question": "", "isOther": False, "isSecret": False, "options": None},
+        ]
         ask = dict(USER_INPUT_PARAMS, threadId=THREAD, turnId=self.tid(None), questions=questions)
         self.write({"id": 0, "method": "item/tool/requestUserInput", "params": ask})
         answer = await self.server.recv(30)

@@ -51,11 +51,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from tools.benchlib import imports as import_cost
-from tools.benchlib import workload
-from tools.benchlib.e2e import find_native_codex
-from tools.benchlib.report import TARGETS, Section, figures_of, kfmt, median, render
-from tools.benchlib.runner import BenchError, Runner, child_env, run_process
+from tools.benchlib import imports as import_cost  # noqa: E402 - after the sys.path line above
+from tools.benchlib import workload  # noqa: E402 - after the sys.path line above
+from tools.benchlib.e2e import find_native_codex  # noqa: E402 - after the sys.path line above
+from tools.benchlib.report import TARGETS, Section, figures_of, kfmt, median, render  # noqa: E402 - after the sys.path line above
+from tools.benchlib.runner import BenchError, Runner, child_env, run_process  # noqa: E402 - after the sys.path line above
 
 SECTIONS = ("stream", "turns", "session", "large", "imports", "serialize", "e2e")
 

@@ -100,7 +100,12 @@ async def record(scenario: Scenario, out: str, codex: str, version: str) -> dict
         fh.write("\n")
     if scenario.uses_agent:
         dump_jsonl(fixture_path(scenario.name, "session.jsonl", out), replay.normalised_session())
-    return {"argv": live.argv, "model": live.scenario.model, "description": scenario.description, "frames": len(live.frames)}
+    return {
+        "argv": live.argv,
+        "model": live.scenario.model,
+        "description": scenario.description,
+        "frames": len(live.frames),
+    }
 
 
 async def regold(scenario: Scenario, out: str, version: str) -> None:
@@ -119,9 +124,13 @@ async def regold(scenario: Scenario, out: str, version: str) -> None:
 def main(argv: list = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="scenarios to record (default: all)")
-    parser.add_argument("--version", default=CODEX_VERSION, help=f"the codex version to record (default: the pin, {CODEX_VERSION})")
+    parser.add_argument(
+        "--version", default=CODEX_VERSION, help=f"the codex version to record (default: the pin, {CODEX_VERSION})"
+    )
     parser.add_argument("--out", default=None, help="where to write (default: fixtures/<version>/)")
-    parser.add_argument("--codex", default=None, help="a codex binary of that version (default: .codex/ or .cache/codex/<version>/)")
+    parser.add_argument(
+        "--codex", default=None, help="a codex binary of that version (default: .codex/ or .cache/codex/<version>/)"
+    )
     parser.add_argument(
         "--goldens",
         action="store_true",

@@ -69,24 +69,36 @@ def main(argv: Optional[Sequence[str]] = None, out: Any = None) -> int:
     )
     parser.add_argument("old", nargs="?", metavar="OLD", help="a codex version or a schema directory/file")
     parser.add_argument("new", nargs="?", metavar="NEW", help="a codex version or a schema directory/file")
-    parser.add_argument("--flavor", choices=FLAVORS, default="experimental", help="schema flavor (default experimental)")
+    parser.add_argument(
+        "--flavor", choices=FLAVORS, default="experimental", help="schema flavor (default experimental)"
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.add_argument("--verbose", action="store_true", help="also list docs changes and why changes are not breaking")
+    parser.add_argument(
+        "--verbose", action="store_true", help="also list docs changes and why changes are not breaking"
+    )
     parser.add_argument(
         "--surface", action="store_true", help=f"print codexmini's surface on OLD (default {CODEX_VERSION}) and exit"
     )
-    parser.add_argument("--cache", default=CACHE, metavar="DIR", help="where versions are installed (default .cache/codex)")
     parser.add_argument(
-        "--behaviour", action="store_true", help="also run every recorded scenario live against NEW and compare with the goldens"
+        "--cache", default=CACHE, metavar="DIR", help="where versions are installed (default .cache/codex)"
     )
-    parser.add_argument("--scenario", action="append", default=[], metavar="NAME", help="with --behaviour: only these scenarios")
+    parser.add_argument(
+        "--behaviour",
+        action="store_true",
+        help="also run every recorded scenario live against NEW and compare with the goldens",
+    )
+    parser.add_argument(
+        "--scenario", action="append", default=[], metavar="NAME", help="with --behaviour: only these scenarios"
+    )
     args = parser.parse_args(argv)
     if args.surface and args.new is not None:
         parser.error("--surface takes at most one side (OLD)")
     if not args.surface and (args.old is None or args.new is None):
         parser.error("OLD and NEW are required (or --surface)")
     if args.behaviour and (args.old != CODEX_VERSION or not VERSION_RE.match(args.new or "")):
-        parser.error(f"--behaviour compares the pinned goldens with a version: OLD must be {CODEX_VERSION}, NEW a codex version")
+        parser.error(
+            f"--behaviour compares the pinned goldens with a version: OLD must be {CODEX_VERSION}, NEW a codex version"
+        )
     if args.scenario and not args.behaviour:
         parser.error("--scenario needs --behaviour")
     try:

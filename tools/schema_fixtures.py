@@ -169,7 +169,9 @@ def report(diff: TreeDiff, version: str) -> str:
     total = len(diff.added) + len(diff.removed) + len(diff.changed)
     lines = [f"schema fixtures for codex {version} differ from what the binary prints ({total} file(s)):"]
     lines += [f"  {line}" for line in diff.lines()]
-    lines.append(f"refresh them with: {REFRESH} CODEX={version}   (runs `{REFRESH_LONG} --version {version}`), then review the diff")
+    lines.append(
+        f"refresh them with: {REFRESH} CODEX={version}   (runs `{REFRESH_LONG} --version {version}`), then review the diff"
+    )
     return "\n".join(lines)
 
 

@@ -129,7 +129,11 @@ def thread_start_result(params: Mapping[str, Any], thread_id: str = THREAD) -> D
 
 
 def turn_object(
-    turn: str, status: str = "inProgress", error: Any = None, items: Sequence[Any] = (), started: Optional[int] = 1795975388
+    turn: str,
+    status: str = "inProgress",
+    error: Any = None,
+    items: Sequence[Any] = (),
+    started: Optional[int] = 1795975388,
 ) -> Dict[str, Any]:
     done = status != "inProgress"
     return {
@@ -145,7 +149,14 @@ def turn_object(
 
 
 def agent_message(item_id: str, text: str = "") -> Dict[str, Any]:
-    return {"type": "agentMessage", "id": item_id, "text": text, "phase": None, "memoryCitation": None, "delivery": None}
+    return {
+        "type": "agentMessage",
+        "id": item_id,
+        "text": text,
+        "phase": None,
+        "memoryCitation": None,
+        "delivery": None,
+    }
 
 
 def reasoning(item_id: str, summary: Sequence[str] = (), content: Sequence[str] = ()) -> Dict[str, Any]:
@@ -212,7 +223,9 @@ class CodexLike:
             frame = await server.recv()
             if frame is None:
                 return 0
-            self.received.append(json.dumps({"method": frame.get("method"), "params": frame.get("params")}, sort_keys=True))
+            self.received.append(
+                json.dumps({"method": frame.get("method"), "params": frame.get("params")}, sort_keys=True)
+            )
             if "method" in frame and "id" in frame:
                 handler = getattr(self, "on_" + str(frame["method"]).replace("/", "_"), None)
                 if handler is None:

@@ -324,7 +324,9 @@ class FakeAppServer:
             raise ConfigError("a fake run as a process needs its behaviour as a 'module:name' string")
         path = os.path.join(directory, "codex-fake")
         paths = os.pathsep.join([*pythonpath, *sys.path])
-        words = " ".join(_sh(w) for w in [sys.executable, "-m", "codexmini.testing", "fake", self.behaviour, *self.args, "--"])
+        words = " ".join(
+            _sh(w) for w in [sys.executable, "-m", "codexmini.testing", "fake", self.behaviour, *self.args, "--"]
+        )
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(f'#!/bin/sh\nPYTHONPATH={_sh(paths)} exec {words} "$0" "$@"\n')
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)

@@ -135,9 +135,7 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
-        )
+        return "\n".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return "" if content is None else json.dumps(content)
 
 
@@ -166,7 +164,11 @@ def offered_tools(body: Any) -> Dict[ToolKey, Dict[str, Any]]:
 
 def _tool_types(body: Any) -> Set[str]:
     tools = body.get("tools") if isinstance(body, dict) else None
-    return {t["type"] for t in tools if isinstance(t, dict) and isinstance(t.get("type"), str)} if isinstance(tools, list) else set()
+    return (
+        {t["type"] for t in tools if isinstance(t, dict) and isinstance(t.get("type"), str)}
+        if isinstance(tools, list)
+        else set()
+    )
 
 
 class RequestView:
@@ -181,9 +183,7 @@ class RequestView:
         # codex sends its own developer message and a role=user
         # <environment_context> message first; the prompt is the last user one.
         self.users = [_text(i.get("content")) for i in items if i.get("role") == "user"]
-        self.outputs = [
-            _text(i.get("output")) for i in items if str(i.get("type", "")).endswith("_call_output")
-        ]
+        self.outputs = [_text(i.get("output")) for i in items if str(i.get("type", "")).endswith("_call_output")]
         self.last = items[-1] if items else {}
 
 
@@ -241,18 +241,14 @@ _any = _check(lambda v: True, "")
 _str = _check(lambda v: isinstance(v, str), "must be a string")
 _count = _check(lambda v: _is_int(v) and v >= 0, "must be a non-negative integer")
 _positive = _check(lambda v: _is_int(v) and v >= 1, "must be a positive integer")
-_millis = _check(
-    lambda v: (_is_int(v) or isinstance(v, float)) and 0 <= v < 1e9, "must be a non-negative number"
-)
+_millis = _check(lambda v: (_is_int(v) or isinstance(v, float)) and 0 <= v < 1e9, "must be a non-negative number")
 _strings = _check(
     lambda v: isinstance(v, list) and all(isinstance(s, str) for s in v),
     "must be a list of strings",
 )
 # A string is sent as is, so a script can also hand codex malformed arguments.
 _arguments = _check(lambda v: isinstance(v, (dict, str)), "must be an object or a JSON string")
-_http_status = _check(
-    lambda v: _is_int(v) and 200 <= v <= 599, "must be an integer from 200 to 599"
-)
+_http_status = _check(lambda v: _is_int(v) and 200 <= v <= 599, "must be an integer from 200 to 599")
 _headers = _check(
     lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
     "must be an object of strings",
@@ -391,20 +387,14 @@ def _reasoning(item: Item, at: int) -> Tuple[List[Event], Item]:
     done: Item = dict(started, summary=[])
     for i, deltas in enumerate(item.get("summary", [])):
         part = {"type": "summary_text", "text": "".join(deltas)}
-        events.append(
-            _ev("reasoning_summary_part.added", summary_index=i, part=dict(part, text=""), **ref)
-        )
-        events += [
-            _ev("reasoning_summary_text.delta", summary_index=i, delta=d, **ref) for d in deltas
-        ]
+        events.append(_ev("reasoning_summary_part.added", summary_index=i, part=dict(part, text=""), **ref))
+        events += [_ev("reasoning_summary_text.delta", summary_index=i, delta=d, **ref) for d in deltas]
         events.append(_ev("reasoning_summary_text.done", summary_index=i, text=part["text"], **ref))
         events.append(_ev("reasoning_summary_part.done", summary_index=i, part=part, **ref))
         done["summary"].append(part)
     if "content" in item:
         text = "".join(item["content"])
-        events += [
-            _ev("reasoning_text.delta", content_index=0, delta=d, **ref) for d in item["content"]
-        ]
+        events += [_ev("reasoning_text.delta", content_index=0, delta=d, **ref) for d in item["content"]]
         events.append(_ev("reasoning_text.done", content_index=0, text=text, **ref))
         done["content"] = [{"type": "reasoning_text", "text": text}]
     # codex sends it back in the next request's input and never decodes it.
@@ -428,10 +418,7 @@ def _tool_call(field: str, delta: str) -> Builder:
         ref = dict(item_id=item["id"], output_index=at)
         events = [_ev("output_item.added", output_index=at, item=started)]
         if item.get("stream_chunks"):
-            events += [
-                _ev(f"{delta}.delta", delta=c, **ref)
-                for c in _chunks(payload, item["stream_chunks"])
-            ]
+            events += [_ev(f"{delta}.delta", delta=c, **ref) for c in _chunks(payload, item["stream_chunks"])]
             events.append(_ev(f"{delta}.done", **{field: payload}, **ref))
         events.append(_ev("output_item.done", output_index=at, item=done))
         return events, done
@@ -577,9 +564,7 @@ def stream_events(response: Dict[str, Any], seq: int, view: Optional[RequestView
         events.append(_ev("failed", response=dict(body, status="failed", error=response["failed"])))
     elif response.get("incomplete") is not None:
         details = {"reason": response["incomplete"]}
-        events.append(
-            _ev("incomplete", response=dict(body, status="incomplete", incomplete_details=details))
-        )
+        events.append(_ev("incomplete", response=dict(body, status="incomplete", incomplete_details=details)))
     else:
         usage = _usage(response.get("usage", {}))
         events.append(_ev("completed", response=dict(body, status="completed", usage=usage)))
@@ -685,9 +670,7 @@ class ScriptedModel:
         if self._running is None:
             server = _Server((self.host, self.port), self)
             self.port = server.server_address[1]
-            thread = threading.Thread(
-                target=self._loop, args=(server,), name="scripted-model", daemon=True
-            )
+            thread = threading.Thread(target=self._loop, args=(server,), name="scripted-model", daemon=True)
             thread.start()
             self._running = (server, thread)
             log.info("scripted model: listening on %s", self.url)
@@ -816,9 +799,7 @@ class ScriptedModel:
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-def provider_flags(
-    url: str, provider: str = "codexmini", env_key: str = "CODEXMINI_API_KEY"
-) -> List[str]:
+def provider_flags(url: str, provider: str = "codexmini", env_key: str = "CODEXMINI_API_KEY") -> List[str]:
     """The ``-c`` arguments that point codex at ``url`` (SPEC §4.7, model endpoint handover)."""
     if not _BARE_KEY.match(provider):
         raise ConfigError(f"provider name {provider!r} must be letters, digits, '_' or '-'")
@@ -846,9 +827,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         description="Serve a scripted Responses API on 127.0.0.1.",
     )
     parser.add_argument("script", help="the JSON script")
-    parser.add_argument(
-        "--port", type=int, default=0, help="port to listen on (default: any free port)"
-    )
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free port)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     try:
@@ -858,8 +837,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     stopped: List[int] = []
     previous = {
-        sig: signal.signal(sig, lambda signum, frame: stopped.append(signum))
-        for sig in (signal.SIGINT, signal.SIGTERM)
+        sig: signal.signal(sig, lambda signum, frame: stopped.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
         with model:
@@ -887,5 +865,3 @@ __all__ = [
     "stream_events",
     "validate_script",
 ]
-
-

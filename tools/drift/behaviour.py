@@ -90,7 +90,13 @@ class Outcome:
     frames: int = 0
 
     def to_json(self) -> Dict[str, Any]:
-        return {"name": self.name, "verdict": self.verdict, "reason": self.reason, "differences": self.differences, "frames": self.frames}
+        return {
+            "name": self.name,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "differences": self.differences,
+            "frames": self.frames,
+        }
 
 
 @dataclass
@@ -204,7 +210,9 @@ def key_sets(frames: Iterable[Tuple[str, str, Frame]]) -> Dict[Tuple[str, Tuple[
     return keys
 
 
-def project(label: str, value: Any, keys: Mapping[Tuple[str, Tuple[Any, ...]], Set[str]], at: Tuple[Any, ...] = ()) -> Any:
+def project(
+    label: str, value: Any, keys: Mapping[Tuple[str, Tuple[Any, ...]], Set[str]], at: Tuple[Any, ...] = ()
+) -> Any:
     """``value`` with only the keys the goldens have at each place (a place
     the goldens never had is kept whole: it is new)."""
     if isinstance(value, dict):
@@ -260,7 +268,9 @@ def transcript_differences(golden: List[Tuple[str, Frame]], live: List[Tuple[str
     )
     gone, came = Counter(moved), Counter(moved)
 
-    def kept(rows: List[Tuple[str, Frame]], texts: List[str], start: int, spare: Counter[str]) -> List[Tuple[str, Frame]]:
+    def kept(
+        rows: List[Tuple[str, Frame]], texts: List[str], start: int, spare: Counter[str]
+    ) -> List[Tuple[str, Frame]]:
         out = []
         for offset, row in enumerate(rows):
             text = texts[start + offset]
@@ -294,12 +304,18 @@ def _keys(frame: Frame) -> str:
     return f" (keys: {', '.join(sorted(body))})" if isinstance(body, dict) and body else ""
 
 
-def label_count_differences(golden: List[Tuple[str, Frame]], live: List[Tuple[str, Frame]], direction: str) -> List[str]:
+def label_count_differences(
+    golden: List[Tuple[str, Frame]], live: List[Tuple[str, Frame]], direction: str
+) -> List[str]:
     """For a scenario whose transcript is a race (:data:`RACING_TRANSCRIPTS`):
     how many frames of each label, not which ones in which order."""
     old = Counter(label for d, label, _ in label_frames(golden) if d == direction)
     new = Counter(label for d, label, _ in label_frames(live) if d == direction)
-    return [f"{label}: {old[label]} → {new[label]} frame(s)" for label in sorted(set(old) | set(new)) if old[label] != new[label]]
+    return [
+        f"{label}: {old[label]} → {new[label]} frame(s)"
+        for label in sorted(set(old) | set(new))
+        if old[label] != new[label]
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -328,14 +344,21 @@ def session_differences(golden: List[Dict[str, Any]], live: List[Dict[str, Any]]
             continue
         b = news.pop(twin)
         lines += [f"{a['type']} {line}" for line in value_differences(a["data"], b["data"], ("data",))]
-        lines += [f"{a['type']} {line}" for line in value_differences({k: a[k] for k in ("turn", "step")}, {k: b[k] for k in ("turn", "step")})]
+        lines += [
+            f"{a['type']} {line}"
+            for line in value_differences({k: a[k] for k in ("turn", "step")}, {k: b[k] for k in ("turn", "step")})
+        ]
     lines += [f"{e['type']}: newly logged ({_short(e['data'])})" for e in news]
     return lines
 
 
 def failing_assertion(exc: BaseException) -> str:
     """Where a check failed: the last line of ``conformance/scenarios.py`` in the traceback."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith(os.path.join("conformance", "scenarios.py"))]
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if f.filename.endswith(os.path.join("conformance", "scenarios.py"))
+    ]
     where = f"scenarios.py:{frames[-1].lineno} {frames[-1].line}" if frames else ""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return " -- ".join(p for p in (where, _trim(message)) if p) or type(exc).__name__
@@ -384,10 +407,14 @@ def judge(name: str, result: RunResult, new: str, bundle: SchemaBundle, old: str
             differences["check"] = [failing_assertion(exc)]
     root = fixtures_dir(old)
     if scenario.uses_agent:
-        golden = codex_placeholder(comparable_live_session(name, _load_jsonl(fixture_path(name, "session.jsonl", root)), old), old)
+        golden = codex_placeholder(
+            comparable_live_session(name, _load_jsonl(fixture_path(name, "session.jsonl", root)), old), old
+        )
         live = codex_placeholder(comparable_live_session(name, result.normalised_session(), old), new)
         differences["session"] = session_differences(golden, live)
-    recorded = [(r["dir"], codex_placeholder(r["frame"], old)) for r in _load_jsonl(fixture_path(name, "frames.jsonl", root))]
+    recorded = [
+        (r["dir"], codex_placeholder(r["frame"], old)) for r in _load_jsonl(fixture_path(name, "frames.jsonl", root))
+    ]
     frames = [(r["dir"], codex_placeholder(r["frame"], new)) for r in result.normalised_frames()]
     for direction in ("out", "in"):
         compare = label_count_differences if name in RACING_TRANSCRIPTS else transcript_differences
@@ -412,7 +439,9 @@ def run_behaviour(
         try:
             result = run_sync(execute(SCENARIOS[name], "live", version=old, codex_bin=binary), RUN_TIMEOUT_S)
         except Exception as exc:
-            outcomes.append(Outcome(name, FAILS, _trim(f"{type(exc).__name__}: {str(exc).strip() or 'no message'}", 600)))
+            outcomes.append(
+                Outcome(name, FAILS, _trim(f"{type(exc).__name__}: {str(exc).strip() or 'no message'}", 600))
+            )
             continue
         outcomes.append(judge(name, result, new, bundle, old))
     return BehaviourReport(old, new, binary, outcomes)
@@ -441,7 +470,9 @@ def format_behaviour(report: BehaviourReport) -> str:
             own = {part: [x for x in found if (part, x) not in common] for part, found in outcome.differences.items()}
             shared = sum(len(found) - len(own[part]) for part, found in outcome.differences.items())
             parts = ", ".join(_PARTS[p] for p in outcome.differences)
-            tail = f"  ({parts}{'; ' + str(shared) + ' listed under many scenarios' if shared else ''})" if parts else ""
+            tail = (
+                f"  ({parts}{'; ' + str(shared) + ' listed under many scenarios' if shared else ''})" if parts else ""
+            )
             lines.append(f"  {verdict:<7}  {outcome.name}{tail}")
             for part, found in own.items():
                 for line in found[:SHOWN]:
@@ -449,7 +480,10 @@ def format_behaviour(report: BehaviourReport) -> str:
                 if len(found) > SHOWN:
                     lines.append(f"      {_PARTS[part]}: … {len(found) - SHOWN} more")
     if common:
-        lines += ["", f"  in many scenarios (listed once; {report.common_threshold} or more of {len(report.outcomes)}):"]
+        lines += [
+            "",
+            f"  in many scenarios (listed once; {report.common_threshold} or more of {len(report.outcomes)}):",
+        ]
         for part, line, n in report.common():
             lines.append(f"      {_PARTS[part]}: {_trim(line)}  [{n} scenarios]")
     lines += ["", "behaviour: {} same, {} differ, {} fail".format(summary[SAME], summary[DIFFERS], summary[FAILS])]

@@ -29,7 +29,12 @@ CLIENT_REQUEST = "ClientRequest"
 CLIENT_NOTIFICATION = "ClientNotification"
 SERVER_REQUEST = "ServerRequest"
 SERVER_NOTIFICATION = "ServerNotification"
-ENVELOPE = {"request": "JSONRPCRequest", "notification": "JSONRPCNotification", "response": "JSONRPCResponse", "error": "JSONRPCError"}
+ENVELOPE = {
+    "request": "JSONRPCRequest",
+    "notification": "JSONRPCNotification",
+    "response": "JSONRPCResponse",
+    "error": "JSONRPCError",
+}
 ERROR_BODY = "JSONRPCErrorError"
 
 Node = Dict[str, Any]  # a canonical schema node (plain JSON)
@@ -190,13 +195,17 @@ class Bundle:
             inner = rest[0]
             for key, value in inner.items():
                 if key == "docs":
-                    node.setdefault("docs", {}).update({k: v for k, v in value.items() if k not in node.get("docs", {})})
+                    node.setdefault("docs", {}).update(
+                        {k: v for k, v in value.items() if k not in node.get("docs", {})}
+                    )
                 else:
                     node[key] = value
         elif rest:
             node["variants"] = _label_variants(rest)
             if "type" not in node and not values and all(b.get("type") == ["object"] for b in rest):
-                node["type"] = ["object"]  # what the branches force anyway; keeps `type: object` beside a oneOf from being drift
+                node["type"] = [
+                    "object"
+                ]  # what the branches force anyway; keeps `type: object` beside a oneOf from being drift
         return nullable
 
 

@@ -169,7 +169,9 @@ class SurfaceBuilder:
                         record = json.loads(line)
                         self._recorded(record["dir"], record["frame"], source, sent, asked)
 
-    def _recorded(self, direction: str, frame: Mapping[str, Any], source: str, sent: Dict[Any, str], asked: Dict[Any, str]) -> None:
+    def _recorded(
+        self, direction: str, frame: Mapping[str, Any], source: str, sent: Dict[Any, str], asked: Dict[Any, str]
+    ) -> None:
         has_id, method = "id" in frame, frame.get("method")
         if direction == "out":
             if method is not None and has_id:

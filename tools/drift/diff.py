@@ -135,7 +135,12 @@ class Differ:
             else:
                 self._add(d, path, CONSTRAINT_WIDENED, "accepts undeclared fields")
         if a.get("never") != b.get("never"):
-            self._add(d, path, TYPE_NARROWED if b.get("never") else TYPE_WIDENED, "now false" if b.get("never") else "was false")
+            self._add(
+                d,
+                path,
+                TYPE_NARROWED if b.get("never") else TYPE_WIDENED,
+                "now false" if b.get("never") else "was false",
+            )
         self._properties(d, path, a, b)
         self._child(d, path + (".*",), a.get("additional"), b.get("additional"), "map values")
         self._child(d, path + ("[]",), a.get("items"), b.get("items"), "array items")
@@ -230,7 +235,11 @@ class Differ:
         gone = sorted(set(va) - set(vb))
         new = sorted(set(vb) - set(va))
         for label in gone:
-            kind, what = (METHOD_REMOVED, "method removed") if label.startswith("method=") else (VARIANT_REMOVED, "variant removed")
+            kind, what = (
+                (METHOD_REMOVED, "method removed")
+                if label.startswith("method=")
+                else (VARIANT_REMOVED, "variant removed")
+            )
             twin = self._twin(va[label], {k: vb[k] for k in new})
             self._add(d, path + (f"<{label}>",), kind, what + (f" (renamed to <{twin}>?)" if twin else ""), label)
         for label in new:

@@ -65,7 +65,9 @@ def _stderr(message: str) -> None:
 def locate(arg: str, flavor: str, cache: str = CACHE, log: Callable[[str], None] = _stderr) -> Side:
     """The bundle for a command-line side: a path, or a version (fixtures, else the npm cache)."""
     if os.path.exists(arg):
-        candidates = [arg] if os.path.isfile(arg) else [os.path.join(arg, BUNDLE_FILE), os.path.join(arg, flavor, BUNDLE_FILE)]
+        candidates = (
+            [arg] if os.path.isfile(arg) else [os.path.join(arg, BUNDLE_FILE), os.path.join(arg, flavor, BUNDLE_FILE)]
+        )
         for candidate in candidates:
             if os.path.isfile(candidate):
                 return Side(arg, flavor, candidate, "path")
@@ -97,7 +99,9 @@ def ensure_installed(version: str, root: str, log: Callable[[str], None] = _stde
     if codex is None:
         npm = shutil.which("npm")
         if npm is None:
-            raise DriftError(f"npm is not on PATH, so codex {version} cannot be installed; pass a schema directory instead")
+            raise DriftError(
+                f"npm is not on PATH, so codex {version} cannot be installed; pass a schema directory instead"
+            )
         log(f"installing codex {version} from the npm registry into {relative(root)} (once)")
         os.makedirs(root, exist_ok=True)
         argv = [npm, "install", "--silent", "--no-audit", "--no-fund", "--prefix", root, f"@openai/codex@{version}"]

@@ -127,7 +127,11 @@ class Surface:
                         "path": render(path),
                         "roles": sorted(use.roles),
                         "sources": sorted(use.sources),
-                        **({"values": {json.loads(v): sorted(s) for v, s in sorted(use.values.items())}} if use.values else {}),
+                        **(
+                            {"values": {json.loads(v): sorted(s) for v, s in sorted(use.values.items())}}
+                            if use.values
+                            else {}
+                        ),
                     }
                     for path, use in sorted(paths.items())
                 ]
@@ -197,16 +201,42 @@ class Mapper:
             props = node.get("properties") or {}
             for key, child in value.items():
                 if key in props:
-                    self._walk(d, spath + (f".{key}",), props[key], child, ipath + (key,), role, source, values, only, depth + 1)
+                    self._walk(
+                        d,
+                        spath + (f".{key}",),
+                        props[key],
+                        child,
+                        ipath + (key,),
+                        role,
+                        source,
+                        values,
+                        only,
+                        depth + 1,
+                    )
                 elif "additional" in node:
-                    self._walk(d, spath + (".*",), node["additional"], child, ipath + (key,), role, source, values, only, depth + 1)
+                    self._walk(
+                        d,
+                        spath + (".*",),
+                        node["additional"],
+                        child,
+                        ipath + (key,),
+                        role,
+                        source,
+                        values,
+                        only,
+                        depth + 1,
+                    )
         elif isinstance(value, list) and "items" in node:
             for child in value:
-                self._walk(d, spath + ("[]",), node["items"], child, ipath + ("[]",), role, source, values, only, depth + 1)
+                self._walk(
+                    d, spath + ("[]",), node["items"], child, ipath + ("[]",), role, source, values, only, depth + 1
+                )
         variants = node.get("variants")
         if variants and not (scalar and value in node.get("enum", ())):
             for label in self._matching(variants, value):
-                self._walk(d, spath + (f"<{label}>",), variants[label], value, ipath, role, source, values, only, depth + 1)
+                self._walk(
+                    d, spath + (f"<{label}>",), variants[label], value, ipath, role, source, values, only, depth + 1
+                )
 
     def _matching(self, variants: Mapping[str, Node], value: Any) -> List[str]:
         """The labels of the variants ``value`` could be; by the discriminator when there is one."""
