@@ -36,6 +36,7 @@ _EXPORTS: Dict[str, str] = {
     # the agent over a durable session log
     "Agent": "_agent",
     "AgentConfig": "_agent",
+    "Blocked": "_agent",
     "ModelEndpoint": "_endpoint",
     "SessionLog": "_session",
     "read_log": "_session",
@@ -65,6 +66,9 @@ _EXPORTS: Dict[str, str] = {
     "TurnCompleted": "_events",
     "InvalidNotification": "_events",
     "Unmapped": "_events",
+    # the agent's stream events: deltas tied to the durable message they become
+    "MessageDelta": "_events",
+    "MessageStreamEnd": "_events",
     # account events (global: a subscription's events(), not a turn)
     "RateLimitsUpdated": "_events",
     "RateLimitWindow": "_events",
@@ -117,6 +121,7 @@ def __dir__() -> List[str]:
 if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explicit re-exports)
     from ._agent import Agent as Agent
     from ._agent import AgentConfig as AgentConfig
+    from ._agent import Blocked as Blocked
     from ._client import AppServerClient as AppServerClient
     from ._endpoint import ModelEndpoint as ModelEndpoint
     from ._errors import BinaryNotFound as BinaryNotFound
@@ -145,6 +150,8 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._events import InvalidNotification as InvalidNotification
     from ._events import ItemCompleted as ItemCompleted
     from ._events import ItemStarted as ItemStarted
+    from ._events import MessageDelta as MessageDelta
+    from ._events import MessageStreamEnd as MessageStreamEnd
     from ._events import PlanDelta as PlanDelta
     from ._events import PlanUpdated as PlanUpdated
     from ._events import RateLimitsUpdated as RateLimitsUpdated

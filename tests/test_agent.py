@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Optional
 import pytest
 import thread_behaviours as tb
 
-from codexmini import Agent, AgentConfig, ModelEndpoint
+from codexmini import Agent, AgentConfig, Blocked, ModelEndpoint
 from codexmini import _agent as agent_mod
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError
@@ -389,6 +389,7 @@ def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
     [
         ("with-error", {"reason": "error", "error": {"message": TURN_ERROR["message"], "code": "CODEX_ERROR"}}),
         ("no-error", {"reason": "error", "error": {"message": TURN_ERROR["message"], "code": "CODEX_ERROR"}}),
+        ("bare", {"reason": "error", "error": {"message": "boom", "code": "CODEX_ERROR"}}),
         # Interrupted, and not by us: an approval answered `cancel` stopped codex.
         (
             "interrupted",
@@ -406,6 +407,36 @@ def test_agent_codex_turn_that_did_not_complete_ends_the_agent_turn(offline, var
     assert run(main()) == end
     tail = ["step/end", "agent/error", "turn/end"] if end["reason"] == "error" else ["step/end", "turn/end"]
     assert [e["type"] for e in s.log.events][-len(tail) :] == tail
+    if end["reason"] == "error":  # the cause chain is codex's details, and absent without any
+        (logged,) = [e["data"] for e in s.log.events if e["type"] == "agent/error"]
+        assert logged.get("cause") == (None if variant == "bare" else ["other"])
+
+
+def test_agent_cancel_while_an_interrupted_completion_is_already_queued_aborts_the_step(offline):
+    # cancel() from the listener, with turn/completed (interrupted) queued behind
+    # the delta: the step folds it before the cancel lands, and it is the
+    # agent's abort -- not an approval answered cancel.
+    s = offline(tb.CompletedRightAfterADelta)
+
+    async def main() -> Dict[str, Any]:
+        running: List[Agent] = []
+
+        def listener(event: Any) -> None:
+            if isinstance(event, AgentMessageDelta):
+                running[0].cancel()
+
+        async with s.agent(on_event=listener) as agent:
+            running.append(agent)
+            return await agent.run("hi")
+
+    assert run(main())["reason"] == "aborted"
+    ends = [e["data"] for e in s.log.events if e["type"] in ("step/end", "turn/end")]
+    assert ends[0] == {"reason": "aborted"} and ends[-1]["reason"] == "aborted"
+    assert "blocked" not in ends[-1]
+
+
+def test_agent_blocked_repr_names_its_reason():
+    assert repr(Blocked("no tools today")) == "Blocked('no tools today')"
 
 
 def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_memory(offline):
@@ -1583,7 +1614,7 @@ def test_agent_pre_step_hook_passes_rewrites_and_blocks(offline):
             return None
         if texts == ["rewrite"]:
             return ["rewritten", {**messages[0], "content": [{"type": "text", "text": "kept id"}]}]
-        return agent_mod.Blocked("not today")
+        return Blocked("not today")
 
     async def main() -> List[Dict[str, Any]]:
         async with s.agent(before_step=hook) as agent:

@@ -26,6 +26,7 @@ from codexmini._events import (
     AgentMessageDelta,
     ItemCompleted,
     ItemStarted,
+    MessageStreamEnd,
     ReasoningSummaryDelta,
     RetryingError,
     TurnCompleted,
@@ -716,3 +717,18 @@ def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch)
     assert [e["data"] for e in events if e["type"] == "model/choice"] == [{"model": "gpt-fake"}]
     (endpoint,) = [e["data"] for e in events if e["type"] == "model/endpoint"]
     assert endpoint["apiKeyEnv"] == "CODEXMINI_CLI_TEST_KEY" and "sk-cli" not in json.dumps(events)
+
+
+def test_cli_config_items_reach_the_agent_config_in_order(tmp_path):
+    args = cli.build_parser().parse_args(["run", "x", "--cwd", str(tmp_path), "-c", 'model="m"', "-c", "a.b=1"])
+    assert list(cli.agent_config(args, {}).config) == ['model="m"', "a.b=1"]
+
+
+def test_render_an_abandoned_stream_is_marked_and_a_committed_one_is_not():
+    out = io.StringIO()
+    t = Transcript(Console(out, color=False))
+    t(AgentMessageDelta("m", "Hel"))
+    t(MessageStreamEnd("msg-1", "m", committed=False))
+    t(AgentMessageDelta("m2", "Hello"))
+    t(MessageStreamEnd("msg-2", "m2", committed=True))
+    assert out.getvalue() == "Hel\n  [the text above was abandoned: it is not in the session log]\nHello"

@@ -25,6 +25,7 @@ import pytest
 from fake_client import reported, run, started, until
 
 from codexmini import _client as client_mod
+from codexmini import _rpc
 from codexmini._client import ALL, GLOBAL, AppServerClient
 from codexmini._errors import ClientClosed, CodexTimeout, ProtocolError, RequestTimeout, RpcError
 from codexmini.testing import FakeAppServer, MemoryTransport
@@ -862,5 +863,25 @@ def test_client_async_with_closes_and_wait_closed_returns():
         assert client.closed
         await asyncio.wait_for(client.wait_closed(), 10)
         assert client.returncode == 0
+
+    run(main())
+
+
+def test_client_resolution_with_no_handler_running_only_routes_the_notification():
+    # serverRequest/resolved for a request whose handler already finished (its
+    # done-callback not yet run) or that has none in flight: nothing is
+    # cancelled, the notification reaches its subscribers all the same.
+    async def main():
+        async with await AppServerClient.start(launcher=FakeAppServer(b.lists).launch, initialize=False) as client:
+            sub = client.subscribe(GLOBAL)
+            finished = asyncio.get_running_loop().create_task(asyncio.sleep(0))
+            await finished
+            client._inflight[7] = finished
+            for rid in (7, 8):
+                frame = {"method": "serverRequest/resolved", "params": {"threadId": "t", "requestId": rid}}
+                note = _rpc.Notification("serverRequest/resolved", frame["params"], "t", GLOBAL, frame)
+                client._on_resolved(_rpc.ServerRequestResolved(rid, note))
+                assert (await sub.get(timeout=10))["params"]["requestId"] == rid
+            assert not finished.cancelled() and client._inflight[7] is finished
 
     run(main())

@@ -29,6 +29,7 @@ DOCUMENTED: List[str] = [
     # the agent over a durable session log
     "Agent",
     "AgentConfig",
+    "Blocked",
     "ModelEndpoint",
     "SessionLog",
     "read_log",
@@ -58,6 +59,9 @@ DOCUMENTED: List[str] = [
     "TurnCompleted",
     "InvalidNotification",
     "Unmapped",
+    # the agent's stream events
+    "MessageDelta",
+    "MessageStreamEnd",
     # account events
     "RateLimitsUpdated",
     "RateLimitWindow",

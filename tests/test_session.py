@@ -394,8 +394,7 @@ def test_session_log_never_opened_is_closed_and_writes_nothing(tmp_path):
     path = tmp_path / "s.jsonl"
     log = SessionLog(path)
     assert log.closed and log.warnings == [] and log.events == [] and log.fsync is False
-    # ValueError today; SessionLogError once the error tree covers refusals.
-    with pytest.raises((ValueError, SessionLogError), match="is closed"):
+    with pytest.raises(SessionLogError, match="is closed"):
         log.append("turn/start", {})
     assert not path.exists()
 
@@ -507,3 +506,11 @@ def test_last_endpoint_is_the_last_choice_with_a_url_or_null():
     # A baseUrl of the wrong type is no choice: the one before stands.
     assert last_endpoint([e("model/endpoint", chosen), e("model/endpoint", {"baseUrl": 5})]) == chosen
     assert last_endpoint([e("model/endpoint", chosen), {"type": "model/endpoint", "data": None}]) == {}
+
+
+def test_session_log_open_of_a_bare_file_name_creates_no_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with SessionLog.open("here.jsonl") as log:
+        log.append("turn/start", {})
+    assert sorted(os.listdir(tmp_path)) == ["here.jsonl"]
+    assert [e["type"] for e in read_log(str(tmp_path / "here.jsonl")).events] == ["turn/start"]

@@ -805,3 +805,19 @@ def test_codex_like_instance_takes_its_variant_from_the_fake_s_args():
             assert (await thread.turn("hi").run()).status == "interrupted"
 
     run(main())
+
+
+@pytest.mark.frame_problems("'delta' is a required property")
+def test_turn_invalid_notifications_are_all_counted_and_the_first_ten_logged(caplog):
+    async def main():
+        async with server(tb.InvalidDeltas) as (client, _seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            with caplog.at_level(logging.WARNING, logger="codexmini.thread"):
+                events = await collect(turn)
+            assert kinds(events).count("InvalidNotification") == 12
+            assert events[-1].status == "completed" and turn.books.invalid == 12
+
+    run(main())
+    logged = [r.getMessage() for r in caplog.records if "skipped invalid notification" in r.getMessage()]
+    assert [m.split("#")[1].split(":")[0] for m in logged] == [str(n) for n in range(1, 11)]

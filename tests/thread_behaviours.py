@@ -158,11 +158,19 @@ class Retrying(CodexLike):
         self.finish(items=[agent_message("msg_1", "recovered")])
 
 
+BARE_ERROR = {"message": "boom", "codexErrorInfo": None, "additionalDetails": None}
+
+
 class Failed(CodexLike):
     """error{willRetry:false}, then turn/completed; variant ``with-error`` (as
-    codex does), ``no-error`` (turn.error null) or ``interrupted``."""
+    codex does), ``no-error`` (turn.error null), ``bare`` (an error with
+    neither ``codexErrorInfo`` nor ``additionalDetails``) or ``interrupted``."""
 
     async def script(self, params: Mapping[str, Any]) -> None:
+        if self.variant == "bare":
+            self.error("", False, BARE_ERROR)
+            self.finish("failed", BARE_ERROR)
+            return
         self.error("", False, TURN_ERROR)
         if self.variant == "interrupted":
             self.finish("interrupted", None)
@@ -518,3 +526,24 @@ __all__ = [
     "Unmapped",
     "last_user_text",
 ]
+
+
+class InvalidDeltas(CodexLike):
+    """Twelve deltas without their ``delta`` (hostile, not codex: every one
+    is an ``InvalidNotification``), then a plain completed turn."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        ids = {"threadId": THREAD, "turnId": self.tid(None), "itemId": "m"}
+        for _ in range(12):
+            self.note("item/agentMessage/delta", ids)
+        self.finish()
+
+
+class CompletedRightAfterADelta(CodexLike):
+    """A delta and the interrupted ``turn/completed`` written at once, so both
+    are queued before the consumer sees the first."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.started(agent_message("msg_1"))
+        self.delta("msg_1", "Hel")
+        self.finish("interrupted")
