@@ -98,11 +98,13 @@ def test_bench_tiny_run_writes_every_figure(tmp_path, capsys):
     for name in ("client_vs_raw", "agent_vs_raw", "ceiling_vs_raw", "large_frame_vs_raw", "serialize_scaling"):
         assert isinstance(figures[name], float) and figures[name] > 0
     runs = doc["sections"]["stream"]["runs"]
-    assert sorted(runs) == ["agent", "ceiling", "client", "raw"]
+    assert sorted(runs) == ["agent", "ceiling", "client", "client_streaming", "raw"]
     expected = doc["workloads"]["stream"]["deltas"]
-    for name in ("raw", "client", "agent"):
+    for name in ("raw", "client", "client_streaming", "agent"):
         (run,) = runs[name]
         assert run["turns"][0]["deltas"] == expected and run["peak_rss_mb"] > 0
+    # keep_items=False keeps none of the items the default keeps.
+    assert runs["client"][0]["turns"][0]["items"] > 0 and runs["client_streaming"][0]["turns"][0]["items"] == 0
     assert [len(r["turns"]) for r in doc["sections"]["turns"]["runs"]["client"]] == [3]
     assert len(doc["sections"]["session"]["runs"][0]["turn_seconds"]) == bench.MODES["tiny"].session_turns
     assert doc["machine"]["cores"] >= 1 and doc["python"]["version"] == ".".join(map(str, sys.version_info[:3]))

@@ -51,6 +51,7 @@ EXPECTED = [
     r"It is a small client\.\n\s*completed Usage\(",  # Thread / Turn streaming
     r"^completed \{",  # Agent over a SessionLog
     r"AgentMessageDelta[\s\S]*TurnCompleted$",  # sync.Client
+    r"^It is a small client\.\nTrue True 2\n0 hi$",  # resume in a new process, fork, list, read, exec
 ]
 
 
@@ -67,7 +68,7 @@ def python_blocks(text: str, sections: Tuple[str, ...] = SECTIONS) -> List[Tuple
 def test_the_readme_has_the_blocks_this_test_expects() -> None:
     with open(README, encoding="utf-8") as f:
         blocks = python_blocks(f.read())
-    assert [title for title, _ in blocks] == ["Quick start"] * 2 + ["As a library"] * 4
+    assert [title for title, _ in blocks] == ["Quick start"] * 2 + ["As a library"] * 5
     assert len(EXPECTED) == len(blocks)
 
 

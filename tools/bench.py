@@ -139,6 +139,9 @@ def _share(runs: list[dict[str, Any]]) -> float:
 def stream_section(b: Bench) -> Section:
     t = b.turns["stream"]
     plan = {name: ("stream", name, b.opts("stream")) for name in ("raw", "client", "agent", "ceiling")}
+    # The same client keeping no turn history (Thread.turn(keep_items=False)):
+    # what a consumer that takes the items as they complete pays in memory.
+    plan["client_streaming"] = ("stream", "client", b.opts("stream", keep_items=False))
     runs = b.runner.interleave("stream", plan, b.mode.stream_runs)
     rate = {k: median(r["rate"] for r in v) for k, v in runs.items()}
     cpu = {k: median(r["cpu_rate"] for r in v) for k, v in runs.items()}
@@ -164,6 +167,14 @@ def stream_section(b: Bench) -> Section:
     s.add("ceiling_vs_raw_cpu", cpu["ceiling"] / cpu["raw"], "  the same, CPU time")
     s.add("raw_rss_mb", rss["raw"], "peak RSS (VmHWM): raw", "{:.1f} MB")
     s.add("client_rss_mb", rss["client"], "peak RSS: client", "{:.1f} MB", f"× raw {rss['client'] / rss['raw']:.2f}")
+    s.add(
+        "client_streaming_rss_mb",
+        rss["client_streaming"],
+        "  the same, keep_items=False",
+        "{:.1f} MB",
+        f"× raw {rss['client_streaming'] / rss['raw']:.2f} · the difference is the turn's "
+        f"{runs['client'][0]['turns'][0]['items']:,} completed items, kept for TurnCompleted.items",
+    )
     s.add("agent_rss_mb", rss["agent"], "peak RSS: agent", "{:.1f} MB", f"× raw {rss['agent'] / rss['raw']:.2f}")
     agent = runs["agent"][0]
     s.add(

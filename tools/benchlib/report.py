@@ -17,6 +17,7 @@ TARGETS: dict[str, tuple[str, Any]] = {
     "client_vs_raw": (">=", 1.0),
     "agent_vs_raw": (">=", 0.8),
     "client_rss_mb": ("<=", 30.0),
+    "client_streaming_rss_mb": ("<=", 30.0),
     "agent_rss_mb": ("<=", 50.0),
     "all_deltas_delivered": ("==", True),
     "session_growth_vs_serialize": ("<=", 1.0),

@@ -161,7 +161,7 @@ async def client(opts: Options) -> dict[str, Any]:
         thread = await Thread.start(app)
         turns = []
         for _ in range(opts.get("turns", 1)):
-            async with thread.turn("go") as turn:
+            async with thread.turn("go", keep_items=opts.get("keep_items", True)) as turn:
                 await turn.__anext__()  # the first event starts the clock
                 start, cpu, before = time.perf_counter(), time.process_time(), counters()
                 events, deltas = 1, 0
@@ -179,6 +179,7 @@ async def client(opts: Options) -> dict[str, Any]:
                     "events": events,
                     "deltas": deltas,
                     "status": turn.completed.status,
+                    "items": len(turn.completed.items),
                     "rss_mb": rss_mb(),
                 }
             )
