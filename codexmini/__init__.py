@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The supported codex releases are OLDEST_CODEX_VERSION to CODEX_VERSION,
 #: both ends included: each end has its own schema fixtures and recordings
