@@ -426,8 +426,16 @@ class EndThenRefuseSteer(AgentTurns):
 
     def __init__(self, variant: str = "") -> None:
         super().__init__(variant)
-        self.gate = asyncio.Event()
+        self._gate: Optional[asyncio.Event] = None
         self.refusals: "List[asyncio.Task[None]]" = []
+
+    @property
+    def gate(self) -> asyncio.Event:
+        """Made on first use, on the running loop (Python 3.9 binds an Event
+        to a loop when it is made, and the test builds this outside one)."""
+        if self._gate is None:
+            self._gate = asyncio.Event()
+        return self._gate
 
     async def on_turn_steer(self, rid: Any, params: Mapping[str, Any]) -> None:
         self.release()

@@ -80,26 +80,41 @@ class ServerSide:
         self.args = list(args)
         #: Every frame the client sent, in order (``recv`` or not).
         self.received: List[Frame] = []
-        self._frames: "asyncio.Queue[Optional[Frame]]" = asyncio.Queue()
+        # The queue is made by the first recv(), on the loop that reads it
+        # (Python 3.9 binds a queue to a loop when it is made); what arrives
+        # before that waits in _early.
+        self._frames: "Optional[asyncio.Queue[Optional[Frame]]]" = None
+        self._early: List[Optional[Frame]] = []
         self._decoder = LineDecoder()
         self._eof = False
 
     # -- receiving -----------------------------------------------------------
 
+    def _put(self, item: Optional[Frame]) -> None:
+        if self._frames is None:
+            self._early.append(item)
+        else:
+            self._frames.put_nowait(item)
+
     def _feed(self, data: bytes) -> None:
         for item in self._decoder.feed(data):
             if isinstance(item, dict):
                 self.received.append(item)
-                self._frames.put_nowait(item)
+                self._put(item)
 
     def _feed_eof(self) -> None:
         if not self._eof:
             self._eof = True
             self._feed(b"\n")
-            self._frames.put_nowait(None)
+            self._put(None)
 
     async def recv(self, timeout: Optional[float] = None) -> Optional[Frame]:
         """The client's next frame; ``None`` once its input ended (or after ``timeout``)."""
+        if self._frames is None:
+            self._frames = asyncio.Queue()
+            for item in self._early:
+                self._frames.put_nowait(item)
+            self._early.clear()
         try:
             return await asyncio.wait_for(self._frames.get(), timeout)
         except asyncio.TimeoutError:
