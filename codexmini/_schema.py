@@ -530,9 +530,7 @@ class SchemaBundle:
             seen.add(id(schema))
             ref = schema.get("$ref")
             if ref is not None:  # Draft 7: siblings of $ref are ignored
-                target = self.resolve(ref)
-                if isinstance(target, Mapping):
-                    stack.append(target)
+                stack.extend(t for t in (self.resolve(ref),) if isinstance(t, Mapping))
                 continue
             views.append(schema)
             stack.extend(s for s in schema.get("allOf", ()) if isinstance(s, Mapping))
