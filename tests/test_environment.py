@@ -17,7 +17,14 @@ import pytest
 
 from codexmini import _environment as environment
 from codexmini._client import AppServerClient
-from codexmini._environment import ALLOWED, ALLOWED_PREFIXES, child_environment
+from codexmini._environment import (
+    ALLOWED,
+    ALLOWED_PREFIXES,
+    MIN_SECRET_LEN,
+    child_environment,
+    redact,
+    secret_values,
+)
 
 PARENT = {
     "PATH": "/usr/bin:/bin",
@@ -108,6 +115,77 @@ def test_child_environment_allowlist_covers_the_spec():
 def test_environment_all_names_exist():
     for name in environment.__all__:
         assert hasattr(environment, name), name
+
+
+# -- secrets: found by name, redacted from text ------------------------------------------
+
+
+def test_secret_values_are_the_long_values_of_secret_names():
+    env = {
+        "OPENAI_API_KEY": "sk-proj-0123456789",
+        "GITHUB_TOKEN": "ghp_abcdefghij",
+        "PATH": "/usr/local/bin:/usr/bin",  # long, but not a secret's name
+        "HOME": "/home/someone",
+        "SESSION_SECRET": "short",  # a secret's name, but too short to redact
+    }
+    assert secret_values(env) == ["sk-proj-0123456789", "ghp_abcdefghij"]
+    # PARENT's three secrets: the two of ten characters (in either order), then the one of nine.
+    found = secret_values(PARENT)
+    assert sorted(found[:2]) == ["aws-secret", "ghp-secret"] and found[2:] == ["sk-secret"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "FTP_PASSWD", "GCP_CREDENTIAL"]
+    + ["key", "github_token", "Client_Secret", "password", "passwd", "credentials"],
+)
+def test_secret_values_recognise_each_secret_word_in_any_case(name):
+    assert secret_values({name: "0123456789"}) == ["0123456789"]
+
+
+@pytest.mark.parametrize("name", ["PATH", "HOME", "USER", "TOK", "PASS", "CRED", "SECRE", "KY", ""])
+def test_secret_values_ignore_other_names(name):
+    assert secret_values({name: "0123456789abcdef"}) == []
+
+
+def test_secret_values_minimum_length_is_eight():
+    assert MIN_SECRET_LEN == 8
+    env = {"A_KEY": "1234567", "B_KEY": "12345678", "C_KEY": "123456789", "D_KEY": ""}
+    assert secret_values(env) == ["123456789", "12345678"]
+    assert secret_values({"A_KEY": "x" * (MIN_SECRET_LEN - 1)}) == []
+    assert secret_values({"A_KEY": "x" * MIN_SECRET_LEN}) == ["x" * MIN_SECRET_LEN]
+
+
+def test_secret_values_longest_first_without_duplicates():
+    env = {"SHORT_TOKEN": "abcdefgh", "LONG_TOKEN": "abcdefghijkl", "MID_TOKEN": "abcdefghij", "SAME_KEY": "abcdefgh"}
+    assert secret_values(env) == ["abcdefghijkl", "abcdefghij", "abcdefgh"]
+    assert secret_values({}) == []
+
+
+def test_redact_replaces_every_occurrence_of_every_secret():
+    text = "key sk-proj-0123456789 then ghp_abcdefghij and sk-proj-0123456789 again"
+    assert redact(text, ["sk-proj-0123456789", "ghp_abcdefghij"]) == "key *** then *** and *** again"
+
+
+def test_redact_without_secrets_or_matches_returns_the_text_unchanged():
+    assert redact("nothing to hide", []) == "nothing to hide"
+    assert redact("nothing to hide", ["sk-proj-0123456789"]) == "nothing to hide"
+    assert redact("", ["sk-proj-0123456789"]) == ""
+
+
+def test_redact_with_secret_values_leaves_no_piece_of_a_longer_secret():
+    # One secret is the start of another: longest first, so the longer one goes whole.
+    env = {"SHORT_TOKEN": "abcdefgh", "LONG_TOKEN": "abcdefghijkl", "PATH": "/bin"}
+    text = "long=abcdefghijkl short=abcdefgh path=/bin"
+    assert redact(text, secret_values(env)) == "long=*** short=*** path=/bin"
+    # The other order would leave the tail of the longer one behind.
+    assert redact(text, ["abcdefgh", "abcdefghijkl"]) == "long=***ijkl short=*** path=/bin"
+
+
+def test_redact_keeps_short_values_of_secret_names():
+    env = {"OPENAI_API_KEY": "sk-proj-0123456789", "DEBUG_TOKEN": "on"}
+    text = "DEBUG_TOKEN=on OPENAI_API_KEY=sk-proj-0123456789 turned on"
+    assert redact(text, secret_values(env)) == "DEBUG_TOKEN=on OPENAI_API_KEY=*** turned on"
 
 
 # -- a real child ---------------------------------------------------------------

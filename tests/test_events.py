@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from codexmini import ProtocolError
+from codexmini import ProtocolError, TurnFailed, UsageLimitExceeded
 from codexmini import _events as events
 from codexmini._events import (
     AgentMessageDelta,
@@ -19,6 +19,8 @@ from codexmini._events import (
     MessageStreamEnd,
     PlanDelta,
     PlanUpdated,
+    RateLimitsUpdated,
+    RateLimitWindow,
     ReasoningSummaryDelta,
     ReasoningTextDelta,
     RetryingError,
@@ -116,6 +118,8 @@ def test_usage_from_wire_partial_fields():
         RetryingError("Reconnecting... 1/5"),
         TurnCompleted("turn", "completed"),
         Unmapped("fake/new", {"x": 1}),
+        RateLimitWindow(100, 300, 1796130000),
+        RateLimitsUpdated("codex", RateLimitWindow(100), None, {"limitId": "codex"}),
     ],
     ids=lambda e: type(e).__name__,
 )
@@ -217,3 +221,130 @@ def test_events_stream_events_are_hashable_keys():
     # A listener may key what it showed by the stream's events.
     shown = {MessageDelta("m1", "msg_1", "a"): 1, MessageStreamEnd("m1", "msg_1", False): 2}
     assert shown[MessageDelta("m1", "msg_1", "a")] == 1 and shown[MessageStreamEnd("m1", "msg_1", False)] == 2
+
+
+# -- failed turns: TurnCompleted.failure and raise_for_status -----------------------------
+
+# The ``account/rateLimits/updated`` snapshot codex sent before a usage-limit failure
+# (the ``usage_limit`` behaviour of tests/test_lifecycle.py).
+SNAPSHOT = {
+    "limitId": "codex",
+    "limitName": None,
+    "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": 1796130000},
+    "secondary": {"usedPercent": 40, "windowDurationMins": 10080, "resetsAt": 1796216400},
+    "credits": None,
+    "planType": None,
+}
+USAGE_ERROR = {
+    "message": "You've hit your usage limit. Try again at 1:00 PM.",
+    "codexErrorInfo": "usageLimitExceeded",
+    "additionalDetails": None,
+}
+
+
+def test_turn_completed_keeps_its_rate_limit_snapshot():
+    assert TurnCompleted("t1", "completed").rate_limits is None
+    done = TurnCompleted("t1", "failed", USAGE_ERROR, rate_limits=SNAPSHOT)
+    assert done.rate_limits == SNAPSHOT
+
+
+@pytest.mark.parametrize("status", ["completed", "interrupted", "inProgress", ""])
+def test_turn_completed_failure_is_none_unless_the_turn_failed(status):
+    done = TurnCompleted("t1", status, USAGE_ERROR, rate_limits=SNAPSHOT)
+    assert done.failure is None
+    assert done.raise_for_status() is None
+
+
+@pytest.mark.parametrize(
+    "error",
+    [None, {}, {"message": "boom", "codexErrorInfo": "other"}, {"message": "boom", "codexErrorInfo": None}],
+)
+def test_turn_completed_failure_of_a_failed_turn_is_turn_failed(error):
+    failure = TurnCompleted("t1", "failed", error, rate_limits=SNAPSHOT).failure
+    assert type(failure) is TurnFailed
+    assert (failure.turn_id, failure.error) == ("t1", error)
+    assert str(failure) == (
+        "turn t1 failed: boom" if error and error.get("message") else "turn t1 failed: the turn failed"
+    )
+
+
+def test_turn_completed_failure_on_the_usage_limit_reads_the_reset_time():
+    assert events.USAGE_LIMIT_EXCEEDED == "usageLimitExceeded"
+    failure = TurnCompleted("t1", "failed", USAGE_ERROR, rate_limits=SNAPSHOT).failure
+    assert type(failure) is UsageLimitExceeded
+    assert (failure.turn_id, failure.error, failure.info) == ("t1", USAGE_ERROR, "usageLimitExceeded")
+    assert (failure.resets_at, failure.rate_limits) == (1796130000, SNAPSHOT)
+    assert str(failure) == (
+        "turn t1 failed: You've hit your usage limit. Try again at 1:00 PM. (the limit resets at 1796130000, Unix time)"
+    )
+
+
+def test_turn_completed_failure_on_the_usage_limit_without_a_snapshot():
+    failure = TurnCompleted("t1", "failed", USAGE_ERROR).failure
+    assert type(failure) is UsageLimitExceeded
+    assert (failure.resets_at, failure.rate_limits) == (None, None)
+    assert "resets at" not in str(failure)
+
+
+def test_turn_completed_raise_for_status_raises_the_failure():
+    done = TurnCompleted("t1", "failed", {"message": "boom", "codexErrorInfo": "other"})
+    with pytest.raises(TurnFailed) as info:
+        done.raise_for_status()
+    assert type(info.value) is TurnFailed and str(info.value) == "turn t1 failed: boom"
+    with pytest.raises(UsageLimitExceeded, match=r"resets at 1796130000"):
+        TurnCompleted("t1", "failed", USAGE_ERROR, rate_limits=SNAPSHOT).raise_for_status()
+
+
+# -- rate limits: RateLimitWindow, RateLimitsUpdated and resets_at ------------------------
+
+
+def test_rate_limit_window_defaults_to_unknown_span_and_reset():
+    assert RateLimitWindow(40) == RateLimitWindow(40, None, None)
+    window = RateLimitWindow(100, 300, 1796130000)
+    assert (window.used_percent, window.window_minutes, window.resets_at) == (100, 300, 1796130000)
+    assert hash(window) == hash(RateLimitWindow(100, 300, 1796130000))
+
+
+def test_rate_limits_updated_resets_at_reads_its_snapshot():
+    event = RateLimitsUpdated("codex", RateLimitWindow(100, 300, 1796130000), RateLimitWindow(40), SNAPSHOT)
+    assert (event.limit_id, event.snapshot) == ("codex", SNAPSHOT)
+    assert event.resets_at == 1796130000
+    assert RateLimitsUpdated(None, None, None, {}).resets_at is None
+
+
+def window(used, at):
+    return {"usedPercent": used, "windowDurationMins": 300, "resetsAt": at}
+
+
+@pytest.mark.parametrize(
+    "snapshot, expected",
+    [
+        (None, None),
+        ("junk", None),
+        ([window(100, 5)], None),
+        ({}, None),
+        ({"primary": None, "secondary": None}, None),
+        ({"primary": window(100, 5)}, 5),
+        ({"secondary": window(100, 9)}, 9),
+        ({"primary": window(100, 5), "secondary": window(40, 9)}, 5),
+        ({"primary": window(40, 5), "secondary": window(100, 9)}, 9),
+        # Both used up: the later reset is when the account can go on.
+        ({"primary": window(100, 9), "secondary": window(100, 5)}, 9),
+        ({"primary": window(100, 5), "secondary": window(100, 9)}, 9),
+        ({"primary": window(101, 5)}, 5),
+        ({"primary": window(100.0, 5)}, 5),
+        ({"primary": window(99.5, 5)}, None),
+        ({"primary": window(99, 5)}, None),
+        ({"primary": window(0, 5)}, None),
+        ({"primary": window("100", 5)}, None),
+        ({"primary": window(None, 5)}, None),
+        ({"primary": {"usedPercent": 100}}, None),
+        ({"primary": window(100, None)}, None),
+        ({"primary": window(100, 5.5)}, None),
+        ({"primary": window(100, "5")}, None),
+        ({"primary": [100, 5], "secondary": window(100, 9)}, 9),
+        ({"primary": window(100, 0)}, 0),
+    ],
+)
+def test_resets_at_is_the_latest_reset_of_a_used_up_window(snapshot, expected):
+    assert events.resets_at(snapshot) == expected

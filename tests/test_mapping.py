@@ -677,6 +677,40 @@ def test_mapping_rate_limits_malformed_is_invalid(params, reason):
     assert isinstance(event, InvalidNotification) and event.reason == f"account/rateLimits/updated: {reason}"
 
 
+def test_mapping_rate_limit_window_durations_and_reset_times_are_optional():
+    # usage_limit's windows, each with one optional field left out (null reads the same).
+    params = copy.deepcopy(RATE_LIMITS)
+    del params["rateLimits"]["primary"]["resetsAt"]
+    params["rateLimits"]["secondary"]["windowDurationMins"] = None
+    event = to_event("account/rateLimits/updated", params)
+    assert event == RateLimitsUpdated(
+        "codex", RateLimitWindow(100, 300, None), RateLimitWindow(40, None, 1796216400), params["rateLimits"]
+    )
+    assert event.resets_at is None  # the exhausted window names no reset time
+
+
+# The rate-limit snapshot of usage_limit, one field of the wrong type each: the
+# reason names the field and what it must be.
+RATE_LIMITS_WRONG = [
+    ("limitId", None, 7, "limitId is int, not a string"),
+    ("primary", None, [], "primary is list, not an object"),
+    ("primary", "windowDurationMins", "300", "windowDurationMins is str, not an integer"),
+    ("secondary", "resetsAt", "1796216400", "resetsAt is str, not an integer"),
+    ("secondary", "usedPercent", None, "usedPercent is null"),
+]
+
+
+@pytest.mark.parametrize("field, inner, value, reason", RATE_LIMITS_WRONG, ids=[r for *_, r in RATE_LIMITS_WRONG])
+def test_mapping_rate_limits_name_the_wrong_field(field, inner, value, reason):
+    params = copy.deepcopy(RATE_LIMITS)
+    if inner is None:
+        params["rateLimits"][field] = value
+    else:
+        params["rateLimits"][field][inner] = value
+    event = to_event("account/rateLimits/updated", params)
+    assert event == InvalidNotification("account/rateLimits/updated", params, f"account/rateLimits/updated: {reason}")
+
+
 def test_mapping_unknown_method_is_unmapped():
     params = {"threadId": THREAD, "turnId": TURN, "something": [1, 2]}
     assert to_event("item/somethingNew/delta", params) == Unmapped("item/somethingNew/delta", params)
@@ -967,6 +1001,46 @@ def test_mapping_wrong_types_name_what_was_expected():
     for method, params, reason in cases:
         params = dict(base, **params)
         assert to_event(method, params) == InvalidNotification(method, params, f"{method}: {reason}")
+
+
+# Every field a row reads, of the wrong type or missing, in a copy of the real
+# params above: the reason names that field (and what it must be), so a log of
+# skipped notifications says what codex changed.
+FIELD_NAMED = [
+    (
+        "error",
+        dict(ERROR_RETRY, error=dict(ERROR_RETRY["error"], additionalDetails=401)),
+        "additionalDetails is int, not a string",
+    ),
+    ("turn/plan/updated", dict(PLAN_UPDATED, plan=[{"status": "pending"}]), "step is missing"),
+    ("turn/plan/updated", dict(PLAN_UPDATED, plan=[{"step": "Edit files", "status": None}]), "status is null"),
+    ("turn/plan/updated", dict(PLAN_UPDATED, explanation=["why"]), "explanation is list, not a string"),
+    (
+        "thread/tokenUsage/updated",
+        dict(TOKEN_USAGE, tokenUsage={"last": None, "total": 15}),
+        "total is int, not an object",
+    ),
+    ("turn/completed", dict(TURN_FAILED, turn=dict(TURN_FAILED["turn"], error="boom")), "error is str, not an object"),
+    ("turn/completed", dict(TURN_COMPLETED, turn=dict(TURN_COMPLETED["turn"], id=None)), "id is null"),
+    (
+        "turn/completed",
+        dict(TURN_COMPLETED, turn=dict(TURN_COMPLETED["turn"], status=3)),
+        "status is int, not a string",
+    ),
+    ("item/reasoning/summaryTextDelta", dict(SUMMARY_DELTA, itemId=None), "itemId is null"),
+    ("item/reasoning/summaryTextDelta", dict(SUMMARY_DELTA, delta=["x"]), "delta is list, not a string"),
+    ("item/reasoning/textDelta", dict(TEXT_DELTA, delta=None), "delta is null"),
+    ("item/reasoning/textDelta", dict(TEXT_DELTA, contentIndex="0"), "contentIndex is str, not an integer"),
+    ("item/plan/delta", dict(PLAN_DELTA, itemId=1), "itemId is int, not a string"),
+    ("item/plan/delta", dict(PLAN_DELTA, delta=None), "delta is null"),
+    ("item/commandExecution/outputDelta", dict(OUTPUT_DELTA, itemId=None), "itemId is null"),
+    ("item/commandExecution/outputDelta", dict(OUTPUT_DELTA, delta={"text": "done"}), "delta is dict, not a string"),
+]
+
+
+@pytest.mark.parametrize("method, params, reason", FIELD_NAMED, ids=[f"{m}:{r}" for m, _, r in FIELD_NAMED])
+def test_mapping_invalid_notifications_name_the_field(method, params, reason):
+    assert to_event(method, params) == InvalidNotification(method, params, f"{method}: {reason}")
 
 
 def test_mapping_retrying_error_without_a_message_has_an_empty_one():

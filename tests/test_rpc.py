@@ -10,6 +10,7 @@ not validated here (no client, so no frame tap): the client tests do that.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Dict, List
 
 import pytest
@@ -21,6 +22,7 @@ from codexmini._rpc import (
     GLOBAL,
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
+    RATE_LIMITS_UPDATED,
     SETTLED_MEMORY,
     UNCLAIMED,
     Connection,
@@ -38,6 +40,7 @@ THREAD = "01a22cd4-86d8-7bb1-a4b3-76b6caecb517"
 OTHER = "01a22cd4-0000-7000-8000-000000000002"
 APPROVAL = "item/commandExecution/requestApproval"
 Frame = Dict[str, Any]
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "0.171.0")
 
 
 def line(frame: Any) -> bytes:
@@ -734,3 +737,92 @@ def test_connection_frame_too_deep_to_handle_is_skipped(monkeypatch, frame, targ
     event = one(conn, frame)
     assert isinstance(event, _rpc.Skipped) and event.error.reason == "a frame nested too deeply"
     assert event.frame == frame
+
+
+def test_connection_skipped_frame_too_deep_even_to_preview_has_an_empty_preview(monkeypatch):
+    # The frame cannot be measured at all (json.dumps runs out of stack): it is
+    # still skipped, with size 0 and no preview rather than an exception.
+    deep: Frame = {}
+    inner = deep
+    for _ in range(100_000):
+        inner["a"] = {}
+        inner = inner["a"]
+    frame: Frame = {"id": 7, "result": deep}
+    with pytest.raises(RecursionError):
+        json.dumps(frame)
+    conn = Connection()
+    monkeypatch.setattr(conn._decoder, "feed", lambda data: [frame])
+    (event,) = conn.receive(b"ignored")
+    assert isinstance(event, Skipped) and event.frame is frame
+    assert event.error.reason == "an answer to unknown request id 7"
+    assert (event.error.size, event.error.preview) == (0, "")
+    assert str(event.error) == "an answer to unknown request id 7"
+    stats(conn, frames_in=1, unknown_responses=1)
+
+
+# -- the account's rate limits ---------------------------------------------------------
+
+
+def recorded_rate_limits(scenario: str) -> List[Frame]:
+    """The ``account/rateLimits/updated`` frames codex sent in a recording."""
+    with open(os.path.join(FIXTURES, f"{scenario}.frames.jsonl"), encoding="utf-8") as fh:
+        lines = [json.loads(text) for text in fh if text.strip()]
+    frames = [e["frame"] for e in lines if e["dir"] == "in" and e["frame"].get("method") == RATE_LIMITS_UPDATED]
+    assert frames, scenario
+    return frames
+
+
+def test_connection_rate_limits_method_is_the_one_codex_sends():
+    assert RATE_LIMITS_UPDATED == "account/rateLimits/updated"
+    assert recorded_rate_limits("rate_limits")[0]["method"] == "account/rateLimits/updated"
+
+
+def test_connection_rate_limits_start_unknown():
+    assert Connection().rate_limits is None
+
+
+def test_connection_keeps_the_last_rate_limit_snapshot():
+    conn = Connection()
+    (first,) = recorded_rate_limits("rate_limits")
+    (second,) = recorded_rate_limits("usage_limit")
+    note = one(conn, first)
+    # Still a global notification like any other: the snapshot is kept on the side.
+    assert note == Notification(RATE_LIMITS_UPDATED, first["params"], None, GLOBAL, first)
+    assert conn.rate_limits == first["params"]["rateLimits"]
+    assert conn.rate_limits["primary"]["usedPercent"] == 25
+    one(conn, second)
+    assert conn.rate_limits == second["params"]["rateLimits"]
+    assert conn.rate_limits["primary"] == {"resetsAt": 1796130000, "usedPercent": 100, "windowDurationMins": 300}
+    stats(conn, frames_in=2)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"rateLimits": None}, {"rateLimits": []}, {"rateLimits": "codex"}, {"limits": {"primary": None}}, None],
+    ids=["no-member", "null", "list", "string", "other-member", "no-params"],
+)
+def test_connection_rate_limits_update_without_an_object_keeps_the_last_snapshot(params):
+    conn = Connection()
+    (recorded,) = recorded_rate_limits("rate_limits")
+    one(conn, recorded)
+    frame: Frame = {"method": RATE_LIMITS_UPDATED}
+    if params is not None:
+        frame["params"] = params
+    assert one(conn, frame).route is GLOBAL
+    assert conn.rate_limits == recorded["params"]["rateLimits"]
+
+
+def test_connection_rate_limits_come_only_from_their_own_notification():
+    conn = Connection()
+    limits = {"limitId": "codex", "primary": None, "secondary": None}
+    for frame in (
+        {"method": "account/updated", "params": {"rateLimits": limits}},
+        {"method": "warning", "params": {"rateLimits": limits, "message": "m"}},
+    ):
+        assert one(conn, frame).route is GLOBAL
+    assert conn.rate_limits is None
+    # Global only: the same method for a thread is that thread's business.
+    one(conn, {"method": RATE_LIMITS_UPDATED, "params": {"threadId": THREAD, "rateLimits": limits}})
+    assert conn.rate_limits is None
+    one(conn, {"method": RATE_LIMITS_UPDATED, "params": {"rateLimits": limits}})
+    assert conn.rate_limits == limits

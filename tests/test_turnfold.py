@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from codexmini._errors import TurnFailed, UsageLimitExceeded
 from codexmini._events import (
     AgentMessageDelta,
     InvalidNotification,
@@ -225,6 +226,94 @@ def test_turnfold_retrying_errors_are_events_not_the_last_error():
     # ... and one whose error is not an object is not kept.
     assert books.feed(*error("just a string", False)) is None
     assert books.last_error == TURN_ERROR
+
+
+# -- usage-limit failures ----------------------------------------------------------------
+
+# usage_limit (0.171.0): the account's snapshot (sent before the error, no
+# thread), then the error codex will not retry and turn/completed{failed}.
+USAGE_ERROR = {
+    "additionalDetails": None,
+    "codexErrorInfo": "usageLimitExceeded",
+    "message": "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit "
+    "https://chatgpt.com/settings/usage to purchase more credits or try again at 1:00 PM.",
+    "misalignment": None,
+}
+SNAPSHOT = {
+    "credits": None,
+    "individualLimit": None,
+    "limitId": "codex",
+    "limitName": None,
+    "normalModelSlug": None,
+    "planType": None,
+    "primary": {"resetsAt": 1796130000, "usedPercent": 100, "windowDurationMins": 300},
+    "rateLimitReachedType": None,
+    "secondary": {"resetsAt": 1796216400, "usedPercent": 40, "windowDurationMins": 10080},
+    "spendControlReached": None,
+}
+
+
+class Snapshots:
+    """The client's last rate-limit snapshot, as TurnFold reads it; counts the reads."""
+
+    def __init__(self, snapshot: Optional[Mapping[str, Any]] = SNAPSHOT) -> None:
+        self.snapshot = snapshot
+        self.reads = 0
+
+    def __call__(self) -> Optional[Mapping[str, Any]]:
+        self.reads += 1
+        return self.snapshot
+
+
+def test_turnfold_usage_limit_failure_reads_the_last_snapshot_once_at_turn_completed():
+    limits = Snapshots()
+    books = TurnFold(TURN, rate_limits=limits)
+    assert books.rate_limits is limits
+    assert books.feed(*error(USAGE_ERROR, False)) is None
+    assert limits.reads == 0  # not before turn/completed
+    done = books.feed(*turn_completed("failed", USAGE_ERROR))
+    assert limits.reads == 1
+    assert (done.status, done.error, done.rate_limits) == ("failed", USAGE_ERROR, SNAPSHOT)
+    failure = done.failure
+    assert isinstance(failure, UsageLimitExceeded)
+    assert (failure.resets_at, failure.rate_limits) == (1796130000, SNAPSHOT)
+
+
+def test_turnfold_usage_limit_of_the_last_error_reads_the_snapshot_too():
+    # A failed turn/completed without an error of its own takes the last fatal error.
+    limits = Snapshots()
+    books = TurnFold(TURN, rate_limits=limits)
+    books.feed(*error(USAGE_ERROR, False))
+    done = books.feed(*turn_completed("failed", None))
+    assert (limits.reads, done.error, done.rate_limits) == (1, USAGE_ERROR, SNAPSHOT)
+    assert done.failure.resets_at == 1796130000
+
+
+def test_turnfold_other_endings_do_not_read_the_snapshot():
+    for frames in (
+        [turn_completed("failed", TURN_ERROR)],  # another failure: codexErrorInfo "other"
+        [error(TURN_ERROR, False), turn_completed("failed", None)],
+        [turn_completed("failed", dict(USAGE_ERROR, codexErrorInfo=None))],
+        [turn_completed("completed")],
+        [error(USAGE_ERROR, False), turn_completed("interrupted")],  # the error is not the turn's
+    ):
+        limits = Snapshots()
+        books = TurnFold(TURN, rate_limits=limits)
+        for method, params in frames:
+            books.feed(method, params)
+        assert (limits.reads, books.completed.rate_limits) == (0, None)
+        assert books.completed.failure is None or type(books.completed.failure) is TurnFailed
+
+
+def test_turnfold_usage_limit_without_a_snapshot_source_or_a_snapshot_has_no_reset_time():
+    without_source = fold(turn_completed("failed", USAGE_ERROR)).completed  # TurnFold(TURN): no rate_limits
+    assert without_source.rate_limits is None
+    limits = Snapshots(None)  # the client saw no account/rateLimits/updated yet
+    books = TurnFold(TURN, rate_limits=limits)
+    without_snapshot = books.feed(*turn_completed("failed", USAGE_ERROR))
+    assert (limits.reads, without_snapshot.rate_limits) == (1, None)
+    for done in (without_source, without_snapshot):
+        assert isinstance(done.failure, UsageLimitExceeded) and done.failure.resets_at is None
 
 
 # -- feed() and book() -------------------------------------------------------------------

@@ -154,7 +154,15 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         'raise ProtocolError(f"item.{key} holds an element that is not {kinds[0].__name__}")',
         "every row of _ITEM_ELEMENTS allows exactly one element type, so kinds[0] and kinds[-1] are the same class",
     ),
-    Equivalent("_mapping", "string", "''", "'XX'", 'row = TOOL_ITEMS.get(item.get("type", ""))', _MISSES_THE_TABLE),
+    Equivalent(
+        "_mapping",
+        "string",
+        "''",
+        "'XX'",
+        'kind: str = item.get("type", "")',
+        _MISSES_THE_TABLE
+        + " (tool_call() puts kind in its ToolCall only when the table holds it: a type the item has)",
+    ),
     # -- _steps ------------------------------------------------------------------
     Equivalent(
         "_steps",
@@ -183,5 +191,14 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         "'XX'",
         'render = _BLOCK_RENDERERS.get(block.get("type", ""))',
         _MISSES_THE_TABLE,
+    ),
+    Equivalent(
+        "_errors",
+        "number",
+        "0",
+        "-1",
+        'self.args = (f"{self.args[0]} (the limit resets at {resets_at}, Unix time)",)',
+        "args holds exactly one message here (TurnFailed.__init__ passes one to Exception.__init__): its first "
+        "item is its last",
     ),
 )
