@@ -112,6 +112,16 @@ def _closed(owner: _Closeable) -> None:
         _open.pop(owner, None)
 
 
+def _shut(owner: _Closeable, portal: "Portal", aclose: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """``owner.close()``: ``aclose()`` on the loop, then the loop thread, once."""
+    if not portal.closed:
+        try:
+            portal.call(aclose())
+        finally:
+            _closed(owner)
+            portal.close()
+
+
 def close_all() -> None:
     """Close every facade object still open, newest first (the ``atexit`` hook)."""
     with _open_lock:
@@ -422,12 +432,7 @@ class Client:
 
     def close(self) -> None:
         """End the process and the loop thread.  Idempotent."""
-        if not self.portal.closed:
-            try:
-                self.portal.call(self.aio.close())
-            finally:
-                _closed(self)
-                self.portal.close()
+        _shut(self, self.portal, self.aio.close)
 
     def __enter__(self) -> "Client":
         return self
@@ -769,12 +774,7 @@ class Agent:
 
     def close(self) -> None:
         """Cancel anything running, end the child and the loop thread.  Idempotent."""
-        if not self.portal.closed:
-            try:
-                self.portal.call(self.aio.close())
-            finally:
-                _closed(self)
-                self.portal.close()
+        _shut(self, self.portal, self.aio.close)
 
     def __enter__(self) -> "Agent":
         return self
