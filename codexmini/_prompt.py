@@ -32,7 +32,7 @@ No I/O, no clock, no environment: events are plain dicts (SPEC §5).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
 Block = Dict[str, Any]
 Event = Mapping[str, Any]
@@ -100,14 +100,17 @@ _PROJECTIONS: Dict[str, Callable[[Mapping[str, Any]], Message]] = {
 }
 
 
-def derive_messages(events: Iterable[Event]) -> List[Message]:
-    """The conversation held by ``events``, in log order."""
-    out: List[Message] = []
+def iter_messages(events: Iterable[Event]) -> Iterator[Message]:
+    """The conversation held by ``events``, in log order, one message at a time."""
     for event in events:
         project = _PROJECTIONS.get(event.get("type", ""))
         if project is not None:
-            out.append(project(event.get("data") or {}))
-    return out
+            yield project(event.get("data") or {})
+
+
+def derive_messages(events: Iterable[Event]) -> List[Message]:
+    """The conversation held by ``events``, in log order."""
+    return list(iter_messages(events))
 
 
 # -- serialize --------------------------------------------------------------
@@ -135,16 +138,26 @@ def _tag(message: Message) -> str:
     return message.role
 
 
-def render_section(message: Message) -> str:
-    """One message as its tagged section (no separator)."""
-    parts = []
+def _pieces(message: Message) -> List[str]:
+    """One message's section as the strings that make it up, in order.
+
+    The block texts are the log's own string objects, not copies: a caller that
+    joins many sections at once copies each text exactly once."""
+    tag = _tag(message)
+    pieces = [f"<{tag}>\n"]
     for block in message.content:
         render = _BLOCK_RENDERERS.get(block.get("type", ""))
         if render is not None:
-            parts.append(render(block))
-    body = "\n".join(parts) or NO_CONTENT
-    tag = _tag(message)
-    return f"<{tag}>\n{body}\n</{tag}>"
+            pieces += (render(block), "\n")
+    if len(pieces) == 1 or (len(pieces) == 3 and not pieces[1]):
+        pieces = [pieces[0], NO_CONTENT, "\n"]  # no body, or one empty one
+    pieces.append(f"</{tag}>")
+    return pieces
+
+
+def render_section(message: Message) -> str:
+    """One message as its tagged section (no separator)."""
+    return "".join(_pieces(message))
 
 
 SEPARATOR = "\n\n"
@@ -161,34 +174,43 @@ class Transcript:
     ``Transcript().extend(events).text() == serialize(derive_messages(events))``
     for every event list, however it is split across ``extend`` calls: each
     message is rendered exactly once, when its event is appended, and its
-    section is kept.  Feed it the log as it grows (``extend(new_events)``);
+    pieces are kept.  Feed it the log as it grows (``extend(new_events)``);
     never feed an event twice.
     """
 
     def __init__(self) -> None:
-        # The sections only: the messages are the log's, and keeping them here
-        # too would hold a long session twice.
-        self._sections: List[str] = []
+        # The sections' pieces only, whose texts are the log's own strings: no
+        # message and no copy of a text is kept, so a long session is held
+        # once, and ``text()`` copies each text once (into the prompt).
+        self._pieces: List[str] = []
+        self._sections = 0
         self._text: Optional[str] = ""
 
     def extend(self, events: Iterable[Event]) -> "Transcript":
-        new = derive_messages(events)
-        if new:
-            self._sections.extend(self.render(m) for m in new)
+        # Message by message, never a list of them: a message is dropped as
+        # soon as its pieces exist, so a long log leaves no trail of live
+        # tuples for the collector to walk (``make bench``: serialize_scaling).
+        before = self._sections
+        for message in iter_messages(events):
+            if self._sections:
+                self._pieces.append(SEPARATOR)
+            self._pieces += self.render(message)
+            self._sections += 1
+        if self._sections != before:
             self._text = None  # joined lazily: several extends, one join
         return self
 
-    def render(self, message: Message) -> str:
-        """Render one section; called once per message (a hook for tests)."""
-        return render_section(message)
+    def render(self, message: Message) -> List[str]:
+        """One section's pieces; called once per message (a hook for tests)."""
+        return _pieces(message)
 
     def __len__(self) -> int:
         """How many sections (messages) it holds."""
-        return len(self._sections)
+        return self._sections
 
     def text(self) -> str:
         if self._text is None:
-            self._text = SEPARATOR.join(self._sections)
+            self._text = "".join(self._pieces)
         return self._text
 
 
@@ -198,6 +220,7 @@ __all__ = [
     "Transcript",
     "derive_messages",
     "image_block",
+    "iter_messages",
     "reasoning_block",
     "render_section",
     "serialize",

@@ -312,3 +312,19 @@ def test_message_is_a_frozen_value():
 def test_render_section_a_block_missing_a_field_shows_it_empty(block, shown):
     # A hand-built or truncated block: the model sees the field as empty, not a placeholder of ours.
     assert render_section(Message("assistant", (block,))) == f"<assistant>\n{shown}\n</assistant>"
+
+
+def test_transcript_keeps_the_logs_own_texts_not_copies():
+    # The prompt copies each text once, when it is joined: the transcript holds
+    # the log's string objects themselves, so a long session is held once.
+    text = "x" * 10_000
+    events = [ev(0, "user/message", {"content": [text_block(text)]})]
+    t = Transcript().extend(events)
+    assert any(piece is text for piece in t._pieces)
+    assert t.text() == render_section(derive_messages(events)[0])
+
+
+def test_two_empty_blocks_are_a_body_of_one_newline():
+    # As "\n".join(["", ""]): only an empty body, or a single empty text, is "(no content)".
+    message = Message("user", (text_block(""), text_block("")))
+    assert render_section(message) == "<user>\n\n\n</user>"

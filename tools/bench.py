@@ -343,49 +343,62 @@ def imports_section(b: Bench) -> Section:
     return s
 
 
+#: The allocator held to one regime at both sizes (see ``benchlib.serialize._fix_mmap_threshold``).
+FIXED_MMAP_THRESHOLD = 128 << 10
+
+
 def serialize_section(b: Bench) -> Section:
     m = b.mode
     short, long_ = m.serialize_events
     opts = {"reps": m.serialize_reps, "stages": m.serialize_stages}
+    fixed = dict(opts, ways=["prompt"], mmap_threshold=FIXED_MMAP_THRESHOLD)
     plan = {
         "short": ("serialize", "scaling", dict(opts, events=short)),
         "long": ("serialize", "scaling", dict(opts, events=long_)),
+        "short_fixed": ("serialize", "scaling", dict(fixed, events=short)),
+        "long_fixed": ("serialize", "scaling", dict(fixed, events=long_)),
     }
     runs = b.runner.interleave("serialize", plan, m.serialize_runs)
-    ways = list(runs["short"][0]["median_seconds"])
 
     def medians(key: str) -> dict[str, dict[str, float]]:
-        return {k: {w: median(r[key][w] for r in v) for w in ways} for k, v in runs.items()}
+        return {k: {w: median(r[key][w] for r in v) for w in v[0][key]} for k, v in runs.items()}
 
     med, wall = medians("median_cpu_seconds"), medians("median_seconds")
-    scaling = {w: med["long"][w] / med["short"][w] for w in ways}
-    wall_scaling = {w: wall["long"][w] / wall["short"][w] for w in ways}
+    scaling = {w: med["long"][w] / med["short"][w] for w in med["short"]}
+    wall_scaling = {w: wall["long"][w] / wall["short"][w] for w in wall["short"]}
+    fixed_scaling = med["long_fixed"]["prompt"] / med["short_fixed"]["prompt"]
     b.raw["serialize"] = {
         "runs": runs,
         "median_cpu_seconds": med,
         "median_seconds": wall,
         "scaling": scaling,
         "wall_scaling": wall_scaling,
+        "fixed_mmap_threshold_scaling": fixed_scaling,
     }
     s = Section(
-        f"4. serialization — serialize(derive_messages(log)), {short:,} vs {long_:,} events, "
+        f"4. serialization — the prompt of a log, {short:,} vs {long_:,} events, "
         f"{m.serialize_runs} process(es) each × {m.serialize_reps} rep(s), CPU time; linear = {long_ / short:g}"
     )
     s.add(
         "serialize_scaling",
-        scaling["serialize"],
+        scaling["prompt"],
         f"time({long_:,}) / time({short:,})",
-        detail=f"{med['short']['serialize'] * 1e3:.1f} → {med['long']['serialize'] * 1e3:.1f} ms · "
-        f"prompt {runs['long'][0]['prompt_chars']:,} chars",
+        detail=f"Transcript().extend(log).text(), as the agent: {med['short']['prompt'] * 1e3:.1f} → "
+        f"{med['long']['prompt'] * 1e3:.1f} ms · prompt {runs['long'][0]['prompt_chars']:,} chars",
     )
-    s.add("serialize_scaling_wall", wall_scaling["serialize"], "  the same, wall time")
-    s.add("serialize_scaling_gc_off", scaling["serialize_gc_off"], "the same, collector off")
-    s.add("transcript_scaling", scaling["transcript"], "Transcript().extend(log).text()")
+    s.add("serialize_scaling_wall", wall_scaling["prompt"], "  the same, wall time")
+    s.add(
+        "serialize_scaling_fixed_mmap",
+        fixed_scaling,
+        "  the same, one allocator regime",
+        detail=f"mallopt(M_MMAP_THRESHOLD, {FIXED_MMAP_THRESHOLD >> 10} KiB) at both sizes",
+    )
+    s.add("two_stage_scaling", scaling["serialize"], "serialize(derive_messages(log))")
+    s.add("two_stage_scaling_gc_off", scaling["serialize_gc_off"], "  the same, collector off")
     if m.serialize_stages:
         s.notes.append(
-            "stages (cumulative), long/short: derive × {derive:.1f}, + render × {render:.1f}, + join × {join:.1f}".format(
-                **scaling
-            )
+            "two-stage, cumulative, long/short: derive × {derive:.1f}, + render × {render:.1f}, "
+            "+ join × {join:.1f}".format(**scaling)
         )
     s.notes.append(
         "CPU time, because on a busy machine a call shorter than a scheduler slice runs at full speed "

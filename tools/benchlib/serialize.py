@@ -3,8 +3,9 @@
 One contender, ``scaling``: build a synthetic but realistic log of ``events``
 events (turns of user messages, assistant segments with tool calls, tool
 results of varied size, step and turn markers: the shapes of SPEC §5 and the
-recorded goldens) and time ``serialize(derive_messages(events))`` on it.  The
-bench runs it for 10k and for 100k events, each in its own processes,
+recorded goldens) and time the prompt of it, as the agent renders it
+(``Transcript().extend(events).text()``) and as the two-stage
+``serialize(derive_messages(events))``.  The bench runs it for 10k and for 100k events, each in its own processes,
 interleaved; the generator is deterministic, so the short log is the long
 one's prefix.
 
@@ -146,26 +147,48 @@ def _stages(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def scaling(opts: Options) -> dict[str, Any]:
-    """Median times of ``serialize(derive_messages(log))`` for one log of ``events``.
+def _fix_mmap_threshold(nbytes: int) -> None:
+    """glibc's ``mallopt(M_MMAP_THRESHOLD, nbytes)``: every block past ``nbytes``
+    gets fresh pages from the kernel, at any log size.  By default the threshold
+    grows with each freed block up to 32 MiB, so a 10k-event prompt (6 MB) is
+    served from recycled heap while a 100k-event one (60 MB) is faulted in anew
+    on every call: two allocator regimes, not one algorithm."""
+    import ctypes
+    import ctypes.util
 
-    Also, to tell the algorithm from memory effects, the same with the
-    collector off, its cumulative stages (derive, + render, + join) and
-    :class:`Transcript`.  One size per process: the heap holds that log only,
-    as an agent's does.
+    M_MMAP_THRESHOLD = -3
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    if not libc.mallopt(M_MMAP_THRESHOLD, nbytes):  # pragma: no cover - glibc accepts any size up to 32 MiB
+        raise RuntimeError(f"mallopt(M_MMAP_THRESHOLD, {nbytes}) refused")
+
+
+async def scaling(opts: Options) -> dict[str, Any]:
+    """Median times of the prompt of one log of ``events``.
+
+    ``prompt`` is what the agent runs (:class:`Transcript`, message by message;
+    a resumed session renders its whole log this way); ``serialize`` is the
+    two-stage composition ``serialize(derive_messages(log))``, whose list of
+    messages stays alive while it renders.  To tell the algorithm from memory
+    effects: ``serialize`` with the collector off, its cumulative stages
+    (derive, + render, + join), and (``mmap_threshold``) glibc's allocator held
+    to one regime.  One size per process: the heap holds that log only, as an
+    agent's does.
     """
     import gc
     import statistics
 
     from codexmini._prompt import Transcript, derive_messages, serialize
 
+    if opts.get("mmap_threshold"):
+        _fix_mmap_threshold(opts["mmap_threshold"])
     events = synthetic_log(opts["events"])
     ways: dict[str, Any] = {
+        "prompt": lambda: Transcript().extend(events).text(),
         "serialize": lambda: serialize(derive_messages(events)),
         "serialize_gc_off": lambda: serialize(derive_messages(events)),
-        "transcript": lambda: Transcript().extend(events).text(),
         **(_stages(events) if opts.get("stages", True) else {}),
     }
+    ways = {w: fn for w, fn in ways.items() if w in opts.get("ways", ways)}
     times: dict[str, list[float]] = {w: [] for w in ways}
     cpu: dict[str, list[float]] = {w: [] for w in ways}
     for _ in range(opts.get("reps", 5)):
@@ -180,7 +203,7 @@ async def scaling(opts: Options) -> dict[str, Any]:
                 gc.enable()
     return {
         "events": len(events),
-        "prompt_chars": len(serialize(derive_messages(events))),
+        "prompt_chars": len(Transcript().extend(events).text()),
         "seconds": times,
         "median_seconds": {w: statistics.median(v) for w, v in times.items()},
         "cpu_seconds": cpu,
