@@ -538,19 +538,24 @@ class Agent:
     async def _consume(self, turn: Turn, folder: StepFolder) -> TurnCompleted:
         listener = self.on_event
         async with turn:
-            async for event in turn:
-                if type(event) is AgentMessageDelta:  # nine events in ten: shown, never written
+            # A burst at a time: everything codex's last output completed.
+            while True:
+                burst = await turn._burst()
+                if not burst:
+                    break  # pragma: no cover - the turn ends with its TurnCompleted
+                for event in burst:
+                    if type(event) is AgentMessageDelta:  # nine events in ten: shown, never written
+                        if listener is not None:
+                            listener(event)
+                            listener(folder.stream(event))
+                        else:
+                            folder.stream(event)
+                        continue
                     if listener is not None:
                         listener(event)
-                        listener(folder.stream(event))
-                    else:
-                        folder.stream(event)
-                    continue
-                if listener is not None:
-                    listener(event)
-                if isinstance(event, TurnCompleted):
-                    return event
-                self._apply(folder.feed(event), folder)
+                    if isinstance(event, TurnCompleted):
+                        return event
+                    self._apply(folder.feed(event), folder)
         raise ProcessExited(None, "the turn ended without turn/completed")  # pragma: no cover
 
     def _outcome(self, completed: TurnCompleted) -> "_Outcome":

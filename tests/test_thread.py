@@ -367,6 +367,39 @@ def test_turn_filters_other_turns_and_threads():
     run(main())
 
 
+class TrailingFrames(tb.Filtering):
+    """Filtering's turn, then a frame of the thread's next turn right behind its turn/completed."""
+
+    async def script(self, params: Any) -> None:
+        await super().script(params)
+        self.delta("msg_next", "next turn", turn="turn-next")
+
+
+def test_turn_burst_takes_every_queued_event_and_stops_at_the_turns_end():
+    # The agent's loop: the events of the bursts, concatenated, are exactly the
+    # turn's events as ``async for`` yields them; another turn's frames in the
+    # queue are folded away; a frame queued behind turn/completed stays queued.
+    async def main():
+        async with server(tb.Filtering) as (client, _seen):
+            expected = await collect((await Thread.start(client)).turn("hi"))
+        async with server(TrailingFrames) as (client, _seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("hi")
+            got = await turn._burst()  # starts the turn; at least one event
+            queued = thread._sub._items
+            while not any(n.params.get("turnId") == "turn-next" for n in queued):
+                await asyncio.sleep(0)  # until the whole script is queued
+            while not turn.done:
+                burst = await turn._burst()
+                assert burst
+                got += burst
+            assert got == expected and isinstance(got[-1], TurnCompleted)
+            assert await turn._burst() == []
+            assert [n.params.get("turnId") for n in queued] == ["turn-next"]
+
+    run(main())
+
+
 def test_turn_item_bookkeeping_abandoned_last_writer_and_early_delta():
     async def main():
         async with server(tb.Bookkeeping) as (client, _seen):
