@@ -113,6 +113,61 @@ def test_session_log_rejects_unknown_type_and_non_dict_data(tmp_path):
     assert (tmp_path / "s.jsonl").read_bytes() == b""
 
 
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ({"x": object()}, "Object of type object is not JSON serializable"),
+        ({"x": {1, 2}}, "Object of type set is not JSON serializable"),
+        ({"x": b"raw"}, "Object of type bytes is not JSON serializable"),
+        ({"x": {("a",): 1}}, "keys must be str, int, float, bool or None, not tuple"),
+    ],
+)
+def test_session_log_data_that_is_not_json_is_a_session_log_error_and_writes_nothing(tmp_path, data, problem):
+    with SessionLog.open(tmp_path / "s.jsonl") as log:
+        log.append("turn/start", {})
+        size = (tmp_path / "s.jsonl").stat().st_size
+        with pytest.raises(SessionLogError, match=f"tool/result event data is not JSON: {problem}") as caught:
+            log.append_many([("tool/call", {"callId": "c"}, 1, 1), ("tool/result", data, 1, 1)])
+        assert isinstance(caught.value.__cause__, TypeError)
+        # Nothing of the batch is written or kept, and the log goes on.
+        assert (tmp_path / "s.jsonl").stat().st_size == size and len(log.events) == 1
+        log.append("turn/end", {"reason": "completed"})
+    assert [e["seq"] for e in read_log(tmp_path / "s.jsonl").events] == [0, 1]
+
+
+def test_session_log_circular_data_is_refused_and_the_encoder_recovers(tmp_path):
+    # The encoder is built once: a failure inside an object must not leave it
+    # believing that object is still open (the next event holding it would
+    # then be refused as circular).
+    loop = {"a": 1}
+    loop["self"] = loop
+    inner = {"ok": 1, "bad": object()}
+    with SessionLog.open(tmp_path / "s.jsonl") as log:
+        with pytest.raises(SessionLogError, match="Circular reference detected"):
+            log.append("turn/start", {"loop": loop})
+        with pytest.raises(SessionLogError, match="not JSON serializable"):
+            log.append("turn/start", {"inner": inner})
+        del inner["bad"]
+        log.append("turn/start", {"inner": inner, "again": [inner]})
+    assert read_log(tmp_path / "s.jsonl").events[0]["data"] == {"inner": {"ok": 1}, "again": [{"ok": 1}]}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"type": "user/message", "text": 'é — ✓ 中文 \u2028 \x00 "q" \\ \n\t', "emoji": "😀"},
+        {"floats": [0.1, 1e300, -0.0, 2.5, float("nan"), float("inf"), -float("inf")], "ints": [0, -1, 2**70]},
+        {"nested": [[{"a": [None, True, False]}], {}], "": "", "k": []},
+        {1: "int key", 2.5: "float key", False: "bool key", None: "null key"},
+        {"many": ["x", 1] * 150_000},  # long enough that some encoders return it in several chunks
+    ],
+)
+@pytest.mark.parametrize("make", [session_mod._C_MAKE_ENCODER, None], ids=["c", "python"])
+def test_encode_event_is_json_dumps_compact_unescaped(value, make, monkeypatch):
+    monkeypatch.setattr(session_mod, "_encode", session_mod._encoder(make))
+    assert encode_event(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
 def test_session_log_append_after_close_fails(tmp_path):
     log = SessionLog.open(tmp_path / "s.jsonl")
     log.close()
@@ -514,3 +569,9 @@ def test_session_log_open_of_a_bare_file_name_creates_no_directory(tmp_path, mon
         log.append("turn/start", {})
     assert sorted(os.listdir(tmp_path)) == ["here.jsonl"]
     assert [e["type"] for e in read_log(str(tmp_path / "here.jsonl")).events] == ["turn/start"]
+
+
+def test_the_c_encoder_is_the_one_in_use():
+    # CPython has _json: events are encoded by the encoder built once (the
+    # JSONEncoder fallback, for an interpreter without it, writes the same text).
+    assert isinstance(session_mod._encode, session_mod._Encoder)

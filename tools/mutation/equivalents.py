@@ -33,6 +33,10 @@ _MISSES_THE_TABLE = (
     "and a missing type is looked up, not shown"
 )
 
+_INDENT_LEVEL = (
+    "the C encoder's second argument is the starting indent level, read only to indent: this encoder is built "
+    "with indent None (compact lines), so any level writes the same text (every Python 3.9-3.13)"
+)
 _SKIP_CR_INIT = 'self._skip_cr = False  # the last byte skipped is a "\\r" (not counted if the "\\n" follows)'
 _SKIP_RESET = 'self._skipping, self._skip_cr, self._skip_preview = 0, False, ""'
 _SETTLED = (
@@ -65,6 +69,22 @@ _UNCLAIMED_RELEASE = (
 )
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
+    Equivalent(
+        "_session",
+        "number",
+        "0",
+        "1",
+        'return "".join(self._chunks(value, 0))',
+        _INDENT_LEVEL,
+    ),
+    Equivalent(
+        "_session",
+        "number",
+        "0",
+        "-1",
+        'return "".join(self._chunks(value, 0))',
+        _INDENT_LEVEL,
+    ),
     Equivalent(
         "_session",
         "compare",
