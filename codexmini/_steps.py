@@ -54,8 +54,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple, cast
 
 from ._events import (
     AgentMessageDelta,
@@ -79,9 +78,10 @@ if TYPE_CHECKING:  # wire types (codexmini.protocol): what the fold reads of an 
 _object_new = object.__new__
 
 
-@dataclass(frozen=True)
-class Write:
-    """One session-log append: ``type``/``data`` at ``step`` of the current turn."""
+class Write(NamedTuple):
+    """One session-log append: ``type``/``data`` at ``step`` of the current turn
+    (a tuple: five of them per tool call, built without a dataclass's per-field
+    ``object.__setattr__``)."""
 
     type: str
     data: Dict[str, Any]
@@ -119,25 +119,34 @@ class StepFolder:
 
     def feed(self, event: Event) -> List[Write]:
         out: List[Write] = []
-        if isinstance(event, ReasoningSummaryDelta):
-            self._begin_segment(out)
-            parts = self.streamed.setdefault((event.item_id, "summary"), {})
-            parts[event.summary_index] = parts.get(event.summary_index, "") + event.delta
-        elif isinstance(event, ReasoningTextDelta):
-            self._begin_segment(out)
-            parts = self.streamed.setdefault((event.item_id, "content"), {})
-            parts[event.content_index] = parts.get(event.content_index, "") + event.delta
-        elif isinstance(event, PlanDelta):
-            self._begin_segment(out)
-        elif isinstance(event, ItemCompleted):
-            self._completed(event.item, out)
-        elif isinstance(event, AgentMessageDelta):
-            self._stream(event)
-        elif isinstance(event, RetryingError):
-            self._abandon_streams()  # the stream was cut: codex retries with a new item
+        fold = _FOLDS.get(type(event))
         # Anything else (usage, item starts) is for display or for the turn's
         # books: the finished items carry the text.
+        if fold is not None:
+            fold(self, event, out)
         return out
+
+    def _summary_delta(self, event: ReasoningSummaryDelta, out: List[Write]) -> None:
+        self._begin_segment(out)
+        parts = self.streamed.setdefault((event.item_id, "summary"), {})
+        parts[event.summary_index] = parts.get(event.summary_index, "") + event.delta
+
+    def _text_delta(self, event: ReasoningTextDelta, out: List[Write]) -> None:
+        self._begin_segment(out)
+        parts = self.streamed.setdefault((event.item_id, "content"), {})
+        parts[event.content_index] = parts.get(event.content_index, "") + event.delta
+
+    def _plan_delta(self, event: PlanDelta, out: List[Write]) -> None:
+        self._begin_segment(out)
+
+    def _item_completed(self, event: ItemCompleted, out: List[Write]) -> None:
+        self._completed(event.item, out)
+
+    def _message_delta(self, event: AgentMessageDelta, out: List[Write]) -> None:
+        self._stream(event)
+
+    def _retrying(self, event: RetryingError, out: List[Write]) -> None:
+        self._abandon_streams()  # the stream was cut: codex retries with a new item
 
     def signals(self) -> List[Event]:
         """The stream events produced since the last call (for listeners)."""
@@ -345,5 +354,16 @@ class StepFolder:
                 return text
         return ""
 
+
+#: How :meth:`StepFolder.feed` folds each event type (one lookup, not a chain of
+#: isinstance checks per event).
+_FOLDS: Dict[type, Callable[[StepFolder, Any, List[Write]], None]] = {
+    ReasoningSummaryDelta: StepFolder._summary_delta,
+    ReasoningTextDelta: StepFolder._text_delta,
+    PlanDelta: StepFolder._plan_delta,
+    ItemCompleted: StepFolder._item_completed,
+    AgentMessageDelta: StepFolder._message_delta,
+    RetryingError: StepFolder._retrying,
+}
 
 __all__ = ["StepFolder", "Write"]
