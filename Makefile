@@ -86,6 +86,12 @@ bench: setup
 	$(PY) tools/bench.py $(if $(QUICK),--quick) $(if $(JSON),--json $(JSON)) \
 		$(if $(BENCH_PYTHON),--python $(BENCH_PYTHON)) $(ARGS)
 
+# The stream contenders' instructions, counted by valgrind: deterministic where
+# the bench's times move with the machine (tools/benchlib/instructions.py).
+.PHONY: bench-instructions
+bench-instructions: setup
+	$(PY) -m tools.benchlib.instructions $(ARGS)
+
 # The reliability suite alone (issue 10): hostile input, faults, soak, kills,
 # secrets, fuzzing -- its figures are printed at the end (they also are in make test).
 .PHONY: reliability

@@ -15,7 +15,7 @@ import pytest
 from conformance.schema import FrameValidator
 from tools import bench
 from tools.benchlib import imports as import_cost
-from tools.benchlib import stream, workload
+from tools.benchlib import instructions, stream, workload
 from tools.benchlib.e2e import find_native_codex
 from tools.benchlib.report import TARGETS
 
@@ -119,3 +119,10 @@ def test_bench_e2e_runs_one_scripted_turn_both_ways(tmp_path):
     runs = json.loads(out.read_text())["sections"]["e2e"]["runs"]
     assert {r["status"] for v in runs.values() for r in v} == {"completed"}
     assert all(r["requests_to_model"] == 1 for v in runs.values() for r in v)
+
+
+def test_instructions_reads_cachegrinds_total_and_refuses_output_without_one():
+    stderr = "==7== Cachegrind, a high-precision tracing profiler\n==7== \n==7== I   refs:      12,427,361,494\n"
+    assert instructions.parse_irefs(stderr) == 12_427_361_494
+    with pytest.raises(RuntimeError, match="no instruction count"):
+        instructions.parse_irefs("valgrind: command not found")
