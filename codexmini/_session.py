@@ -132,6 +132,21 @@ def encode_event(event: Mapping[str, Any]) -> str:
     return _encode(event) + "\n"
 
 
+#: The envelope's constant parts as JSON, for :meth:`SessionLog.append_many`.
+_VERSION_TEXT = _encode(LOG_VERSION)
+_TYPE_TEXT: Dict[str, str] = {type_: _encode(type_) for type_ in EVENT_TYPES}
+
+
+def _number(value: Any) -> str:
+    """A turn or step number as JSON: ``null`` and plain ints directly,
+    anything else as :func:`encode_event` would write it."""
+    if value is None:
+        return "null"
+    if type(value) is int:
+        return str(value)
+    return _encode(value)
+
+
 def _check(event: Any, expected_seq: int) -> Optional[str]:
     """Why ``event`` is not the next well-formed event, or None."""
     if not isinstance(event, dict):
@@ -263,14 +278,17 @@ class SessionLog:
         events: List[Event] = []
         lines: List[str] = []
         now = round(self._clock(), 3)
+        ts: Optional[str] = None  # the batch's one timestamp, as JSON: encoded once
         for type_, data, turn, step in entries:
-            if type_ not in EVENT_TYPES:
+            type_text = _TYPE_TEXT.get(type_)
+            if type_text is None:
                 raise SessionLogError(f"unknown session log event type {type_!r}", path=self.path)
             if not isinstance(data, dict):
                 raise SessionLogError(f"event data must be a dict, not {data.__class__.__name__}", path=self.path)
+            seq = len(self._events) + len(events)
             event: Event = {
                 "v": LOG_VERSION,
-                "seq": len(self._events) + len(events),
+                "seq": seq,
                 "ts": now,
                 "type": type_,
                 "turn": turn,
@@ -278,9 +296,14 @@ class SessionLog:
                 "data": data,
             }
             try:
-                lines.append(encode_event(event))
+                ts = _encode(now) if ts is None else ts
+                # encode_event(event), the envelope written directly (its keys in the same order).
+                lines.append(
+                    f'{{"v":{_VERSION_TEXT},"seq":{seq},"ts":{ts},"type":{type_text},"turn":{_number(turn)},'
+                    f'"step":{_number(step)},"data":{_encode(data)}}}\n'
+                )
             except (TypeError, ValueError, RecursionError) as exc:  # not JSON: nothing was written
-                raise SessionLogError(f"{type_} event data is not JSON: {exc}", path=self.path) from exc
+                raise SessionLogError(f"{type_} event is not JSON: {exc}", path=self.path) from exc
             events.append(event)
         try:
             self._file.write("".join(lines).encode("utf-8"))  # one write: whole lines, then at most a torn tail

@@ -126,7 +126,7 @@ def test_session_log_data_that_is_not_json_is_a_session_log_error_and_writes_not
     with SessionLog.open(tmp_path / "s.jsonl") as log:
         log.append("turn/start", {})
         size = (tmp_path / "s.jsonl").stat().st_size
-        with pytest.raises(SessionLogError, match=f"tool/result event data is not JSON: {problem}") as caught:
+        with pytest.raises(SessionLogError, match=f"tool/result event is not JSON: {problem}") as caught:
             log.append_many([("tool/call", {"callId": "c"}, 1, 1), ("tool/result", data, 1, 1)])
         assert isinstance(caught.value.__cause__, TypeError)
         # Nothing of the batch is written or kept, and the log goes on.
@@ -575,3 +575,27 @@ def test_the_c_encoder_is_the_one_in_use():
     # CPython has _json: events are encoded by the encoder built once (the
     # JSONEncoder fallback, for an interpreter without it, writes the same text).
     assert isinstance(session_mod._encode, session_mod._Encoder)
+
+
+@pytest.mark.parametrize("now", [1796138366.4587, 0.1 + 0.2, 1e22, 5, 0, float("nan"), float("inf"), True])
+def test_the_written_envelope_is_encode_event_of_the_event(tmp_path, now):
+    # append_many writes the envelope itself (the timestamp encoded once a
+    # batch): byte for byte what encode_event -- json.dumps -- writes, for any
+    # clock and any turn/step a caller passes.
+    seen = []
+    numbers = [None, 0, 7, -1, 2**70, True, False, 2.5, "3"]
+    with SessionLog.open(tmp_path / "s.jsonl", clock=lambda: now) as log:
+        log.subscribe(lambda event, line: seen.append((event, line)))
+        log.append_many([("step/start", {"é": ["—", {"k": None}]}, turn, step) for turn in numbers for step in numbers])
+    assert len(seen) == len(numbers) ** 2
+    for event, line in seen:
+        assert line == encode_event(event) == json.dumps(event, ensure_ascii=False, separators=(",", ":")) + "\n"
+    assert (tmp_path / "s.jsonl").read_text(encoding="utf-8") == "".join(line for _, line in seen)
+
+
+def test_a_turn_or_step_that_is_not_json_is_a_session_log_error(tmp_path):
+    with SessionLog.open(tmp_path / "s.jsonl") as log:
+        with pytest.raises(SessionLogError, match="step/start event is not JSON: Object of type object"):
+            log.append_many([("step/start", {}, 1, object())])
+        assert log.events == []
+    assert (tmp_path / "s.jsonl").read_bytes() == b""
