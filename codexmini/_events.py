@@ -9,7 +9,7 @@ arrives as :class:`Unmapped`, so nothing is silently lost.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Tuple, Union
 
 from ._errors import ProtocolError, TurnFailed, UsageLimitExceeded
 
@@ -17,6 +17,17 @@ if TYPE_CHECKING:
     from .protocol import RateLimitSnapshot, ThreadItem, TurnError
 
 _USAGE_KEYS = ("inputTokens", "cachedInputTokens", "outputTokens", "reasoningOutputTokens", "totalTokens")
+_USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
+_object_new = object.__new__
+
+
+def _usage(counts: "Iterable[int]") -> "Usage":
+    """A :class:`Usage` of five counts, in field order, built without the
+    frozen dataclass ``__init__``'s five ``object.__setattr__`` calls (three
+    per token-usage notification, one every ten frames of a turn)."""
+    usage: Usage = _object_new(Usage)
+    usage.__dict__.update(zip(_USAGE_FIELDS, counts))
+    return usage
 
 
 @dataclass(frozen=True)
@@ -30,12 +41,14 @@ class Usage:
     total_tokens: int = 0
 
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.cached_input_tokens + other.cached_input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.reasoning_output_tokens + other.reasoning_output_tokens,
-            self.total_tokens + other.total_tokens,
+        return _usage(
+            (
+                self.input_tokens + other.input_tokens,
+                self.cached_input_tokens + other.cached_input_tokens,
+                self.output_tokens + other.output_tokens,
+                self.reasoning_output_tokens + other.reasoning_output_tokens,
+                self.total_tokens + other.total_tokens,
+            )
         )
 
     def to_log(self) -> Dict[str, int]:
@@ -64,7 +77,7 @@ class Usage:
             elif not isinstance(value, int) or isinstance(value, bool):
                 raise ProtocolError(f"token count {key} is {type(value).__name__}, not an integer")
             counts.append(value)
-        return cls(*counts)
+        return _usage(counts) if cls is Usage else cls(*counts)
 
 
 @dataclass(frozen=True)

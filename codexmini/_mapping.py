@@ -292,11 +292,15 @@ def _output_delta(p: "CommandExecutionOutputDeltaNotification") -> Event:
 
 
 def _item_started(p: "ItemStartedNotification") -> Event:
-    return ItemStarted(_item(p))
+    event: ItemStarted = _object_new(ItemStarted)  # without the frozen __init__ (every tenth frame)
+    event.__dict__["item"] = _item(p)
+    return event
 
 
 def _item_completed(p: "ItemCompletedNotification") -> Event:
-    return ItemCompleted(_item(p))
+    event: ItemCompleted = _object_new(ItemCompleted)
+    event.__dict__["item"] = _item(p)
+    return event
 
 
 def _diff_updated(p: "TurnDiffUpdatedNotification") -> Event:

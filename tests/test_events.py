@@ -83,6 +83,24 @@ def test_usage_from_wire_reads_a_real_breakdown_and_ignores_extra_keys():
     assert "cacheWriteInputTokens" not in usage.to_log()
 
 
+def test_usage_built_without_init_is_the_same_frozen_value():
+    # from_wire and + build a Usage without the dataclass __init__: equal,
+    # hashable, frozen and shown exactly as one built the usual way.
+    built = Usage.from_wire(WIRE_BREAKDOWN) + Usage(1, 1, 1, 1, 1)
+    usual = Usage(11, 3, 6, 2, 16)
+    assert (built, hash(built), repr(built)) == (usual, hash(usual), repr(usual))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.total_tokens = 0  # type: ignore[misc]
+
+
+def test_usage_from_wire_of_a_subclass_builds_the_subclass():
+    class Counted(Usage):
+        pass
+
+    assert type(Counted.from_wire(WIRE_BREAKDOWN)) is Counted and type(Counted.from_wire(None)) is Counted
+    assert Counted.from_wire(WIRE_BREAKDOWN).total_tokens == 15
+
+
 def test_usage_from_wire_round_trips_through_to_log():
     usage = Usage(7, 1, 3, 2, 10)
     assert Usage.from_wire(usage.to_log()) == usage
