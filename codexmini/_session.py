@@ -319,7 +319,7 @@ class SessionLog:
                 line=first + 1,
             ) from exc
         self._events.extend(events)
-        for event, line in zip(events, lines):
+        for event, line in zip(events, lines) if self._listeners else ():
             for listener in list(self._listeners):
                 try:
                     listener(event, line)
