@@ -5,9 +5,9 @@ events (turns of user messages, assistant segments with tool calls, tool
 results of varied size, step and turn markers: the shapes of SPEC §5 and the
 recorded goldens) and time the prompt of it, as the agent renders it
 (``Transcript().extend(events).text()``) and as the two-stage
-``serialize(derive_messages(events))``.  The bench runs it for 10k and for 100k events, each in its own processes,
-interleaved; the generator is deterministic, so the short log is the long
-one's prefix.
+``serialize(derive_messages(events))``.  The bench runs it for 10k and for
+100k events, each in its own processes, interleaved; the generator is
+deterministic, so the short log is the long one's prefix.
 
 The functions are internal (``codexmini._prompt``): serialization has no
 public entry point, and this bench is allowed to know that.
@@ -157,9 +157,9 @@ def _fix_mmap_threshold(nbytes: int) -> None:
     import ctypes.util
 
     M_MMAP_THRESHOLD = -3
-    libc = ctypes.CDLL(ctypes.util.find_library("c"))
-    if not libc.mallopt(M_MMAP_THRESHOLD, nbytes):  # pragma: no cover - glibc accepts any size up to 32 MiB
-        raise RuntimeError(f"mallopt(M_MMAP_THRESHOLD, {nbytes}) refused")
+    mallopt = getattr(ctypes.CDLL(ctypes.util.find_library("c")), "mallopt", None)
+    if mallopt is None or not mallopt(M_MMAP_THRESHOLD, nbytes):  # glibc takes any size up to 32 MiB
+        raise RuntimeError(f"mallopt(M_MMAP_THRESHOLD, {nbytes}): this C library has no mallopt or refused it")
 
 
 async def scaling(opts: Options) -> dict[str, Any]:
