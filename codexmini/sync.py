@@ -58,6 +58,7 @@ import functools
 import itertools
 import logging
 import threading
+import time
 from typing import (
     Any,
     Callable,
@@ -136,6 +137,25 @@ def close_all() -> None:
 atexit.register(close_all)
 
 
+#: How often a waiting call wakes (seconds).  CPython runs a signal's handler
+#: between bytecodes, and its lock wait does not look for one pending before it
+#: blocks: a Ctrl-C landing in that instant would wait for the call to end.
+#: Waking bounds that to this long.
+_POLL = 0.25
+
+
+def _wait(outcome: "concurrent.futures.Future[T]", timeout: Optional[float]) -> T:
+    """``outcome.result(timeout)``, in slices of at most :data:`_POLL`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
+        try:
+            return outcome.result(max(left, 0.0))
+        except concurrent.futures.TimeoutError:
+            if outcome.done() or (deadline is not None and time.monotonic() >= deadline):
+                raise  # the coroutine's own TimeoutError (the same class on 3.11+), or the deadline
+
+
 class Portal:
     """A private event loop in a daemon thread, and blocking calls into it.
 
@@ -189,7 +209,7 @@ class Portal:
                     raise ClientClosed("the codexmini.sync object is closed")
                 self._pending.add(outcome)
                 self._loop.call_soon_threadsafe(self._start, coro, outcome, tasks)
-            return outcome.result(timeout)
+            return _wait(outcome, timeout)
         except concurrent.futures.TimeoutError:
             if outcome.done():  # the coroutine's own TimeoutError (the same class on 3.11+)
                 raise

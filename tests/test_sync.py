@@ -183,6 +183,35 @@ def test_sync_portal_keyboard_interrupt_while_waiting_cancels_the_call():
         assert cancelled.is_set()
 
 
+def test_sync_call_waits_in_slices_the_caller_never_sees(monkeypatch):
+    # A waiting call wakes every _POLL seconds, so a Ctrl-C that lands just
+    # before it blocks is still seen; with a timeout or without, the call
+    # returns the coroutine's result.  The coroutine here cannot finish
+    # before the caller has waited twice: a slice has surely run out.
+    monkeypatch.setattr(sync, "_POLL", 0.001)
+    waits: List[Optional[float]] = []
+    result = concurrent.futures.Future.result
+
+    def counting(self: Any, timeout: Optional[float] = None) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            waits.append(timeout)
+        return result(self, timeout)
+
+    monkeypatch.setattr(concurrent.futures.Future, "result", counting)
+
+    async def after_two_waits() -> str:
+        while len(waits) < 2:
+            await asyncio.sleep(0.001)
+        return "done"
+
+    with sync.Portal() as portal:
+        assert portal.call(after_two_waits()) == "done"
+        assert len(waits) >= 2 and set(waits) == {0.001}
+        waits.clear()
+        assert portal.call(after_two_waits(), timeout=BOUND) == "done"
+        assert len(waits) >= 2 and max(waits) <= 0.001  # type: ignore[type-var]
+
+
 def test_sync_portal_refuses_blocking_calls_from_its_own_thread():
     with sync.Portal() as portal:
 
