@@ -174,13 +174,21 @@ def test_sync_portal_keyboard_interrupt_while_waiting_cancels_the_call():
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # type: ignore[arg-type]
 
     assert threading.current_thread() is threading.main_thread()
-    with sync.Portal() as portal:
-        presser = threading.Thread(target=press_ctrl_c)
-        presser.start()
-        with pytest.raises(KeyboardInterrupt):
-            portal.call(forever())
-        presser.join(BOUND)
-        assert cancelled.is_set()
+    # A process started in the background by a shell without job control
+    # inherits SIGINT ignored, and Python then leaves it so: the SIGINT below
+    # would be dropped and the call would wait forever.  Ctrl-C's own handler,
+    # for this test only.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with sync.Portal() as portal:
+            presser = threading.Thread(target=press_ctrl_c)
+            presser.start()
+            with pytest.raises(KeyboardInterrupt):
+                portal.call(forever())
+            presser.join(BOUND)
+            assert cancelled.is_set()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_sync_call_waits_in_slices_the_caller_never_sees(monkeypatch):
