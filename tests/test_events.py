@@ -29,6 +29,7 @@ from codexmini._events import (
     Unmapped,
     Usage,
 )
+from codexmini.testing.codex_like import RATE_LIMITS_EXHAUSTED
 
 # ``thread/tokenUsage/updated`` of scenario approval_accept (codex-0.149.1-frames.md).
 WIRE_BREAKDOWN = {
@@ -243,16 +244,8 @@ def test_events_stream_events_are_hashable_keys():
 
 # -- failed turns: TurnCompleted.failure and raise_for_status -----------------------------
 
-# The ``account/rateLimits/updated`` snapshot codex sent before a usage-limit failure
-# (the ``usage_limit`` behaviour of tests/test_lifecycle.py).
-SNAPSHOT = {
-    "limitId": "codex",
-    "limitName": None,
-    "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": 1796130000},
-    "secondary": {"usedPercent": 40, "windowDurationMins": 10080, "resetsAt": 1796216400},
-    "credits": None,
-    "planType": None,
-}
+# The ``account/rateLimits/updated`` snapshot codex sent before a usage-limit failure.
+SNAPSHOT = RATE_LIMITS_EXHAUSTED
 USAGE_ERROR = {
     "message": "You've hit your usage limit. Try again at 1:00 PM.",
     "codexErrorInfo": "usageLimitExceeded",

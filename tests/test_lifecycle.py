@@ -39,7 +39,7 @@ from codexmini._events import RateLimitsUpdated, RateLimitWindow, TurnCompleted,
 from codexmini._requests import pages
 from codexmini._thread import Thread
 from codexmini.testing import CodexLike, FakeAppServer
-from codexmini.testing.codex_like import INIT_RESULT, THREAD, thread_start_result, turn_object
+from codexmini.testing.codex_like import INIT_RESULT, RATE_LIMITS_EXHAUSTED, THREAD, thread_start_result, turn_object
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVERLOADED = {"code": -32001, "message": "Server overloaded; retry later."}
@@ -582,17 +582,7 @@ class RateLimited(CodexLike):
             self.finish()
 
 
-SNAPSHOT = {
-    "limitId": "codex",
-    "limitName": None,
-    "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": 1796130000},
-    "secondary": {"usedPercent": 40, "windowDurationMins": 10080, "resetsAt": 1796216400},
-    "credits": None,
-    "individualLimit": None,
-    "spendControlReached": None,
-    "planType": None,
-    "rateLimitReachedType": None,
-}
+SNAPSHOT = RATE_LIMITS_EXHAUSTED
 
 
 def test_usage_limit_failure_carries_the_reset_time_from_the_last_snapshot() -> None:

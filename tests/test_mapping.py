@@ -43,6 +43,7 @@ from codexmini._mapping import (
     tool_call,
     tool_result,
 )
+from codexmini.testing.codex_like import RATE_LIMITS_EXHAUSTED
 
 THREAD = "01a22879-9bfc-7961-a05c-6859166dc5e2"
 TURN = "01a22879-9c13-7550-ac03-cd56cb48bc99"
@@ -629,20 +630,8 @@ def test_mapping_every_ignored_method_gives_none(method):
     assert to_event(method, {}) is None
 
 
-RATE_LIMITS = {  # usage_limit (0.171.0): sent before the turn's error, no thread
-    "rateLimits": {
-        "limitId": "codex",
-        "limitName": None,
-        "normalModelSlug": None,
-        "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": 1796130000},
-        "secondary": {"usedPercent": 40, "windowDurationMins": 10080, "resetsAt": 1796216400},
-        "credits": None,
-        "individualLimit": None,
-        "spendControlReached": None,
-        "planType": None,
-        "rateLimitReachedType": None,
-    }
-}
+# usage_limit (0.171.0): sent before the turn's error, no thread; 0.171.0 adds normalModelSlug.
+RATE_LIMITS = {"rateLimits": {**RATE_LIMITS_EXHAUSTED, "normalModelSlug": None}}
 
 
 def test_mapping_rate_limits_updated_reads_the_windows():

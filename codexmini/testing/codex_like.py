@@ -47,6 +47,21 @@ USAGE_2 = {
 }
 USAGE_SUM = {k: USAGE_1[k] + USAGE_2[k] for k in USAGE_1}
 
+#: A usage limit hit: the ``account/rateLimits/updated`` snapshot codex sends,
+#: with no thread, before the usage-limit failure (usage_limit), without the
+#: one key only 0.171.0 declares (``normalModelSlug``): valid at both ends.
+RATE_LIMITS_EXHAUSTED = {
+    "limitId": "codex",
+    "limitName": None,
+    "primary": {"usedPercent": 100, "windowDurationMins": 300, "resetsAt": 1796130000},
+    "secondary": {"usedPercent": 40, "windowDurationMins": 10080, "resetsAt": 1796216400},
+    "credits": None,
+    "individualLimit": None,
+    "spendControlReached": None,
+    "planType": None,
+    "rateLimitReachedType": None,
+}
+
 RATE_LIMITS = {  # approval_accept; has no threadId (a global notification)
     "limitId": "codex",
     "limitName": None,
@@ -360,6 +375,7 @@ __all__ = [
     "COMMAND",
     "CodexLike",
     "RATE_LIMITS",
+    "RATE_LIMITS_EXHAUSTED",
     "THREAD",
     "TURN",
     "TURNS",
