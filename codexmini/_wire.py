@@ -27,6 +27,7 @@ without a reply, so such ids are malformed here too.
 
 from __future__ import annotations
 
+import codecs
 import json
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -128,6 +129,8 @@ def decode_line(line: Union[bytes, bytearray]) -> Decoded:
     return obj
 
 
+_utf8: Callable[[Any], Tuple[str, int]] = codecs.utf_8_decode
+
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -154,9 +157,10 @@ class LineDecoder:
         self._skip_preview = ""
 
     def feed(self, data: bytes) -> List[Decoded]:
-        """Every frame ``data`` completes.  Each chunk is split once: only a
-        line cut by a chunk boundary is copied into the buffer."""
+        """Every frame ``data`` completes.  Each chunk is decoded where it
+        lies: only a line cut by a chunk boundary is copied into the buffer."""
         out: List[Decoded] = []
+        start = 0
         if self._skipping:
             cut = data.find(b"\n")
             if cut < 0:
@@ -166,8 +170,8 @@ class LineDecoder:
             self._skipping += cut
             self._skip_cr = data[cut - 1 : cut] == b"\r" if cut else self._skip_cr
             out.append(self._oversized())
-            data = data[cut + 1 :]
-        if self._buf:
+            start = cut + 1
+        elif self._buf:
             cut = data.find(b"\n")
             if cut < 0:
                 self._buf += data
@@ -176,23 +180,27 @@ class LineDecoder:
             self._buf += data[:cut]
             line, self._buf = self._buf, bytearray()  # no copy: a multi-MiB line is decoded where it lies
             out.append(self._line(line))
-            data = data[cut + 1 :]
-        cut = data.rfind(b"\n") + 1  # the complete lines, then the start of the next one
-        if cut:
-            out += self._lines(data[:cut] if cut < len(data) else data)
-        if cut < len(data):
-            self._buf += data[cut:]
+            start = cut + 1
+        end = data.rfind(b"\n", start) + 1  # the complete lines, then the start of the next one
+        if end:
+            out += self._lines(data, start, end)
+        else:
+            end = start
+        if end < len(data):
+            self._buf += data[end:]
             self._check_cap()
         return out
 
-    def _lines(self, block: bytes) -> List[Decoded]:
-        """The frames of ``block``, whole newline-terminated lines.  Decoded as
-        UTF-8 at once (one call, not one per line); a block that is not valid
-        UTF-8 or may hold a line over the cap goes line by line, so the bad
-        line is the only one reported."""
-        if len(block) <= self.max_frame_bytes:
+    def _lines(self, data: bytes, start: int, end: int) -> List[Decoded]:
+        """The frames of ``data[start:end]``, whole newline-terminated lines.
+        Decoded as UTF-8 at once (one call, not one per line, and no copy of
+        the bytes); a block that is not valid UTF-8 or may hold a line over
+        the cap goes line by line, so the bad line is the only one reported."""
+        if end - start <= self.max_frame_bytes:
             try:
-                text = block.decode("utf-8")
+                # (Not final: the block ends with its newline, so a sequence
+                # cut short at its end cannot occur -- any bad byte raises.)
+                text = _utf8(memoryview(data)[start:end])[0]
             except UnicodeDecodeError:
                 pass
             else:
@@ -205,13 +213,13 @@ class LineDecoder:
                 scan, slow = _scan_once, self._text_line
                 for line in lines:
                     try:
-                        value, end = scan(line, 0)
+                        value, stop = scan(line, 0)
                     except (StopIteration, ValueError, RecursionError):
                         out.append(slow(line))
                         continue
-                    out.append(value if end == len(line) and type(value) is dict else slow(line))
+                    out.append(value if stop == len(line) and type(value) is dict else slow(line))
                 return out
-        parts = block.split(b"\n")
+        parts = data[start:end].split(b"\n")
         parts.pop()
         line_of = self._line
         return [line_of(line) for line in parts]
