@@ -46,6 +46,7 @@ from typing import (
 )
 
 from ._errors import SessionLogError
+from ._jsontext import encoder
 
 logger = logging.getLogger("codexmini.session")
 
@@ -86,45 +87,8 @@ class ReadResult(NamedTuple):
     warnings: List[str]
 
 
-#: CPython's C encoder factory (typeshed does not declare it).
-_C_MAKE_ENCODER: Optional[Callable[..., Any]] = getattr(json.encoder, "c_make_encoder", None)
-
-
-def _not_json(value: Any) -> Any:
-    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
-
-
-class _Encoder:
-    """``json.dumps(…, ensure_ascii=False, separators=(",", ":"))``, the same
-    text and the same errors, with CPython's C encoder built once instead of
-    per call (``JSONEncoder.encode`` builds one each time: an event per tool
-    call adds up).  The encoder's cycle markers are cleared after a failure,
-    which may leave them half-filled."""
-
-    def __init__(self, make: Callable[..., Any]) -> None:
-        self._markers: Dict[int, Any] = {}
-        # (markers, default, encoder, indent, key sep, item sep, sort_keys, skipkeys, allow_nan): 3.9 to 3.13
-        self._chunks = make(
-            self._markers, _not_json, json.encoder.encode_basestring, None, ":", ",", False, False, True
-        )
-
-    def __call__(self, value: Any) -> str:
-        try:
-            return "".join(self._chunks(value, 0))
-        except BaseException:
-            self._markers.clear()
-            raise
-
-
-def _encoder(make: Optional[Callable[..., Any]]) -> Callable[[Any], str]:
-    """The C encoder built once, or (an interpreter without ``_json``) the
-    pure-Python one: the same text either way."""
-    if make is not None:
-        return _Encoder(make)
-    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-_encode = _encoder(_C_MAKE_ENCODER)
+#: The session log's lines: ``json.dumps(…, ensure_ascii=False, separators=(",", ":"))``.
+_encode = encoder()
 
 
 def encode_event(event: Mapping[str, Any]) -> str:

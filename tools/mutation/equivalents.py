@@ -70,7 +70,7 @@ _UNCLAIMED_RELEASE = (
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent(
-        "_session",
+        "_jsontext",
         "number",
         "0",
         "1",
@@ -78,7 +78,7 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         _INDENT_LEVEL,
     ),
     Equivalent(
-        "_session",
+        "_jsontext",
         "number",
         "0",
         "-1",
@@ -108,7 +108,7 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("_wire", "string", "'response'", "''", 'RESPONSE = "response"', _KIND_NAMES),
     Equivalent("_wire", "string", "'error'", "''", 'ERROR = "error"', _KIND_NAMES),
     Equivalent("_wire", "number", "0", "-1", "value, end = _scan_once(text, 0)", _NEGATIVE_SCAN_INDEX),
-    Equivalent("_wire", "number", "0", "-1", "value, end = scan(line, 0)", _NEGATIVE_SCAN_INDEX),
+    Equivalent("_wire", "number", "0", "-1", "value, stop = scan(line, 0)", _NEGATIVE_SCAN_INDEX),
     Equivalent("_wire", "delete", "self._skip_cr = False", "pass", _SKIP_CR_INIT, _SET_BEFORE_READ),
     Equivalent("_wire", "bool", "False", "True", _SKIP_CR_INIT, _SET_BEFORE_READ),
     Equivalent("_wire", "delete", "self._skip_preview = ''", "pass", 'self._skip_preview = ""', _SET_BEFORE_READ),
@@ -117,36 +117,28 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("_wire", "string", "''", "'XX'", _SKIP_RESET, _SET_BEFORE_READ),
     Equivalent(
         "_wire",
-        "negate",
-        "cut < len(data)",
-        "not cut < len(data)",
-        "out += self._lines(data[:cut] if cut < len(data) else data)",
-        _SAME_FRAMES_OTHER_PATH,
+        "compare",
+        "end < len(data)",
+        "end <= len(data)",
+        "if end < len(data):",
+        "when end == len(data) the tail data[end:] is empty and the buffer is empty here (consumed above, or never "
+        "filled while skipping): appending nothing to it, and checking the cap of an empty buffer, change nothing",
     ),
     Equivalent(
         "_wire",
         "compare",
-        "cut < len(data)",
-        "cut <= len(data)",
-        "out += self._lines(data[:cut] if cut < len(data) else data)",
-        "cut never exceeds len(data); when they are equal data[:cut] is data, so the same bytes reach _lines()",
-    ),
-    Equivalent(
-        "_wire",
-        "compare",
-        "cut < len(data)",
-        "cut <= len(data)",
-        "if cut < len(data):",
-        "when cut == len(data) the tail data[cut:] is empty: appending nothing to an empty buffer, and checking the "
-        "cap of an empty buffer, change nothing",
-    ),
-    Equivalent(
-        "_wire",
-        "compare",
-        "len(block) <= self.max_frame_bytes",
-        "len(block) < self.max_frame_bytes",
-        "if len(block) <= self.max_frame_bytes:",
+        "end - start <= self.max_frame_bytes",
+        "end - start < self.max_frame_bytes",
+        "if end - start <= self.max_frame_bytes:",
         "a block of exactly the cap then goes line by line instead of at once; " + _SAME_FRAMES_OTHER_PATH,
+    ),
+    Equivalent(
+        "_wire",
+        "arith",
+        "end - start",
+        "end + start",
+        "if end - start <= self.max_frame_bytes:",
+        "a block after a cut line then goes line by line more often than it must; " + _SAME_FRAMES_OTHER_PATH,
     ),
     # -- _rpc ------------------------------------------------------------------
     Equivalent(

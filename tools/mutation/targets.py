@@ -26,6 +26,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "_permission": ("tests/test_permission.py", "conformance/test_server_requests.py"),
     "_prompt": ("tests/test_prompt.py",),
     "_session": ("tests/test_session.py",),
+    "_jsontext": ("tests/test_jsontext.py",),
     "_events": ("tests/test_events.py",),
     "_environment": ("tests/test_environment.py",),
     # The agent's endpoint tests (tests/test_agent.py) run the agent; these are its own.
