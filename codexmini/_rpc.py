@@ -265,8 +265,26 @@ class Connection:
 
     def receive(self, data: bytes) -> List[Event]:
         """Feed bytes from codex; the events they complete, in order."""
-        event = self._event
-        return [event(item) for item in self._decoder.feed(data)]
+        out: List[Event] = []
+        append, event, claimed = out.append, self._event, self._claimed
+        fast = 0
+        for item in self._decoder.feed(data):
+            # The hot path, in the loop (no call per frame): a notification
+            # for a claimed thread, as _event would make it.
+            if type(item) is dict and "id" not in item:
+                method = item.get("method")
+                params = item.get("params")
+                if type(method) is str and type(params) is dict and method != "serverRequest/resolved":
+                    tid = params.get("threadId")
+                    if type(tid) is str and tid in claimed:
+                        # tuple.__new__: a NamedTuple without its Python-level __new__ (per frame).
+                        append(_new(Notification, (method, params, tid, tid, item)))
+                        fast += 1
+                        continue
+            append(event(item))
+        if fast:
+            self.stats["frames_in"] += fast
+        return out
 
     def receive_eof(self) -> List[Event]:
         """codex's stdout ended: what an unterminated last line held."""
@@ -278,15 +296,7 @@ class Connection:
             return Skipped(item, None)  # type: ignore[arg-type]
         self.stats["frames_in"] += 1
         method = item.get("method")
-        if type(method) is str and "id" not in item:  # the common case, classified at once
-            params = item.get("params")
-            if type(params) is not dict:
-                params = {}
-            tid = params.get("threadId")
-            if type(tid) is str and tid in self._claimed and method != "serverRequest/resolved":
-                # tuple.__new__: a NamedTuple without its Python-level __new__ (per frame).
-                note: Notification = _new(Notification, (method, params, tid, tid, item))
-                return note
+        if type(method) is str and "id" not in item:  # a notification
             try:
                 return self._notification(item, method)
             except RecursionError:  # parsed, but too deep to measure (json.dumps) here
