@@ -35,6 +35,7 @@ import logging
 from typing import (
     TYPE_CHECKING,
     Any,
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -439,6 +440,7 @@ class Turn:
         #: when the response names none (compaction: the id comes with
         #: ``turn/started``).  ``turn/start`` unless a helper set another.
         self._starter: Callable[[], Awaitable[Optional[str]]] = self._start_turn
+        self._events: Optional[AsyncGenerator[Event, None]] = None  # see __aiter__
 
     def _rate_limits(self) -> Optional["protocol.RateLimitSnapshot"]:
         return self.thread.client.rate_limits
@@ -465,19 +467,28 @@ class Turn:
 
     # -- iteration ---------------------------------------------------------
 
-    def __aiter__(self) -> "Turn":
-        return self
+    def __aiter__(self) -> AsyncIterator[Event]:
+        """The turn's events: one async generator per turn, which every
+        ``async for`` and ``__anext__`` share (its frame, and what it reads,
+        live across events).  One that ended by an error (a
+        :class:`~codexmini.TurnTimeout`, a cancellation) is replaced: the
+        next iteration goes on with the turn where the error left it."""
+        if self._events is None:
+            self._events = self._iterate()
+        return self._events
 
     async def __anext__(self) -> Event:
-        if self.done:
-            raise StopAsyncIteration
+        # A coroutine, as before (create_task takes it); async for skips it.
+        return await self.__aiter__().__anext__()
+
+    async def _iterate(self) -> AsyncGenerator[Event, None]:
         try:
-            if not self._started:
+            if not self.done and not self._started:
                 await self._begin()
             sub = self.thread._sub
             books = self.books
             queued = sub._items
-            while True:
+            while not self.done:
                 note = queued.popleft() if queued else sub._next()  # queued already: no await
                 if note is None:
                     try:
@@ -485,15 +496,17 @@ class Turn:
                     except CodexTimeout:
                         raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
                 event = books.feed(note.method, note.params)
-                if type(event) is AgentMessageDelta:
-                    return event  # nine frames in ten: nothing else to check
-                self._after(event)
-                if event is not None:
-                    return event
+                if type(event) is not AgentMessageDelta:  # a delta needs no check (nine frames in ten)
+                    self._after(event)
+                    if event is None:
+                        continue
+                yield event
         except asyncio.CancelledError:
             # The consumer was cancelled: stop the turn on the server too.
             await asyncio.shield(self._interrupt_and_wait())
             raise
+        finally:
+            self._events = None  # ended or failed: the next iteration starts another
 
     async def _burst(self) -> List[Event]:
         """The next events at once (the agent's loop): waits for one as

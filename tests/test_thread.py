@@ -707,6 +707,30 @@ def test_turn_idle_timeout_raises_turn_timeout():
     run(main())
 
 
+def test_a_turn_goes_on_after_an_idle_timeout_the_caller_caught():
+    # The idle timeout is a question to the caller, not the end of the turn:
+    # caught outside `async with` (nothing interrupts), iteration goes on where
+    # it stopped -- with async for or __anext__, which share one stream.
+    async def main():
+        async with server(tb.Steer) as (client, seen):
+            thread = await Thread.start(client)
+            turn = thread.turn("start working", idle_timeout=0.3)
+            assert isinstance(await turn.__anext__(), ItemStarted)
+            seen_events = []
+            with pytest.raises(TurnTimeout):
+                async for event in turn:
+                    seen_events.append(event)
+            assert type(seen_events[-1]) is AgentMessageDelta and seen_events[-1].delta == "Working"
+            assert not turn.done and sent(seen, "turn/interrupt") == []
+            assert turn.__aiter__() is turn.__aiter__()  # one stream again, a fresh one
+            await turn.steer("also this")
+            rest = [event async for event in turn]
+            assert type(rest[-1]) is TurnCompleted and rest[-1].status == "completed"
+            assert turn.done and [e async for e in turn] == [] and sent(seen, "turn/interrupt") == []
+
+    run(main())
+
+
 def test_turn_cancelled_during_turn_start_still_interrupts():
     async def main():
         behaviour = tb.SlowStart()
