@@ -57,6 +57,7 @@ PURE = (
     "_structured",
     "_retry",
     "_requests",
+    "_jsontext",
 )
 PURE_REQUIRED = ("_wire", "_rpc", "_turnfold", "_inbox", "_permission", "_prompt", "_environment")
 FORBIDDEN_IN_PURE = frozenset({"asyncio", "subprocess", "threading", "socket", "selectors", "signal", "time"})
