@@ -27,7 +27,6 @@ without a reply, so such ids are malformed here too.
 
 from __future__ import annotations
 
-import codecs
 import json
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -129,7 +128,8 @@ def decode_line(line: Union[bytes, bytearray]) -> Decoded:
     return obj
 
 
-_utf8: Callable[[Any], Tuple[str, int]] = codecs.utf_8_decode
+#: ``line.decode()``: UTF-8, strict (mapped over a chunk's lines).
+_decode: Callable[[bytes], str] = bytes.decode
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -157,10 +157,14 @@ class LineDecoder:
         self._skip_preview = ""
 
     def feed(self, data: bytes) -> List[Decoded]:
-        """Every frame ``data`` completes.  Each chunk is decoded where it
-        lies: only a line cut by a chunk boundary is copied into the buffer."""
+        """Every frame ``data`` completes.  The chunk is split once, as bytes,
+        and each line decoded on its own (an ASCII line decodes as ASCII,
+        whatever else the chunk holds: one non-ASCII character would make a
+        whole chunk's text two bytes a character, to split and cut).  Only a
+        line cut by a chunk boundary is copied into the buffer."""
         out: List[Decoded] = []
-        start = 0
+        if type(data) is not bytes:  # a bytearray or memoryview: split into bytes, not views
+            data = bytes(data)
         if self._skipping:
             cut = data.find(b"\n")
             if cut < 0:
@@ -170,59 +174,51 @@ class LineDecoder:
             self._skipping += cut
             self._skip_cr = data[cut - 1 : cut] == b"\r" if cut else self._skip_cr
             out.append(self._oversized())
-            start = cut + 1
-        elif self._buf:
-            cut = data.find(b"\n")
-            if cut < 0:
-                self._buf += data
-                self._check_cap()
-                return out
-            self._buf += data[:cut]
+            data = data[cut + 1 :]
+        if b"\n" not in data:  # (memchr: split would look at each byte) the middle of a long line
+            self._buf += data
+            self._check_cap()
+            return out
+        lines = data.split(b"\n")  # two parts at least: data holds a newline
+        rest = lines.pop()  # the start of the next line (b"" when data ends with its newline)
+        if self._buf:
+            self._buf += lines[0]
             line, self._buf = self._buf, bytearray()  # no copy: a multi-MiB line is decoded where it lies
             out.append(self._line(line))
-            start = cut + 1
-        end = data.rfind(b"\n", start) + 1  # the complete lines, then the start of the next one
-        if end:
-            out += self._lines(data, start, end)
-        else:
-            end = start
-        if end < len(data):
-            self._buf += data[end:]
+            del lines[0]
+        if lines:
+            out += self._lines(lines, len(data))
+        if rest:
+            self._buf += rest
             self._check_cap()
         return out
 
-    def _lines(self, data: bytes, start: int, end: int) -> List[Decoded]:
-        """The frames of ``data[start:end]``, whole newline-terminated lines.
-        Decoded as UTF-8 at once (one call, not one per line, and no copy of
-        the bytes); a block that is not valid UTF-8 or may hold a line over
-        the cap goes line by line, so the bad line is the only one reported."""
-        if end - start <= self.max_frame_bytes:
+    def _lines(self, lines: List[bytes], size: int) -> List[Decoded]:
+        """The frames of whole lines (without their newlines) of a chunk of
+        ``size`` bytes.  A chunk that may hold a line over the cap, or a line
+        that is not valid UTF-8, goes line by line, so the bad line is the
+        only one reported."""
+        if size <= self.max_frame_bytes:
             try:
-                # (Not final: the block ends with its newline, so a sequence
-                # cut short at its end cannot occur -- any bad byte raises.)
-                text = _utf8(memoryview(data)[start:end])[0]
+                texts = list(map(_decode, lines))
             except UnicodeDecodeError:
                 pass
             else:
-                lines = text.split("\n")
-                lines.pop()  # the empty string after the last newline
                 # The hot loop: one direct scan per line; anything unusual (a
                 # "\r", whitespace, a value that is not an object, an error)
                 # goes the long way, through _text_line.
                 out: List[Decoded] = []
                 scan, slow = _scan_once, self._text_line
-                for line in lines:
+                for text in texts:
                     try:
-                        value, stop = scan(line, 0)
+                        value, stop = scan(text, 0)
                     except (StopIteration, ValueError, RecursionError):
-                        out.append(slow(line))
+                        out.append(slow(text))
                         continue
-                    out.append(value if stop == len(line) and type(value) is dict else slow(line))
+                    out.append(value if stop == len(text) and type(value) is dict else slow(text))
                 return out
-        parts = data[start:end].split(b"\n")
-        parts.pop()
         line_of = self._line
-        return [line_of(line) for line in parts]
+        return [line_of(line) for line in lines]
 
     @staticmethod
     def _text_line(line: str) -> Decoded:

@@ -80,6 +80,16 @@ def test_line_decoder_same_frames_byte_by_byte():
     assert feed_all(LineDecoder(), bytewise(STREAM)) == FRAMES
 
 
+@pytest.mark.parametrize("kind", [bytearray, memoryview], ids=["bytearray", "memoryview"])
+def test_line_decoder_takes_any_bytes_like_chunk(kind):
+    # A transport may hand over a bytearray or a view: the same frames as bytes,
+    # at every split (a cut line, whole lines, both).
+    for cut in range(0, len(STREAM) + 1, 7):
+        decoder = LineDecoder()
+        assert feed_all(decoder, [kind(STREAM[:cut]), kind(STREAM[cut:])]) == FRAMES, f"split at {cut}"
+        assert decoder.buffered == 0
+
+
 def test_line_decoder_returns_frames_as_soon_as_their_newline_arrives():
     decoder = LineDecoder()
     first = encode(FRAMES[0])
