@@ -364,6 +364,22 @@ def test_connection_claim_hands_over_what_was_held_then_routes_to_the_thread():
     assert conn.unclaimed == (0, 0, 0)
 
 
+def test_connection_counts_every_frame_of_a_claimed_thread_in_frames_in():
+    # The hot path (a claimed thread's notification) counts its frames once a
+    # chunk; mixed with frames that take the long way, the count is exact.
+    conn = Connection()
+    conn.claim(THREAD)
+    chunk = line(warning(THREAD, "1")) + line(warning(THREAD, "2")) + line(warning(OTHER, "3")) + b"[]\n"
+    events = conn.receive(chunk + line(warning(THREAD, "4"))[:9])
+    assert [type(e).__name__ for e in events] == ["Notification", "Notification", "Notification", "Skipped"]
+    assert [e.route for e in events[:3]] == [THREAD, THREAD, _rpc.UNCLAIMED]
+    stats(conn, frames_in=3, malformed=1)
+    conn.receive(line(warning(THREAD, "4"))[9:] + line(warning(THREAD, "5")))
+    stats(conn, frames_in=5, malformed=1)
+    conn.receive(line({"method": "turn/started", "params": {"threadId": THREAD}}))  # one hot frame alone
+    stats(conn, frames_in=6, malformed=1)
+
+
 def test_connection_thread_started_is_routed_by_the_thread_it_names():
     conn = Connection()
     conn.claim(THREAD)

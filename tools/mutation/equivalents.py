@@ -59,13 +59,17 @@ _SET_BEFORE_READ = (
     "(and reset) value is always overwritten before anything reads it"
 )
 _SAME_FRAMES_OTHER_PATH = (
-    "only chooses between two paths that give the same frames: _lines() drops the unterminated tail itself (the "
-    "split's last part), and a block that is not decoded at once is decoded line by line with the same results; "
-    "what changes is a copy or the speed, not the output"
+    "only chooses between two paths that give the same frames: a chunk whose lines are not decoded at once is "
+    "decoded line by line, with the same results; what changes is the speed, not the output"
 )
 _UNCLAIMED_RELEASE = (
     "the default is used only for a thread nobody claimed; any default <= 1 makes left <= 0, and popping a thread "
     "that is not in the table is a no-op either way"
+)
+
+_RPC_HOT_PATH = (
+    "only chooses between receive()'s inlined hot path and _event(), which makes the same Notification for a "
+    "claimed thread's notification (and counts it in frames_in the same): the same events, only slower"
 )
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
@@ -84,6 +88,15 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         "-1",
         'return "".join(self._chunks(value, 0))',
         _INDENT_LEVEL,
+    ),
+    Equivalent("_rpc", "string", "'method'", "''", 'method = item.get("method")', _RPC_HOT_PATH),
+    Equivalent(
+        "_rpc",
+        "compare",
+        "type(method) is str",
+        "type(method) is not str",
+        'if type(method) is str and type(params) is dict and method != "serverRequest/resolved":',
+        _RPC_HOT_PATH,
     ),
     Equivalent(
         "_session",
@@ -108,7 +121,7 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("_wire", "string", "'response'", "''", 'RESPONSE = "response"', _KIND_NAMES),
     Equivalent("_wire", "string", "'error'", "''", 'ERROR = "error"', _KIND_NAMES),
     Equivalent("_wire", "number", "0", "-1", "value, end = _scan_once(text, 0)", _NEGATIVE_SCAN_INDEX),
-    Equivalent("_wire", "number", "0", "-1", "value, stop = scan(line, 0)", _NEGATIVE_SCAN_INDEX),
+    Equivalent("_wire", "number", "0", "-1", "value, stop = scan(text, 0)", _NEGATIVE_SCAN_INDEX),
     Equivalent("_wire", "delete", "self._skip_cr = False", "pass", _SKIP_CR_INIT, _SET_BEFORE_READ),
     Equivalent("_wire", "bool", "False", "True", _SKIP_CR_INIT, _SET_BEFORE_READ),
     Equivalent("_wire", "delete", "self._skip_preview = ''", "pass", 'self._skip_preview = ""', _SET_BEFORE_READ),
@@ -118,27 +131,10 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent(
         "_wire",
         "compare",
-        "end < len(data)",
-        "end <= len(data)",
-        "if end < len(data):",
-        "when end == len(data) the tail data[end:] is empty and the buffer is empty here (consumed above, or never "
-        "filled while skipping): appending nothing to it, and checking the cap of an empty buffer, change nothing",
-    ),
-    Equivalent(
-        "_wire",
-        "compare",
-        "end - start <= self.max_frame_bytes",
-        "end - start < self.max_frame_bytes",
-        "if end - start <= self.max_frame_bytes:",
-        "a block of exactly the cap then goes line by line instead of at once; " + _SAME_FRAMES_OTHER_PATH,
-    ),
-    Equivalent(
-        "_wire",
-        "arith",
-        "end - start",
-        "end + start",
-        "if end - start <= self.max_frame_bytes:",
-        "a block after a cut line then goes line by line more often than it must; " + _SAME_FRAMES_OTHER_PATH,
+        "size <= self.max_frame_bytes",
+        "size < self.max_frame_bytes",
+        "if size <= self.max_frame_bytes:",
+        "a chunk of exactly the cap then goes line by line instead of at once; " + _SAME_FRAMES_OTHER_PATH,
     ),
     # -- _rpc ------------------------------------------------------------------
     Equivalent(
