@@ -267,7 +267,8 @@ class Connection:
         """Feed bytes from codex; the events they complete, in order."""
         out: List[Event] = []
         append, event, claimed = out.append, self._event, self._claimed
-        fast = 0
+        # last: the claimed thread of the previous hot frame (equal to it: no hash, no lookup)
+        fast, last = 0, None
         for item in self._decoder.feed(data):
             # The hot path, in the loop (no call per frame): a notification
             # for a claimed thread, as _event would make it.
@@ -276,10 +277,10 @@ class Connection:
                 params = item.get("params")
                 if type(method) is str and type(params) is dict and method != "serverRequest/resolved":
                     tid = params.get("threadId")
-                    if type(tid) is str and tid in claimed:
+                    if type(tid) is str and (tid == last or tid in claimed):
                         # tuple.__new__: a NamedTuple without its Python-level __new__ (per frame).
                         append(_new(Notification, (method, params, tid, tid, item)))
-                        fast += 1
+                        fast, last = fast + 1, tid
                         continue
             append(event(item))
         if fast:

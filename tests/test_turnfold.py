@@ -331,6 +331,24 @@ def test_turnfold_feed_maps_and_books_and_returns_the_event():
     assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
 
 
+def test_turnfold_feed_gives_every_delta_like_notification_its_own_event():
+    # The agent message delta has a hot path; the other streams with the same
+    # itemId and delta fields are mapped by their own rows, exactly as to_event maps them.
+    books = TurnFold(TURN)
+    for method in (
+        "item/commandExecution/outputDelta",
+        "item/reasoning/textDelta",
+        "item/reasoning/summaryTextDelta",
+        "item/plan/delta",
+        "item/agentMessage/delta",
+    ):
+        params = {"threadId": THREAD, "turnId": TURN, "itemId": "x", "delta": "d", "contentIndex": 0, "summaryIndex": 0}
+        event = books.feed(method, params)
+        assert event == to_event(method, params) and event is not None, method
+    bad = books.feed("item/agentMessage/delta", {"threadId": THREAD, "turnId": TURN, "itemId": "x", "delta": 5})
+    assert isinstance(bad, InvalidNotification) and books.invalid == 1  # the hot path's refusal is counted too
+
+
 def test_turnfold_book_keeps_the_books_of_mapped_events_without_filtering():
     # book() is for events already mapped (and already known to be this
     # turn's): no turn id check, and no last-error bookkeeping -- a fatal

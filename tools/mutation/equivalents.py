@@ -92,6 +92,14 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("_rpc", "string", "'method'", "''", 'method = item.get("method")', _RPC_HOT_PATH),
     Equivalent(
         "_rpc",
+        "boolop",
+        "tid == last or tid in claimed",
+        "tid == last and tid in claimed",
+        "if type(tid) is str and (tid == last or tid in claimed):",
+        "last is set only on the hot path, so with `and` the hot path is never taken; " + _RPC_HOT_PATH,
+    ),
+    Equivalent(
+        "_rpc",
         "compare",
         "type(method) is str",
         "type(method) is not str",
