@@ -143,6 +143,7 @@ GLOBAL: Optional[str] = _rpc.GLOBAL  # subscription key for notifications that n
 ALL = "*"  # subscription key for every notification
 
 _observers: List[Callable[[], Optional[Tap]]] = []
+_NO_ROUTE = object()  # no notification routed yet (see AppServerClient._handle)
 
 
 def observe_clients(factory: Callable[[], Optional[Tap]]) -> Callable[[], None]:
@@ -678,6 +679,10 @@ class AppServerClient(Requests):
 
     def _handle(self, events: List[_rpc.Event]) -> None:
         taps, handlers, notification = self._taps, _HANDLERS, _rpc.Notification
+        # The previous notification's route and its subscribers (the same list
+        # while it has any: a route equal to it needs no hash and no lookup).
+        last: Any = _NO_ROUTE
+        subs: Optional[List[Subscription]] = None
         for event in events:
             try:
                 if taps and event.frame is not None:
@@ -686,7 +691,9 @@ class AppServerClient(Requests):
                 if type(event) is notification and not self._all:
                     # The hot path: a notification for the thread's one
                     # subscriber, queued as Subscription._put would.
-                    subs = self._subs.get(event.route)
+                    if event.route != last:
+                        last = event.route
+                        subs = self._subs.get(last)
                     if subs is not None and len(subs) == 1:
                         sub = subs[0]
                         if len(sub._items) < sub.maxsize:
