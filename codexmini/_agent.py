@@ -43,7 +43,7 @@ import logging
 import os
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from . import CODEX_VERSION, __version__
 from ._binary import parse_version
@@ -537,24 +537,26 @@ class Agent:
 
     async def _consume(self, turn: Turn, folder: StepFolder) -> TurnCompleted:
         listener = self.on_event
+        # (Locals: this loop runs once a turn, so 3.9 caches no global lookup in it.)
+        stream, type_, delta, completed = folder.stream, type, AgentMessageDelta, TurnCompleted
         async with turn:
             # A burst at a time: everything codex's last output completed.
             while True:
-                burst = await turn._burst()
+                burst: List[Any] = await turn._burst()  # Any: mypy narrows by type(), not type_()
                 if not burst:
                     break  # pragma: no cover - the turn ends with its TurnCompleted
                 for event in burst:
-                    if type(event) is AgentMessageDelta:  # nine events in ten: shown, never written
+                    if type_(event) is delta:  # nine events in ten: shown, never written
                         if listener is not None:
                             listener(event)
-                            listener(folder.stream(event))
+                            listener(stream(event))
                         else:
-                            folder.stream(event)
+                            stream(event)
                         continue
                     if listener is not None:
                         listener(event)
-                    if isinstance(event, TurnCompleted):
-                        return event
+                    if type_(event) is completed:
+                        return cast(TurnCompleted, event)
                     self._apply(folder.feed(event), folder)
         raise ProcessExited(None, "the turn ended without turn/completed")  # pragma: no cover
 

@@ -488,6 +488,8 @@ class Turn:
             sub = self.thread._sub
             books = self.books
             queued = sub._items
+            # (Locals: a generator's code is "called" once a turn, so 3.9 caches no global lookup in it.)
+            type_, delta = type, AgentMessageDelta
             while not self.done:
                 note = queued.popleft() if queued else sub._next()  # queued already: no await
                 if note is None:
@@ -495,8 +497,8 @@ class Turn:
                         note = await sub._get(self.idle_timeout)
                     except CodexTimeout:
                         raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
-                event = books.feed(note.method, note.params)
-                if type(event) is not AgentMessageDelta:  # a delta needs no check (nine frames in ten)
+                event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()
+                if type_(event) is not delta:  # a delta needs no check (nine frames in ten)
                     self._after(event)
                     if event is None:
                         continue
@@ -518,15 +520,15 @@ class Turn:
         except StopAsyncIteration:
             return []
         queued = self.thread._sub._items
-        books = self.books
+        books, append, type_, delta = self.books, events.append, type, AgentMessageDelta  # (locals: see _iterate)
         while queued and not self.done:
             note = queued.popleft()
-            event = books.feed(note.method, note.params)
-            if type(event) is not AgentMessageDelta:  # a delta needs no check (nine frames in ten)
+            event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()
+            if type_(event) is not delta:  # a delta needs no check (nine frames in ten)
                 self._after(event)
                 if event is None:
                     continue
-            events.append(event)
+            append(event)
         return events
 
     async def _begin(self) -> None:
