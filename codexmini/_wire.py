@@ -31,6 +31,7 @@ import json
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ._errors import ConfigError, ProtocolError
+from ._jsontext import encoder
 
 #: Default cap on one frame, in bytes.  The largest frame seen from codex
 #: 0.149.1 was 1.21 MB; users report 4 MiB.  64 MiB leaves room for both.
@@ -131,7 +132,7 @@ def decode_line(line: Union[bytes, bytearray]) -> Decoded:
 #: ``line.decode()``: UTF-8, strict (mapped over a chunk's lines).
 _decode: Callable[[bytes], str] = bytes.decode
 
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_encode = encoder()  # compact, unescaped: the session log's encoder (codexmini._jsontext)
 
 
 def encode(frame: Frame) -> bytes:
