@@ -33,7 +33,11 @@ Four parts, one job each:
   model requests.
 
 Approvals reach the caller through an async handler; every answer codex gets
-is logged as ``approval/decision``.
+is logged as ``approval/decision``.  ``on_event`` is shown every codex event
+of the turn and the agent's stream events, in order, each once what it speaks
+of is written: what one read of codex's output brought is folded without an
+await and written with one ``write`` and one flush, then shown.  A listener
+that raises ends the turn in ``error`` and is not called again in that step.
 """
 
 from __future__ import annotations
@@ -518,46 +522,65 @@ class Agent:
             return _Outcome("error", _error("CODEX_ERROR", exc.message), _chain(exc))
         except Exception:
             # Anything else (a listener that raised, a bug): what the step
-            # committed before it is written all the same; the driver logs
-            # the error and ends the turn.
-            self._settle(folder, turn, "error")
+            # committed before it is written all the same, the listener is not
+            # called again; the driver logs the error and ends the turn.
+            self._settle(folder, turn, "error", show=False)
             raise
         outcome = self._outcome(completed)
         self._settle(folder, turn, outcome.reason, completed=True)
         return outcome
 
-    def _settle(self, folder: StepFolder, turn: Optional[Turn], reason: str, completed: bool = False) -> None:
-        """The codex turn is over: write what the fold still holds, end the step."""
+    def _settle(
+        self, folder: StepFolder, turn: Optional[Turn], reason: str, completed: bool = False, show: bool = True
+    ) -> None:
+        """The codex turn is over: write what the fold still holds, end the
+        step, then show the listener the fold's last stream events (unless
+        ``show`` is false: the listener or the fold just raised)."""
         if turn is not None:
-            self._apply(folder.finish(turn.books, completed), folder)
+            self._apply(folder.finish(turn.books, completed), folder, show=False)
             # The turn also counts usage it drained after an interrupt.
             self._turn_usage = self._turn_usage + turn.usage
         self.stats["ignored_items"] += sum(folder.ignored.values())
         self._append("step/end", {"reason": reason}, step=folder.step)
+        if show:
+            self._apply([], folder)
 
     async def _consume(self, turn: Turn, folder: StepFolder) -> TurnCompleted:
         listener = self.on_event
         # (Locals: this loop runs once a turn, so 3.9 caches no global lookup in it.)
-        stream, type_, delta, completed = folder.stream, type, AgentMessageDelta, TurnCompleted
+        stream, feed, signals = folder.stream, folder.feed, folder.signals
+        type_, delta, completed = type, AgentMessageDelta, TurnCompleted
         async with turn:
-            # A burst at a time: everything codex's last output completed.
+            # A burst at a time: everything codex's last output completed.  It
+            # is folded without an await, so nothing else runs meanwhile: its
+            # writes go to the log at once (one write, one flush), then the
+            # listener is shown its events in order: each after its own writes
+            # and those of the events before it, as when shown one by one.
             while True:
                 burst: List[Any] = await turn._burst()  # Any: mypy narrows by type(), not type_()
                 if not burst:
                     break  # pragma: no cover - the turn ends with its TurnCompleted
-                for event in burst:
-                    if type_(event) is delta:  # nine events in ten: shown, never written
+                writes: List[Write] = []
+                shown: List[Event] = []
+                show = shown.append
+                try:
+                    for event in burst:
+                        if type_(event) is delta:  # nine events in ten: shown, never written
+                            if listener is not None:
+                                show(event)
+                                show(stream(event))
+                            else:
+                                stream(event)
+                            continue
                         if listener is not None:
-                            listener(event)
-                            listener(stream(event))
-                        else:
-                            stream(event)
-                        continue
-                    if listener is not None:
-                        listener(event)
-                    if type_(event) is completed:
-                        return cast(TurnCompleted, event)
-                    self._apply(folder.feed(event), folder)
+                            show(event)
+                        if type_(event) is completed:
+                            return cast(TurnCompleted, event)
+                        writes += feed(event)
+                        if listener is not None:
+                            shown += signals()  # the stream events of this one, in place
+                finally:  # also when the fold or a write raised: what was folded is kept
+                    self._apply(writes, folder, shown)
         raise ProcessExited(None, "the turn ended without turn/completed")  # pragma: no cover
 
     def _outcome(self, completed: TurnCompleted) -> "_Outcome":
@@ -574,19 +597,25 @@ class Agent:
         cause = [str(value) for value in found if value]
         return _Outcome("error", _error("CODEX_ERROR", message), tuple(cause))
 
-    def _apply(self, writes: List[Write], folder: StepFolder) -> None:
-        if writes:  # one write and one flush for the lot (a tool call is three events)
+    def _apply(self, writes: List[Write], folder: StepFolder, shown: Sequence[Event] = (), show: bool = True) -> None:
+        """Write ``writes`` (one write and one flush for the lot: a tool call is
+        three events, a burst many more), then show the listener ``shown`` and
+        the fold's stream events (``show``): each after the writes it speaks of."""
+        if writes:
             turn = self._turn_no
-            for event in self.log.append_many([(w.type, w.data, turn, w.step) for w in writes]):
-                type_ = event["type"]
+            for logged in self.log.append_many([(w.type, w.data, turn, w.step) for w in writes]):
+                type_ = logged["type"]
                 if type_ == "tool/call":
                     self.stats["tool_calls"] += 1
                 elif type_ == "step/start":
                     self.stats["steps"] += 1
         self._step = folder.step
-        if self.on_event is not None:  # stream events, after the writes they speak of
+        listener = self.on_event
+        if listener is not None and show:
+            for event in shown:
+                listener(event)
             for signal in folder.signals():
-                self.on_event(signal)
+                listener(signal)
 
     def _step_input(self, messages: List[Message]) -> List[Dict[str, Any]]:
         self._transcript.extend(self.log.events[self._seen :])

@@ -461,6 +461,78 @@ def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_me
     assert read_log(s.log.path).events == s.log.events
 
 
+def test_agent_listener_error_mid_turn_is_not_shown_again_and_the_step_still_ends(offline):
+    # A listener that breaks on the answer's first stream event, with its stream
+    # open, and raises on anything after: the step's end (its usage too) is
+    # written all the same, and it is not called again (not for the stream's end).
+    s = offline(tb.AgentTurns)
+    shown: List[Event] = []
+
+    def boom(event: Any) -> None:
+        shown.append(event)
+        if any(isinstance(e, MessageDelta) for e in shown):
+            raise RuntimeError("listener broke")
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent(on_event=boom) as agent:
+            return await agent.run("tool please")
+
+    end = run(main())
+    assert isinstance(shown[-1], MessageDelta) and shown.count(shown[-1]) == 1
+    assert end["reason"] == "error" and end["error"]["message"] == "RuntimeError: listener broke"
+    assert end["usage"] == Usage.from_wire(USAGE_1).to_log()
+    types = [e["type"] for e in s.log.events]
+    assert types[-3:] == ["step/end", "agent/error", "turn/end"]
+    assert "tool/result" in types  # what the step folded before the delta is written
+    assert read_log(s.log.path).events == s.log.events
+
+
+def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
+    # A committed stream end is shown once its assistant/message is in the log
+    # file, and every event reaches the listener in the order codex sent it.
+    s = offline(tb.AgentTurns)
+    seen: List[Any] = []
+
+    def listener(event: Any) -> None:
+        seen.append(event)
+        if isinstance(event, MessageStreamEnd) and event.committed:
+            on_disk = [e["data"]["id"] for e in read_log(s.log.path).events if e["type"] == "assistant/message"]
+            assert event.message_id in on_disk
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent(on_event=listener) as agent:
+            return await agent.run("tool please")
+
+    assert run(main())["reason"] == "completed"
+    kinds = [type(e).__name__ for e in seen]
+    assert kinds.index("AgentMessageDelta") < kinds.index("MessageDelta") < kinds.index("MessageStreamEnd")
+    # The answer is written when the step settles, after turn/completed.
+    assert kinds[-2:] == ["TurnCompleted", "MessageStreamEnd"] and kinds.count("MessageStreamEnd") == 1
+
+
+def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
+    # The scripted turn arrives in one read: the tool call (item/started), its
+    # result (item/completed) and the next step's start are folded without an
+    # await and written with one append_many.
+    s = offline(tb.AgentTurns)
+    batches: List[List[str]] = []
+    append_many = s.log.append_many
+
+    def spy(entries: Any) -> Any:
+        entries = list(entries)
+        batches.append([e[0] for e in entries])
+        return append_many(entries)
+
+    s.log.append_many = spy  # type: ignore[method-assign]
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent(on_event=s.watch) as agent:
+            return await agent.run("tool please")
+
+    assert run(main())["reason"] == "completed"
+    assert any({"tool/call", "tool/result", "step/start"} <= set(batch) for batch in batches), batches
+
+
 def test_agent_start_without_a_codex_binary_raises_before_anything_is_logged(offline):
     s = offline()
 
