@@ -548,7 +548,7 @@ class Agent:
     async def _consume(self, turn: Turn, folder: StepFolder) -> TurnCompleted:
         listener = self.on_event
         # (Locals: this loop runs once a turn, so 3.9 caches no global lookup in it.)
-        stream, feed, signals = folder.stream, folder.feed, folder.signals
+        stream, streaming, feed, signals = folder.stream, folder.streaming, folder.feed, folder.signals
         type_, delta, completed = type, AgentMessageDelta, TurnCompleted
         async with turn:
             # A burst at a time: everything codex's last output completed.  It
@@ -570,7 +570,7 @@ class Agent:
                                 show(event)
                                 show(stream(event))
                             else:
-                                stream(event)
+                                streaming(event)  # nothing to show: no MessageDelta built
                             continue
                         if listener is not None:
                             show(event)

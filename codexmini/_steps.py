@@ -160,11 +160,7 @@ class StepFolder:
         item_id = event.item_id
         message_id = self._streams.get(item_id)
         if message_id is None:
-            if self.held is not None:
-                message_id = self.held["id"]
-            else:
-                message_id = self._reserved = self._reserved or self.new_id()
-            self._streams[item_id] = message_id
+            message_id = self._announce(item_id)
         # Built without dataclass __init__'s per-field object.__setattr__ (per delta).
         delta: MessageDelta = _object_new(MessageDelta)
         fields = delta.__dict__
@@ -172,6 +168,22 @@ class StepFolder:
         fields["item_id"] = item_id
         fields["delta"] = event.delta
         return delta
+
+    def streaming(self, event: AgentMessageDelta) -> None:
+        """:meth:`stream` with no one to show it to (an agent without a
+        listener): the stream is announced, no event is built."""
+        if event.item_id not in self._streams:
+            self._announce(event.item_id)
+
+    def _announce(self, item_id: str) -> str:
+        """A new stream: the message its text becomes (the held one, else
+        the next one's id, reserved)."""
+        if self.held is not None:
+            message_id: str = self.held["id"]
+        else:
+            message_id = self._reserved = self._reserved or self.new_id()
+        self._streams[item_id] = message_id
+        return message_id
 
     def _stream(self, event: AgentMessageDelta) -> None:
         self._signals.append(self.stream(event))

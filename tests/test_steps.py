@@ -900,6 +900,27 @@ def test_steps_stream_method_announces_the_message_the_text_becomes():
     assert f.signals() == [MessageStreamEnd("id-1", "msg_1", True), MessageStreamEnd("id-1", "msg_2", True)]
 
 
+@pytest.mark.parametrize("held", [False, True])
+def test_steps_streaming_folds_as_stream_does_without_building_an_event(held):
+    # An agent with no listener calls streaming(): the same ids, writes and
+    # stream ends as stream(), nothing returned.
+    def play(method: str) -> Any:
+        f = folder()
+        if held:
+            feed_all(
+                f, [*reasoning_events(reasoning(summary=["plan"])), ItemCompleted(agent_message("msg_0", "First."))]
+            )
+        call = getattr(f.steps, method)
+        shown = [call(AgentMessageDelta("msg_1", part)) for part in ("Hel", "lo")]
+        shown.append(call(AgentMessageDelta("msg_2", "also")))
+        feed_all(f, [ItemCompleted(agent_message("msg_1", "Hello")), ItemCompleted(agent_message("msg_2", "also"))])
+        return shown, f.finish(completed()), f.signals(), f.steps.new_id()
+
+    (streamed, *folded), (announced, *same) = play("stream"), play("streaming")
+    assert announced == [None, None, None] and [d.message_id for d in streamed] == ["id-1"] * 3
+    assert same == folded
+
+
 def test_steps_stream_while_a_message_is_held_is_announced_for_that_message():
     f = folder()
     feed_all(f, [*reasoning_events(reasoning(summary=["plan"])), ItemCompleted(agent_message("msg_0", "First."))])
