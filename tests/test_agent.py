@@ -22,7 +22,7 @@ import os
 import shutil
 import signal
 import tempfile
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, cast
 
 import pytest
 import thread_behaviours as tb
@@ -191,6 +191,16 @@ def live_setup():
 
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 120))
+
+
+def one_turn(s: Setup, said: str, **kwargs: Any) -> Dict[str, Any]:
+    """One ``agent.run(said)`` on a fresh agent of ``s`` (``kwargs`` for it)."""
+
+    async def main() -> Dict[str, Any]:
+        async with s.agent(**kwargs) as agent:
+            return await agent.run(said)
+
+    return cast(Dict[str, Any], run(main()))
 
 
 async def codex_turn_running(agent: Agent) -> None:
@@ -473,12 +483,9 @@ def test_agent_listener_error_mid_turn_is_not_shown_again_and_the_step_still_end
         if any(isinstance(e, MessageDelta) for e in shown):
             raise RuntimeError("listener broke")
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent(on_event=boom) as agent:
-            return await agent.run("tool please")
-
-    end = run(main())
-    assert isinstance(shown[-1], MessageDelta) and shown.count(shown[-1]) == 1
+    end = one_turn(s, "tool please", on_event=boom)
+    # The one MessageDelta it was shown is the last thing it was shown.
+    assert [i for i, e in enumerate(shown) if isinstance(e, MessageDelta)] == [len(shown) - 1]
     assert end["reason"] == "error" and end["error"]["message"] == "RuntimeError: listener broke"
     assert end["usage"] == Usage.from_wire(USAGE_1).to_log()
     types = [e["type"] for e in s.log.events]
@@ -499,11 +506,7 @@ def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
             on_disk = [e["data"]["id"] for e in read_log(s.log.path).events if e["type"] == "assistant/message"]
             assert event.message_id in on_disk
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent(on_event=listener) as agent:
-            return await agent.run("tool please")
-
-    assert run(main())["reason"] == "completed"
+    assert one_turn(s, "tool please", on_event=listener)["reason"] == "completed"
     kinds = [type(e).__name__ for e in seen]
     assert kinds.index("AgentMessageDelta") < kinds.index("MessageDelta") < kinds.index("MessageStreamEnd")
     # The answer is written when the step settles, after turn/completed.
@@ -525,11 +528,7 @@ def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
 
     s.log.append_many = spy  # type: ignore[method-assign]
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent(on_event=s.watch) as agent:
-            return await agent.run("tool please")
-
-    assert run(main())["reason"] == "completed"
+    assert one_turn(s, "tool please", on_event=s.watch)["reason"] == "completed"
     assert any({"tool/call", "tool/result", "step/start"} <= set(batch) for batch in batches), batches
 
 
