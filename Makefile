@@ -16,6 +16,8 @@ WITH_CODEX_BIN = bin="$$($(PY) tools/codex_bin.py $(CODEX))" &&
 PYVER := $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 VENV_STAMP := $(VENV)/.installed-$(PYVER)
 MATRIX ?= 3.9 3.10 3.11 3.12 3.13
+# pytest-xdist workers for the suite (make test JOBS=0 runs it in one process).
+JOBS ?= 2
 TO ?= 0.171.0
 
 .PHONY: setup test lint test-offline test-live test-matrix smoke record schema protocol drift bench clean
@@ -35,12 +37,15 @@ $(CODEX_STAMP):
 
 # The gates, each of which fails the target: mypy --strict on codexmini/, ruff
 # lint and format on the whole repo, the suite (live tests included) under
-# coverage with 100% of lines and branches of codexmini/.  coverage run (not
-# pytest-cov's --cov) so that the conformance plugin, loaded before pytest-cov
-# would start, does not hide codexmini's import-time lines.
+# coverage with 100% of lines and branches of codexmini/, in $(JOBS) pytest-xdist
+# workers.  COVERAGE_PROCESS_START (coverage's own start-up hook, not pytest-cov)
+# starts coverage in each worker before anything is imported, so the
+# conformance plugin, loaded first, does not hide codexmini's import-time
+# lines; each process writes its own data file and combine adds them up.
 test: setup lint
 	$(PY) -m coverage erase
-	$(PY) -m coverage run -m pytest -q
+	COVERAGE_PROCESS_START=pyproject.toml $(PY) -m pytest -q -n $(JOBS)
+	$(PY) -m coverage combine -q
 	$(PY) -m coverage report --fail-under=100
 
 lint: setup
@@ -49,16 +54,16 @@ lint: setup
 	$(PY) -m ruff format --check .
 
 test-offline: setup
-	$(PY) -m pytest -q -m "not live"
+	$(PY) -m pytest -q -n $(JOBS) -m "not live"
 
 # The live suite against one installed version: make test-live CODEX=0.149.1.
 # (make test runs it against the pin, with everything else.)
 test-live: setup
-	@$(WITH_CODEX_BIN) echo "live suite against codex $(CODEX): $$bin" && CODEXMINI_CODEX_BIN="$$bin" $(PY) -m pytest -q -m live
+	@$(WITH_CODEX_BIN) echo "live suite against codex $(CODEX): $$bin" && CODEXMINI_CODEX_BIN="$$bin" $(PY) -m pytest -q -n $(JOBS) -m live
 
 # The offline suite under every Python 3.9–3.13 that pyenv (or PATH) has.
 test-matrix:
-	@bash tools/test_matrix.sh $(MATRIX)
+	@JOBS=$(JOBS) bash tools/test_matrix.sh $(MATRIX)
 
 smoke: setup
 	$(PY) -m codexmini smoke
@@ -96,7 +101,7 @@ bench-instructions: setup
 # secrets, fuzzing -- its figures are printed at the end (they also are in make test).
 .PHONY: reliability
 reliability: setup
-	$(PY) -m pytest -q tests/reliability
+	$(PY) -m pytest -q -n $(JOBS) tests/reliability
 
 # Mutation testing of the pure modules (tools/mutation/), not part of make test:
 # a few minutes on two cores.  Narrow or keep it: MUTATION_ARGS="--module _session --json m.json".

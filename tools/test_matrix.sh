@@ -20,7 +20,7 @@ for v in "$@"; do
     "$py" -m venv "$venv" && "$venv/bin/python" -m pip install -q --disable-pip-version-check -e '.[test]' && touch "$venv/.installed" || { failed+=("$v (install)"); continue; }
   fi
   ran=$((ran + 1))
-  "$venv/bin/python" -m pytest -q -m "not live" -p no:cacheprovider || failed+=("$v")
+  "$venv/bin/python" -m pytest -q -n "${JOBS:-2}" -m "not live" -p no:cacheprovider || failed+=("$v")
 done
 if [ "$ran" -eq 0 ]; then echo "no Python version found"; exit 1; fi
 if [ ${#failed[@]} -gt 0 ]; then echo "FAILED under: ${failed[*]}"; exit 1; fi

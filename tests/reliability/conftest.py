@@ -1,13 +1,13 @@
 """The reliability suite (issue 10): hostile input, faults, soak, kills,
 secrets, fuzzing.  Every test here runs under a watchdog, and the figures the
-tests record (:mod:`figures`) are printed at the end of the run."""
+tests record (:mod:`figures`, a plugin the root ``conftest.py`` loads) are
+printed at the end of the run."""
 
 from __future__ import annotations
 
 import faulthandler
 import sys
 
-import figures
 import pytest
 
 #: No test of this suite may run longer than this: a hang ends the run with
@@ -22,11 +22,3 @@ def watchdog():
         yield
     finally:
         faulthandler.cancel_dump_traceback_later()
-
-
-def pytest_terminal_summary(terminalreporter):
-    text = figures.lines()
-    if text:
-        terminalreporter.section("codexmini reliability figures")
-        for line in text:
-            terminalreporter.write_line(line)

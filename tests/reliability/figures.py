@@ -2,15 +2,19 @@
 
 Tests :func:`record` what they did (kinds of input played, faults injected,
 turns run, kills survived, frames fuzzed) and what they measured; the
-suite's ``conftest.py`` prints every figure in the terminal summary, so
-``make reliability`` (and ``make test``) show them.  A figure is only ever
-recorded by the test that produced it, after its assertions held.
+module is also a pytest plugin (the root ``conftest.py`` loads it) that
+prints every figure in the terminal summary, so ``make reliability`` (and
+``make test``) show them.  Under pytest-xdist each worker hands its figures
+to the controller, which adds them up and prints them once.  A figure is only
+ever recorded by the test that produced it, after its assertions held.
 """
 
 from __future__ import annotations
 
 import collections
 from typing import Any, Dict, List, Tuple
+
+import pytest
 
 #: section → [(name, value)] in the order recorded.
 FIGURES: "collections.OrderedDict[str, List[Tuple[str, Any]]]" = collections.OrderedDict()
@@ -43,3 +47,46 @@ def lines() -> List[str]:
             out.append(f"  {TOTALS[section]}: {sum(total for _, total in counters)}")
         out += [f"  {name}: {value}" for name, value in figures]
     return out
+
+
+# -- the plugin ---------------------------------------------------------------
+
+#: The key of a worker's figures in its ``workeroutput`` (pytest-xdist).
+_KEY = "codexmini_reliability_figures"
+
+
+def export() -> Dict[str, Any]:
+    """The figures recorded in this process, as plain lists (what a worker sends)."""
+    return {
+        "figures": [[section, [list(pair) for pair in pairs]] for section, pairs in FIGURES.items()],
+        "counts": [[section, name, total] for (section, name), total in COUNTS.items()],
+    }
+
+
+def merge(data: Dict[str, Any]) -> None:
+    """Add a worker's :func:`export` to this process's figures."""
+    for section, pairs in data["figures"]:
+        FIGURES.setdefault(section, []).extend((name, value) for name, value in pairs)
+    for section, name, total in data["counts"]:
+        COUNTS[(section, name)] += total
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its figures go to the controller
+        workeroutput[_KEY] = export()
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: the controller, as each worker ends
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    data = getattr(node, "workeroutput", {}).get(_KEY)
+    if data is not None:
+        merge(data)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    text = lines()
+    if text:
+        terminalreporter.section("codexmini reliability figures")
+        for line in text:
+            terminalreporter.write_line(line)
