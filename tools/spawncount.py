@@ -2,6 +2,9 @@
 
     PYTHONPATH=tools .venv/bin/python -m pytest -q -p spawncount [SPAWNCOUNT_OUT=FILE]
 
+(in one process, without ``-n``: under pytest-xdist each worker would count
+its own share and print it where no one sees it).
+
 A test counts when anything in it calls ``subprocess.Popen`` or an event
 loop's ``subprocess_exec`` (what ``asyncio.create_subprocess_exec`` uses).
 At the end it prints ``SPAWNCOUNT: N of M tests spawn a subprocess`` and, with
