@@ -38,13 +38,13 @@ $(CODEX_STAMP):
 # The gates, each of which fails the target: mypy --strict on codexmini/, ruff
 # lint and format on the whole repo, the suite (live tests included) under
 # coverage with 100% of lines and branches of codexmini/, in $(JOBS) pytest-xdist
-# workers.  COVERAGE_PROCESS_START (coverage's own start-up hook, not pytest-cov)
-# starts coverage in each worker before anything is imported, so the
-# conformance plugin, loaded first, does not hide codexmini's import-time
-# lines; each process writes its own data file and combine adds them up.
+# workers.  coverage run (not pytest-cov's --cov) measures the controller; each
+# worker starts its own measurement in the root conftest.py, before the
+# conformance plugin imports codexmini (so import-time lines count); each
+# process writes its own data file and combine adds them up.
 test: setup lint
 	$(PY) -m coverage erase
-	COVERAGE_PROCESS_START=pyproject.toml $(PY) -m pytest -q -n $(JOBS)
+	$(PY) -m coverage run -m pytest -q -n $(JOBS)
 	$(PY) -m coverage combine -q
 	$(PY) -m coverage report --fail-under=100
 

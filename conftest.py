@@ -9,21 +9,33 @@ too, loaded here rather than by that suite's conftest: under pytest-xdist
 one, and it is the controller that adds up the workers' figures and prints
 them.  Its directory is the one pytest puts on ``sys.path`` for that suite.
 
-Coverage (``make test``): ``COVERAGE_PROCESS_START`` makes every Python process
-start coverage.py as it starts (coverage's ``.pth`` file), so each xdist worker
-measures from its first import.  Only the workers (and a run without workers)
-are measured: below them, the subprocesses the tests start are not, as under a
-plain ``coverage run``."""
+Coverage: ``make test`` runs ``coverage run -m pytest -n 2``, which measures
+the controller only.  Each xdist worker starts its own measurement here, in
+this module's body: before ``pytest_plugins`` imports the conformance plugin
+and with it codexmini, so import-time lines are measured too.  Each process
+writes its own data file (``parallel = true``) and ``coverage combine`` adds
+them up.  The subprocesses the tests start are not measured, as under a plain
+``coverage run``.
+"""
 
 import os
 import sys
 
+
+def _measure_this_worker() -> None:
+    # `coverage run` sets COVERAGE_RUN; the workers inherit it from the
+    # controller.  Taken out of the environment so that nothing below (a test's
+    # own pytest subprocess) starts measuring too.
+    if not os.environ.get("PYTEST_XDIST_WORKER") or os.environ.pop("COVERAGE_RUN", None) != "true":
+        return
+    import coverage
+
+    if coverage.Coverage.current() is None:
+        coverage.Coverage(auto_data=True).start()  # the config of pyproject.toml; saved at exit
+
+
+_measure_this_worker()
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "reliability"))
 
 pytest_plugins = ["conformance.plugin", "figures"]
-
-
-def pytest_configure(config):
-    controller = not os.environ.get("PYTEST_XDIST_WORKER") and getattr(config.option, "numprocesses", None)
-    if not controller:  # the workers' own subprocesses are not measured
-        os.environ.pop("COVERAGE_PROCESS_START", None)
