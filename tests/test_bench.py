@@ -14,8 +14,8 @@ import pytest
 
 from conformance.schema import FrameValidator
 from tools import bench
+from tools.benchlib import gcstats, instructions, stream, workload
 from tools.benchlib import imports as import_cost
-from tools.benchlib import instructions, stream, workload
 from tools.benchlib.e2e import find_native_codex
 from tools.benchlib.report import TARGETS
 
@@ -126,3 +126,19 @@ def test_instructions_reads_cachegrinds_total_and_refuses_output_without_one():
     assert instructions.parse_irefs(stderr) == 12_427_361_494
     with pytest.raises(RuntimeError, match="no instruction count"):
         instructions.parse_irefs("valgrind: command not found")
+
+
+def test_gcstats_watches_the_collector_and_turns_it_off(tmp_path, capsys):
+    out = tmp_path / "gc.json"
+    assert gcstats.main(["--notifications", "300", "--rounds", "1", "--json", str(out), "raw", "agent"]) == 0
+    written = json.loads(out.read_text())
+    runs = written["runs"]
+    assert {name: sorted(modes) for name, modes in runs.items()} == {"raw": ["off", "watch"], "agent": ["off", "watch"]}
+    (watched,), (off,) = runs["agent"]["watch"], runs["agent"]["off"]
+    assert watched["gc"]["collections"][0] > 0 and off["gc"]["collections"] == [0, 0, 0]
+    assert watched["all_delivered"] and off["all_delivered"]
+    assert written["summary"]["agent"]["collections"] == watched["gc"]["collections"]
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("the collector on a turn of 300 notifications, 1 round(s)")
+    assert [line.split()[0] for line in printed[1:]] == ["raw", "agent"]
+    assert "× raw 1.000, collector off 1.000" in printed[1]

@@ -55,10 +55,46 @@ def rss_mb() -> float:
     return round(proc_status_kb("VmRSS") / 1024, 1)
 
 
+class Collector:
+    """What the cyclic garbage collector did in this process: collections and
+    CPU seconds per generation (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        import gc
+        import time
+
+        self._clock = time.process_time
+        self._started = 0.0
+        self.collections = [0, 0, 0]
+        self.seconds = [0.0, 0.0, 0.0]
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started = self._clock()
+            return
+        generation = info["generation"]
+        self.collections[generation] += 1
+        self.seconds[generation] += self._clock() - self._started
+
+    def figures(self) -> dict[str, Any]:
+        return {"collections": self.collections, "seconds": [round(s, 6) for s in self.seconds]}
+
+
 def main(contenders: Mapping[str, Contender], argv: Any = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     name, options = args[0], json.loads(args[1]) if len(args) > 1 else {}
+    # options["gc"]: "watch" counts the collector's work, "off" disables it and
+    # counts too (none, then): a diagnosis, tools/benchlib/gcstats.py; the
+    # bench leaves the collector alone.
+    collector = Collector() if options.get("gc") in ("watch", "off") else None
+    if options.get("gc") == "off":
+        import gc
+
+        gc.disable()
     result = asyncio.run(asyncio.wait_for(contenders[name](options), options.get("timeout", 300)))
+    if collector is not None:
+        result["gc"] = collector.figures()
     result.setdefault("peak_rss_mb", peak_rss_mb())
     result["contender"] = name
     result["python"] = sys.version.split()[0]
