@@ -668,7 +668,13 @@ class AppServerClient(Requests):
             data = await transport.read()
             if not data:
                 break
-            self._handle(self._conn.receive(data))
+            events = self._conn.receive(data)
+            self._handle(events)
+            if events:
+                # Let the consumers take what this read brought before the
+                # next one is decoded (read() returns at once while the
+                # transport holds more): one read's frames die young.
+                await asyncio.sleep(0)
         self._handle(self._conn.receive_eof())
         # stdout ended: the process is exiting, or it closed stdout and is of no
         # further use.  Give it the close timeout, then kill its group.

@@ -514,9 +514,27 @@ def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
 
 
 def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
-    # The scripted turn arrives in one read: the tool call (item/started), its
-    # result (item/completed) and the next step's start are folded without an
-    # await and written with one append_many.
+    # The scripted turn arrives in one write (one read): the tool call
+    # (item/started), its result (item/completed) and the next step's start
+    # are folded without an await and written with one append_many.
+    s = offline(tb.AgentTurns)
+    batches: List[List[str]] = []
+    append_many = s.log.append_many
+
+    def spy(entries: Any) -> Any:
+        entries = list(entries)
+        batches.append([e[0] for e in entries])
+        return append_many(entries)
+
+    s.log.append_many = spy  # type: ignore[method-assign]
+
+    assert one_turn(s, "burst please", on_event=s.watch)["reason"] == "completed"
+    assert any({"tool/call", "tool/result", "step/start"} <= set(batch) for batch in batches), batches
+
+
+def test_agent_folds_one_read_at_a_time(offline):
+    # Frame by frame (the in-memory fake: one read a frame), each read is its
+    # own burst: the consumer runs after each read, before the next is decoded.
     s = offline(tb.AgentTurns)
     batches: List[List[str]] = []
     append_many = s.log.append_many
@@ -529,7 +547,11 @@ def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
     s.log.append_many = spy  # type: ignore[method-assign]
 
     assert one_turn(s, "tool please", on_event=s.watch)["reason"] == "completed"
-    assert any({"tool/call", "tool/result", "step/start"} <= set(batch) for batch in batches), batches
+    # The tool's result (item/completed) and the next step's start (the answer's
+    # item/started) came in two reads: two writes.
+    results = [batch for batch in batches if "tool/result" in batch]
+    assert len(results) == 1 and "step/start" not in results[0], batches
+    assert any("step/start" in batch for batch in batches[batches.index(results[0]) + 1 :]), batches
 
 
 def test_agent_start_without_a_codex_binary_raises_before_anything_is_logged(offline):

@@ -23,7 +23,7 @@ from fake_client import reported, run, started, until
 from codexmini._client import AppServerClient
 from codexmini._errors import ConfigError, ProcessExited
 from codexmini.testing import FakeAppServer
-from codexmini.testing.fake_appserver import INIT_RESULT, _serve, instantiate, main
+from codexmini.testing.fake_appserver import INIT_RESULT, ServerSide, _serve, instantiate, main
 
 INITIALIZE = {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "0"}}}
 INITIALIZED = {"method": "initialized"}
@@ -258,3 +258,51 @@ def test_fake_stdio_side_raising_behaviour_propagates():
     finally:
         for fd in (in_r, out_w, err_w, out_r, err_r):
             os.close(fd)
+
+
+# -- one write ------------------------------------------------------------------------
+
+
+class Writes(ServerSide):
+    """A server side whose writes are kept, one entry per write."""
+
+    def __init__(self) -> None:
+        super().__init__(["codex", "app-server"], {}, None)
+        self.writes: list = []
+
+    def _write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+
+def test_fake_one_write_sends_the_frames_inside_together_at_its_end():
+    server = Writes()
+    server.notify("a", {})
+    with server.one_write():
+        server.notify("b", {})
+        server.respond({"id": 7}, {})
+        server.send_raw(b'{"raw": 1}\n')  # bytes as they are: held too, in order
+        assert len(server.writes) == 1  # held until the end
+    with server.one_write():
+        pass  # nothing sent: no write
+    server.notify("c", {})
+    assert [w.count(b"\n") for w in server.writes] == [1, 3, 1]
+    assert frames_of(server.writes[1]) == [
+        {"method": "b", "params": {}, "emittedAtMs": frames_of(server.writes[0])[0]["emittedAtMs"]},
+        {"id": 7, "result": {}},
+        {"raw": 1},
+    ]
+
+
+def test_fake_one_write_does_not_nest_and_closes_when_the_block_raises():
+    server = Writes()
+    with pytest.raises(ValueError):
+        with server.one_write():
+            server.notify("sent-anyway", {})
+            raise ValueError("the script failed")
+    assert frames_of(b"".join(server.writes))[0]["method"] == "sent-anyway"
+    with server.one_write():
+        with pytest.raises(RuntimeError, match="already open"):
+            with server.one_write():
+                pass
+        server.notify("after", {})
+    assert frames_of(server.writes[-1])[0]["method"] == "after"

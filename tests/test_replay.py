@@ -30,7 +30,7 @@ class Probe(ServerSide):
         self.sent: List[Any] = []
         self.errors: List[str] = []
 
-    def send_raw(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> None:
         self.sent.append(json.loads(data))
 
     def stderr(self, text: str) -> None:

@@ -295,6 +295,7 @@ class AgentTurns(Mortal):
     * ``slow …`` -- a message starts streaming (``working on: …``) and the turn
       holds until the test calls :meth:`release` or codex gets turn/interrupt;
     * ``tool …`` -- a command runs (``echo done``), then the answer;
+      ``burst …`` the same, every frame of it in one write;
     * ``sleep …`` -- a ``sleep 30`` command starts; variant ``die``: the child
       then exits (3), otherwise it holds (for a test that kills the child);
     * anything else -- the answer ``re: …`` at once, with one model call's usage.
@@ -311,10 +312,11 @@ class AgentTurns(Mortal):
             self.holding = f"working on: {said}"
             self.started(agent_message("msg_1"))
             self.delta("msg_1", self.holding)
+        elif said.startswith("burst"):  # the tool turn, as one write of codex's
+            with self.server.one_write():
+                self.tool_then_reply(said)
         elif said.startswith("tool"):
-            self.started(command("call_cmd_1", "inProgress"))
-            self.completed(command("call_cmd_1", "completed"))
-            self.reply(f"re: {said}")
+            self.tool_then_reply(said)
         elif said.startswith("sleep"):
             self.started(command("call_sleep", "inProgress", "/bin/bash -lc 'sleep 30'"))
             if self.variant == "die":
@@ -322,6 +324,11 @@ class AgentTurns(Mortal):
                 raise Exit(3)
         else:
             self.reply(f"re: {said}")
+
+    def tool_then_reply(self, said: str) -> None:
+        self.started(command("call_cmd_1", "inProgress"))
+        self.completed(command("call_cmd_1", "completed"))
+        self.reply(f"re: {said}")
 
     def reply(self, text: str) -> None:
         self.message("msg_2", text)
@@ -548,10 +555,11 @@ class InvalidDeltas(CodexLike):
 
 
 class CompletedRightAfterADelta(CodexLike):
-    """A delta and the interrupted ``turn/completed`` written at once, so both
-    are queued before the consumer sees the first."""
+    """A delta and the interrupted ``turn/completed`` written at once (one
+    read), so both are queued before the consumer sees the first."""
 
     async def script(self, params: Mapping[str, Any]) -> None:
-        self.started(agent_message("msg_1"))
-        self.delta("msg_1", "Hel")
-        self.finish("interrupted")
+        with self.server.one_write():
+            self.started(agent_message("msg_1"))
+            self.delta("msg_1", "Hel")
+            self.finish("interrupted")

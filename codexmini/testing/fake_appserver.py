@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import importlib
 import json
 import os
@@ -46,7 +47,20 @@ import signal
 import stat
 import sys
 import traceback
-from typing import Any, AsyncIterator, Awaitable, Callable, Deque, Dict, List, Mapping, Optional, Sequence, Union
+from typing import (
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Deque,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Union,
+)
 
 from .._errors import ConfigError
 from .._wire import LineDecoder
@@ -87,6 +101,7 @@ class ServerSide:
         self._early: List[Optional[Frame]] = []
         self._decoder = LineDecoder()
         self._eof = False
+        self._held: Optional[List[bytes]] = None  # frames sent inside one_write()
 
     # -- receiving -----------------------------------------------------------
 
@@ -143,13 +158,35 @@ class ServerSide:
 
     # -- sending -------------------------------------------------------------
 
+    def _write(self, data: bytes) -> None:
+        """Write to the client (the transport's)."""
+        raise NotImplementedError
+
     def send_raw(self, data: bytes) -> None:
         """Bytes as they are (bad lines, partial lines)."""
-        raise NotImplementedError
+        if self._held is not None:
+            self._held.append(data)
+        else:
+            self._write(data)
 
     def send(self, frame: Frame) -> None:
         """One frame, one line."""
         self.send_raw(json.dumps(frame, ensure_ascii=False).encode("utf-8") + b"\n")
+
+    @contextlib.contextmanager
+    def one_write(self) -> Iterator[None]:
+        """What is sent inside goes out at the end, in order, in one write:
+        what codex can write at once, and one read of the client's can bring."""
+        if self._held is not None:
+            raise RuntimeError("one_write() is already open")
+        held: List[bytes] = []
+        self._held = held
+        try:
+            yield
+        finally:
+            self._held = None
+            if held:
+                self._write(b"".join(held))
 
     def notify(self, method: str, params: Mapping[str, Any]) -> None:
         """A notification with ``emittedAtMs``, as codex sends them."""
@@ -196,7 +233,7 @@ class _MemoryServerSide(ServerSide):
         self._transport = transport
         self.reading = True
 
-    def send_raw(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> None:
         self._transport._to_client(data)
 
     def stderr(self, text: str) -> None:
@@ -388,7 +425,7 @@ class _StdioServerSide(ServerSide):
         self._stdin, self._stdout, self._stderr = fds
         self._reading = False
 
-    def send_raw(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self._stdout, view) :]
