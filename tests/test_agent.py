@@ -513,11 +513,8 @@ def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
     assert kinds[-2:] == ["TurnCompleted", "MessageStreamEnd"] and kinds.count("MessageStreamEnd") == 1
 
 
-def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
-    # The scripted turn arrives in one write (one read): the tool call
-    # (item/started), its result (item/completed) and the next step's start
-    # are folded without an await and written with one append_many.
-    s = offline(tb.AgentTurns)
+def write_batches(s: Offline) -> List[List[str]]:
+    """The event types of each ``append_many`` of ``s``'s log (one write each), as they come."""
     batches: List[List[str]] = []
     append_many = s.log.append_many
 
@@ -527,7 +524,15 @@ def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
         return append_many(entries)
 
     s.log.append_many = spy  # type: ignore[method-assign]
+    return batches
 
+
+def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
+    # The scripted turn arrives in one write (one read): the tool call
+    # (item/started), its result (item/completed) and the next step's start
+    # are folded without an await and written with one append_many.
+    s = offline(tb.AgentTurns)
+    batches = write_batches(s)
     assert one_turn(s, "burst please", on_event=s.watch)["reason"] == "completed"
     assert any({"tool/call", "tool/result", "step/start"} <= set(batch) for batch in batches), batches
 
@@ -536,16 +541,7 @@ def test_agent_folds_one_read_at_a_time(offline):
     # Frame by frame (the in-memory fake: one read a frame), each read is its
     # own burst: the consumer runs after each read, before the next is decoded.
     s = offline(tb.AgentTurns)
-    batches: List[List[str]] = []
-    append_many = s.log.append_many
-
-    def spy(entries: Any) -> Any:
-        entries = list(entries)
-        batches.append([e[0] for e in entries])
-        return append_many(entries)
-
-    s.log.append_many = spy  # type: ignore[method-assign]
-
+    batches = write_batches(s)
     assert one_turn(s, "tool please", on_event=s.watch)["reason"] == "completed"
     # The tool's result (item/completed) and the next step's start (the answer's
     # item/started) came in two reads: two writes.
