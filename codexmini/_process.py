@@ -44,7 +44,7 @@ stderr_log = logging.getLogger("codexmini.codex")
 #: past the cyclic collector's youngest generation (700 allocations), and a
 #: turn's frames were promoted to the older generations a chunk at a time: on
 #: the bench's 200,000-notification turn the agent spent 0.2 s in the
-#: collector, six full collections of its heap; now three and 0.06 s, the
+#: collector, six full collections of its heap; now two or three and 0.06 s, the
 #: client none and 0.006 s (``python -m tools.benchlib.gcstats``).
 READ_CHUNK = 1 << 15
 #: The most of codex's stderr one read takes (a tail is kept, nothing decoded).
