@@ -2,9 +2,9 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# The supported range lives in codexmini/__init__.py: the pin and the oldest.
-CODEX_VERSION := $(shell sed -n 's/^CODEX_VERSION = "\(.*\)"/\1/p' codexmini/__init__.py)
-OLDEST_CODEX_VERSION := $(shell sed -n 's/^OLDEST_CODEX_VERSION = "\(.*\)"/\1/p' codexmini/__init__.py)
+# The supported range lives in codexmini/_version.py: the pin and the oldest.
+CODEX_VERSION := $(shell sed -n 's/^CODEX_VERSION = "\(.*\)"/\1/p' codexmini/_version.py)
+OLDEST_CODEX_VERSION := $(shell sed -n 's/^OLDEST_CODEX_VERSION = "\(.*\)"/\1/p' codexmini/_version.py)
 CODEX_STAMP := .codex/.installed-$(CODEX_VERSION)
 # The version a target works on (record, schema, test-live); default the pin.
 # Any other version is installed into .cache/codex/<version>/ once, by

@@ -18,14 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List
 
-__version__ = "0.2.0"
-
-#: The supported codex releases are OLDEST_CODEX_VERSION to CODEX_VERSION,
-#: both ends included: each end has its own schema fixtures and recordings
-#: (``fixtures/schema/<v>/``, ``fixtures/<v>/``) and is tested live.
-#: CODEX_VERSION is the pin: what ``make setup`` installs.
-CODEX_VERSION = "0.171.0"
-OLDEST_CODEX_VERSION = "0.149.1"
+from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION, __version__
 
 #: Public name → the internal module that defines it.  One table: ``__all__``
 #: is derived from it, and a test checks it against the documented list.

@@ -49,7 +49,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-from . import CODEX_VERSION, __version__
 from ._binary import parse_version
 from ._client import AppServerClient, Launcher, Tap
 from ._endpoint import ModelEndpoint
@@ -76,6 +75,7 @@ from ._steps import StepFolder, Write
 from ._structured import OutputSchema
 from ._supervisor import ChildSupervisor
 from ._thread import Thread, Turn, image_input, text_input
+from ._version import CODEX_VERSION, __version__
 
 log = logging.getLogger("codexmini.agent")
 

@@ -26,9 +26,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional, Tuple
 
-from . import CODEX_VERSION, OLDEST_CODEX_VERSION
 from ._environment import child_environment
 from ._errors import BinaryNotFound
+from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION
 
 ENV_VAR = "CODEXMINI_CODEX_BIN"
 LOCAL_DIR = ".codex"

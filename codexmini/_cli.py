@@ -36,7 +36,6 @@ import sys
 import time
 from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
 
-from . import CODEX_VERSION, __version__
 from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
 from ._endpoint import ModelEndpoint
@@ -45,6 +44,7 @@ from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MO
 from ._render import Console, Transcript, use_color
 from ._session import SessionLog
 from ._structured import OutputSchema
+from ._version import CODEX_VERSION, __version__
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_CODEX, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 

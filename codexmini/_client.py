@@ -75,7 +75,7 @@ from typing import (
     Type,
 )
 
-from . import __version__, _rpc
+from . import _rpc
 from . import _wire as wire
 from ._binary import find_codex
 from ._environment import child_environment
@@ -93,6 +93,7 @@ from ._mapping import to_event
 from ._process import ChildProcess
 from ._requests import Requests
 from ._retry import RetryPolicy
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._events import Event

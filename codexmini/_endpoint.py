@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Dict, List
 
-from . import CODEX_VERSION, OLDEST_CODEX_VERSION
 from ._errors import ConfigError
+from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION
 
 #: The provider id codexmini configures in codex.
 PROVIDER_ID = "codexmini"
