@@ -58,6 +58,7 @@ PURE = (
     "_retry",
     "_requests",
     "_jsontext",
+    "_version",
 )
 PURE_REQUIRED = ("_wire", "_rpc", "_turnfold", "_inbox", "_permission", "_prompt", "_environment")
 FORBIDDEN_IN_PURE = frozenset({"asyncio", "subprocess", "threading", "socket", "selectors", "signal", "time"})
