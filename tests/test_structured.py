@@ -96,6 +96,14 @@ def test_structured_parse_mismatch_is_a_typed_error_with_the_raw_text(text, reas
     assert str(error).startswith("the final answer does not match the output schema: $")
 
 
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_structured_parse_names_the_constant_json_does_not_allow(constant):
+    # json.loads would take these; the answer is refused, and the reason says which one.
+    with pytest.raises(OutputValidationError) as caught:
+        OutputSchema({"type": "array"}).parse(f"[1, {constant}]")
+    assert caught.value.errors == [("$", f"not JSON: {constant} is not JSON")]
+
+
 def test_structured_no_agent_message_is_a_mismatch():
     with pytest.raises(OutputValidationError) as caught:
         OutputSchema(SCHEMA).parse(None)
