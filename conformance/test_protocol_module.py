@@ -1,4 +1,4 @@
-"""``codexmini/protocol.py`` is what the pinned stable schema generates, and it holds.
+"""``codexmini/_generated/`` is what the pinned stable schema generates, and it holds.
 
 Like the schema-fixture test: regenerate in memory, compare with the checked-in
 files, and on any difference fail with the command that refreshes them
@@ -6,7 +6,8 @@ files, and on any difference fail with the command that refreshes them
 types resolve under the running Python, every key of every recorded frame is
 declared by the types of its method, :class:`codexmini.protocol.Calls` sends
 what it says, and ``--without`` (the static drift mechanism) makes mypy fail on
-code that reads the removed field.
+code that reads the removed field.  ``codexmini/protocol.py``, hand-written, re-exports the
+generated surface: every name typed for the checker, each fetched on first use at run time.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import pytest
 
 import codexmini
 from codexmini import CODEX_VERSION, protocol
+from codexmini._generated import protocol as surface
 from conformance import schema
 from conformance.schema import (
     CLIENT_REQUEST,
@@ -54,7 +56,7 @@ def _generated() -> Dict[str, str]:
 
 
 def _types_module() -> types.ModuleType:
-    return importlib.import_module("codexmini._protocol_types")
+    return importlib.import_module(f"codexmini.{gen.SUBPACKAGE}.{gen.TYPES_MODULE}")
 
 
 def _is_typeddict(tp: Any) -> bool:
@@ -67,7 +69,7 @@ def _is_typeddict(tp: Any) -> bool:
 @pytest.mark.parametrize("name", sorted(gen.generate(CODEX_VERSION)))
 def test_protocol_module_is_what_the_schema_generates(name: str) -> None:
     want = _generated()[name]
-    path = os.path.join(PACKAGE, name)
+    path = os.path.join(PACKAGE, *name.split("/"))
     have = ""
     if os.path.exists(path):
         with open(path, encoding="utf-8") as fh:
@@ -103,7 +105,17 @@ def test_protocol_check_reports_stale_files_with_the_refresh_command(tmp_path, c
     (tmp_path / gen.TYPES_FILE).write_text("# edited\n", encoding="utf-8")
     assert gen.main(["--check", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert "codexmini/_protocol_types.py" in err and "`make protocol`" in err and "protocol.py," not in err
+    assert "codexmini/_generated/protocol_types.py" in err and "`make protocol`" in err
+    assert "protocol.py," not in err and "__init__.py" not in err  # only the edited file is listed
+
+
+def test_protocol_subpackage_is_the_generators_alone() -> None:
+    """Every file of ``codexmini/_generated/`` is one the generator writes; its ``__init__`` says so."""
+    directory = os.path.join(PACKAGE, gen.SUBPACKAGE)
+    present = {f"{gen.SUBPACKAGE}/{name}" for name in os.listdir(directory) if name.endswith(".py")}
+    assert present == set(_generated()) == {gen.INIT_FILE, gen.SURFACE_FILE, gen.TYPES_FILE}
+    init = ast.parse(_generated()[gen.INIT_FILE])
+    assert len(init.body) == 1 and "tools/gen_protocol.py" in (ast.get_docstring(init) or "")
 
 
 def test_protocol_generator_refuses_a_mutation_over_the_package() -> None:
@@ -220,22 +232,64 @@ def _modules_after(statement: str) -> List[str]:
     return list(json.loads(done.stdout))
 
 
+SURFACE_MODULES = {"codexmini.protocol", "codexmini._generated", "codexmini._generated.protocol"}
+
+
 def test_protocol_import_is_cheap_and_loads_the_types_on_first_use() -> None:
     before = set(_modules_after("import codexmini"))
     loaded = set(_modules_after("import codexmini.protocol")) - before
-    assert loaded == {"codexmini.protocol"}, loaded  # not asyncio, not the types
+    assert loaded == SURFACE_MODULES, loaded  # not asyncio, not the types
+    # The surface's own names, dir() and __all__ need no type either.
+    statement = "import codexmini.protocol as p; p.Calls, p.CLIENT_REQUESTS, p.SCHEMA_VERSION, dir(p), p.__all__"
+    loaded = set(_modules_after(statement)) - before
+    assert loaded == SURFACE_MODULES, loaded
     loaded = set(_modules_after("from codexmini.protocol import ThreadItem")) - before
-    assert loaded == {"codexmini.protocol", "codexmini._protocol_types"}, loaded
+    assert loaded == SURFACE_MODULES | {"codexmini._generated.protocol_types"}, loaded
 
 
-def test_protocol_unknown_name_is_an_attribute_error() -> None:
+def test_protocol_reexports_the_generated_surface() -> None:
+    assert protocol.__all__ == surface.__all__ and protocol.__all__ is not surface.__all__
+    for name in ("Calls", "CLIENT_REQUESTS", "SCHEMA_SHA256", "ThreadItem", "AgentMessageThreadItem"):
+        assert getattr(protocol, name) is getattr(surface, name), name
+    assert protocol.ThreadItem is _types_module().ThreadItem
+    assert "ThreadItem" in vars(protocol)  # fetched once, then an attribute like any other
+
+
+def test_protocol_star_import_binds_every_exported_name() -> None:
+    namespace: Dict[str, Any] = {}
+    exec("from codexmini.protocol import *", namespace)
+    namespace.pop("__builtins__")
+    assert set(namespace) == set(protocol.__all__) and len(namespace) > 700
+    assert all(namespace[name] is getattr(surface, name) for name in namespace)
+
+
+def test_protocol_dir_lists_every_exported_name_loaded_or_not() -> None:
+    names = dir(protocol)
+    assert names == sorted(names) and set(protocol.__all__) <= set(names)
+    assert {"__doc__", "__all__"} <= set(names)
+
+
+@pytest.mark.parametrize("module", [protocol, surface], ids=lambda m: m.__name__)
+def test_protocol_unknown_name_is_an_attribute_error(module: types.ModuleType) -> None:
     for name in ("Nope", "_ThreadRequired"):  # unknown; a base class of the types module, not exported
-        with pytest.raises(AttributeError, match=f"no attribute '{name}'"):
-            getattr(protocol, name)
+        with pytest.raises(AttributeError, match=f"module '{module.__name__}' has no attribute '{name}'"):
+            getattr(module, name)
+
+
+def test_protocol_modules_show_type_checkers_no_module_getattr() -> None:
+    """A module ``__getattr__`` a checker saw would make every name look defined: both modules
+    install theirs through ``globals()`` (the mypy test below imports a name that does not exist)."""
+    for path in (os.path.join(PACKAGE, "protocol.py"), os.path.join(PACKAGE, *gen.SURFACE_FILE.split("/"))):
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        bound = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        bound |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        assert "_resolve" in bound or "_load_type" in bound  # not vacuous
+        assert "__getattr__" not in bound, path
 
 
 def test_protocol_modules_import_typing_only() -> None:
-    for name in (gen.SURFACE_FILE, gen.TYPES_FILE):
+    for name in (gen.SURFACE_FILE, gen.TYPES_FILE, gen.INIT_FILE):
         tree = ast.parse(_generated()[name])
         imported = set()
         for node in ast.walk(tree):
@@ -243,7 +297,7 @@ def test_protocol_modules_import_typing_only() -> None:
                 imported |= {(0, alias.name) for alias in node.names}
             elif isinstance(node, ast.ImportFrom):
                 imported.add((node.level, node.module or ""))
-        assert imported <= {(0, "__future__"), (0, "typing"), (1, ""), (1, "_protocol_types")}, (name, imported)
+        assert imported <= {(0, "__future__"), (0, "typing"), (1, ""), (1, gen.TYPES_MODULE)}, (name, imported)
 
 
 def _bindings(tree: ast.Module) -> List[str]:
@@ -287,7 +341,7 @@ def test_protocol_modules_define_no_name_twice() -> None:
     imported = {
         a.name
         for n in ast.walk(surface_tree)
-        if isinstance(n, ast.ImportFrom) and n.level and n.module == "_protocol_types"
+        if isinstance(n, ast.ImportFrom) and n.level and n.module == gen.TYPES_MODULE
         for a in n.names
     }
     assert imported == public and len(public) > 700
@@ -607,7 +661,7 @@ def test_protocol_generator_names_the_override_a_new_request_needs(
 SNIPPET = """\
 from __future__ import annotations
 
-from .protocol import AgentMessageDeltaNotification, Calls, ThreadItem
+from .protocol import CLIENT_REQUESTS, AgentMessageDeltaNotification, Calls, ThreadItem
 
 
 def f(p: AgentMessageDeltaNotification) -> str:
@@ -623,6 +677,10 @@ def text(item: ThreadItem) -> str:
 async def fork(calls: Calls) -> str:
     response = await calls.thread_fork({"threadId": "t"})
     return response["thread"]["id"]
+
+
+def result_type(method: str) -> str:
+    return CLIENT_REQUESTS[method][1]
 """
 
 
@@ -633,19 +691,34 @@ def _mypy() -> List[str]:
 
 
 def test_protocol_mypy_fails_on_a_removed_field_and_passes_without_the_mutation(tmp_path: Any) -> None:
+    """Through the public re-export (``protocol.py``, copied beside each generated subpackage):
+    the snippet passes against the plain module, fails on the one line that reads the removed
+    field against the mutated one, and a name the schema does not define is an error too."""
     mypy = _mypy()
     gen.write_module(str(tmp_path / "plain"))
     assert gen.main(["--without", "AgentMessageDeltaNotification.delta", "--out", str(tmp_path / "mutated")]) == 0
     for package in ("plain", "mutated"):
         (tmp_path / package / "__init__.py").write_text("", encoding="utf-8")
+        shutil.copy(os.path.join(PACKAGE, "protocol.py"), str(tmp_path / package / "protocol.py"))
         (tmp_path / package / "snippet.py").write_text(SNIPPET, encoding="utf-8")
-    command = [*mypy, "--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), "plain", "mutated"]
+    shutil.copytree(str(tmp_path / "plain"), str(tmp_path / "missing"))
+    (tmp_path / "missing" / "snippet.py").write_text("from .protocol import NoSuchType, ThreadItem\n", encoding="utf-8")
+    command = [*mypy, "--strict", "--cache-dir", str(tmp_path / ".mypy_cache"), "plain", "mutated", "missing"]
     done = subprocess.run(command, cwd=str(tmp_path), capture_output=True, text=True, timeout=600, check=False)
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     assert done.returncode == 1, done.stdout + done.stderr
+    found = {
+        package: [line for line in errors if line.startswith(os.path.join(package, ""))]
+        for package in ("plain", "mutated", "missing")
+    }
+    assert sum(map(len, found.values())) == len(errors) and found["plain"] == [], errors
+    (unknown,) = found["missing"]
+    assert unknown.startswith(os.path.join("missing", "snippet.py") + ":1: error:"), unknown
+    assert 'Module "missing.protocol" has no attribute "NoSuchType"' in unknown, unknown
     # Only the line that reads the removed key fails (mypy adds "Returning Any" for the same line).
-    assert errors and all(line.startswith(os.path.join("mutated", "snippet.py") + ":7: error:") for line in errors)
-    assert any('TypedDict "AgentMessageDeltaNotification" has no key "delta"' in line for line in errors), errors
+    mutated = found["mutated"]
+    assert mutated and all(line.startswith(os.path.join("mutated", "snippet.py") + ":7: error:") for line in mutated)
+    assert any('TypedDict "AgentMessageDeltaNotification" has no key "delta"' in line for line in mutated), errors
 
 
 def _package_copy(target: Any) -> str:
@@ -673,6 +746,8 @@ def test_protocol_mypy_flags_the_package_reading_a_field_a_new_schema_removed(tm
     _package_copy(plain)
     target = _package_copy(mutated)
     assert gen.main(["--without", "AgentMessageDeltaNotification.delta", "--out", target]) == 0
+    with open(os.path.join(target, *gen.TYPES_FILE.split("/")), encoding="utf-8") as fh:
+        assert "# MUTATED for drift checks" in fh.read()  # written over the copy's own subpackage
     unmutated = _mypy_package(mypy, plain, tmp_path / "cache")
     assert unmutated.returncode == 0, unmutated.stdout + unmutated.stderr
     done = _mypy_package(mypy, mutated, tmp_path / "cache")

@@ -59,6 +59,11 @@ PURE = (
     "_requests",
     "_jsontext",
     "_version",
+    # the protocol: typing only, so importing it never starts anything
+    "protocol",
+    "_generated.__init__",
+    "_generated.protocol",
+    "_generated.protocol_types",
 )
 PURE_REQUIRED = ("_wire", "_rpc", "_turnfold", "_inbox", "_permission", "_prompt", "_environment")
 FORBIDDEN_IN_PURE = frozenset({"asyncio", "subprocess", "threading", "socket", "selectors", "signal", "time"})
@@ -188,14 +193,31 @@ def _without_type_checking(tree: ast.AST) -> ast.AST:
     return tree
 
 
-def internal_targets(tree: ast.AST) -> Set[str]:
-    """Package modules a module imports relatively (``__init__`` for names from
-    the package) when it runs: ``if TYPE_CHECKING:`` blocks do not count."""
+def _module_of(parts: List[str]) -> Optional[str]:
+    """The key in MODULES of a dotted path inside the package: a module, or a package's ``__init__``."""
+    dotted = ".".join(parts)
+    for name in (dotted, f"{dotted}.__init__" if dotted else "__init__"):
+        if name in MODULES:
+            return name
+    return None
+
+
+def internal_targets(tree: ast.AST, module: str = "") -> Set[str]:
+    """Package modules a module imports relatively when it runs (keys of MODULES;
+    ``if TYPE_CHECKING:`` blocks do not count).  ``from .x import y`` in
+    ``_generated.protocol`` runs ``_generated.x``, and ``_generated.x.y`` too if
+    that is a module; a name that is no module is its package's ``__init__``."""
+    package = module.split(".")[:-1]
+    runtime = _without_type_checking(tree)
     targets = set()
-    for _, level, name in imports(_without_type_checking(tree)):
-        if level == 1:
-            first = name.split(".")[0]
-            targets.add(first if first in MODULES else "__init__")
+    for _, level, name in imports(runtime):
+        if level:
+            base = package[: len(package) - level + 1]
+            targets.add(_module_of([*base, *name.split(".")]) or _module_of(base) or "__init__")
+    for node in ast.walk(runtime):  # ``from .pkg import sub``: the submodule runs too
+        if isinstance(node, ast.ImportFrom) and node.level and node.module:
+            base = [*package[: len(package) - node.level + 1], *node.module.split(".")]
+            targets |= {found for alias in node.names if (found := _module_of([*base, alias.name]))}
     return targets
 
 
@@ -288,6 +310,22 @@ def test_imports_package_modules_found():
     assert {"__init__", "_wire", "_client", "_binary", "_environment", "_errors", "testing.scripted_model"} <= set(
         MODULES
     )
+    assert {"protocol", "_generated.__init__", "_generated.protocol", "_generated.protocol_types"} <= set(MODULES)
+
+
+@pytest.mark.parametrize(
+    "module, source, expected",
+    [
+        ("_mapping", "from ._wire import x\nfrom . import _errors, CODEX_VERSION", {"_wire", "_errors", "__init__"}),
+        ("_mapping", "if TYPE_CHECKING:\n    from .protocol import ThreadItem", set()),
+        ("protocol", "from ._generated import protocol as p", {"_generated.__init__", "_generated.protocol"}),
+        ("_generated.protocol", "def f():\n    from . import protocol_types", {"_generated.protocol_types"}),
+        ("_generated.protocol", "from .. import _wire\nfrom ..protocol import X", {"_wire", "protocol"}),
+        ("_generated.protocol", "from . import nothing_here", {"_generated.__init__"}),
+    ],
+)
+def test_imports_internal_targets_resolve_inside_subpackages(module, source, expected):
+    assert internal_targets(ast.parse(source), module) == expected
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -311,7 +349,7 @@ def test_imports_pure_modules_do_no_io(name):
     # import other pure modules (and the package, whose __init__ is checked here too).
     allowed = set(PURE) | {"__init__"}
     problems += [
-        f"imports codexmini.{target}, which is not pure" for target in sorted(internal_targets(tree) - allowed)
+        f"imports codexmini.{target}, which is not pure" for target in sorted(internal_targets(tree, name) - allowed)
     ]
     assert not problems, f"codexmini/{name}.py: " + "; ".join(problems)
 

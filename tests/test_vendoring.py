@@ -29,6 +29,13 @@ from conformance.versions import live_codex
 
 PACKAGE_DIR = Path(codexmini.__file__).resolve().parent
 
+
+def _module_name(path: Path) -> str:
+    """``_wire`` for ``codexmini/_wire.py``, ``_generated`` for ``codexmini/_generated/__init__.py``."""
+    parts = path.relative_to(PACKAGE_DIR).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
 FAKE_APP_SERVER = """#!{python}
 import json, sys
 
@@ -59,7 +66,9 @@ CHILD = textwrap.dedent(
 
     import _vendor.cm as cm
 
-    names = sorted(m.name for m in pkgutil.iter_modules(cm.__path__) if m.name != "__main__")
+    # Every module, those of the subpackages (the generated protocol's) too.
+    found = pkgutil.walk_packages(cm.__path__, "_vendor.cm.")
+    names = sorted(m.name[len("_vendor.cm."):] for m in found if m.name.rsplit(".", 1)[-1] != "__main__")
     for name in names:
         importlib.import_module("_vendor.cm." + name)
     report["modules"] = names
@@ -129,9 +138,9 @@ def test_vendoring_copy_imports_and_works(tmp_path):
     assert report["site_packages"] == []
     assert report["file"] == str(vendored / "__init__.py")
     expected_modules = sorted(
-        [p.stem for p in PACKAGE_DIR.glob("*.py") if p.stem not in ("__init__", "__main__")]
-        + [p.parent.name for p in PACKAGE_DIR.glob("*/__init__.py")]
+        name for name in map(_module_name, PACKAGE_DIR.rglob("*.py")) if name and name.rsplit(".", 1)[-1] != "__main__"
     )
+    assert {"protocol", "_generated", "_generated.protocol", "_generated.protocol_types"} <= set(expected_modules)
     assert report["modules"] == expected_modules
     assert report["version"] == codexmini.__version__
     assert report["codex_version"] == codexmini.CODEX_VERSION

@@ -1,22 +1,27 @@
 #!/usr/bin/env python3
-"""Generate ``codexmini/protocol.py``: the wire types and one typed method per client request.
+"""Generate ``codexmini/_generated/``: the wire types and one typed method per client request.
 
 Usage::
 
-    python tools/gen_protocol.py                      # write codexmini/protocol.py (make protocol)
+    python tools/gen_protocol.py                      # write codexmini/_generated/ (make protocol)
     python tools/gen_protocol.py --check              # exit 1 if the checked-in files are stale
     python tools/gen_protocol.py --version 0.171.0    # from another checked-in schema
     python tools/gen_protocol.py --without AgentMessageDeltaNotification.delta --out DIR
 
-Two files are written, both generated:
+The subpackage ``codexmini/_generated/`` is the generator's alone; three files
+are written there:
 
-* ``codexmini/protocol.py`` -- the surface: ``SCHEMA_VERSION``/``_FLAVOR``/``_SHA256``,
+* ``protocol.py`` -- the surface: ``SCHEMA_VERSION``/``_FLAVOR``/``_SHA256``,
   the method tables, :class:`Calls`, and every type name (imported for type
   checkers; at run time loaded on first use through a PEP 562 ``__getattr__``);
-* ``codexmini/_protocol_types.py`` -- the types themselves.  Building ~770
+* ``protocol_types.py`` -- the types themselves.  Building ~770
   ``TypedDict`` classes costs ~50 ms (CPython 3.11; ``typing`` compiles a
   ``ForwardRef`` per annotation), so the client, which needs only
-  :class:`Calls`, does not pay it: ``import codexmini.protocol`` stays ~1 ms.
+  :class:`Calls`, does not pay it: ``import codexmini.protocol`` stays ~1 ms;
+* ``__init__.py`` -- a docstring saying so.
+
+Users import the hand-written ``codexmini/protocol.py``, which re-exports the
+surface (every name typed for the checker, each fetched on first use at run time).
 
 Theory of operation
 -------------------
@@ -590,7 +595,9 @@ def remove_field(model: Model, target: str) -> None:
     item.fields = kept
 
 
-TYPES_MODULE = "_protocol_types"
+#: The subpackage the generated modules live in, and the types module's name inside it.
+SUBPACKAGE = "_generated"
+TYPES_MODULE = "protocol_types"
 _TYPING = ("Any", "Dict", "List", "Literal", "Optional", "TypedDict", "Union")
 _SURFACE_TYPING = ("TYPE_CHECKING", "Any", "Awaitable", "Callable", "Mapping", "Optional", "Tuple", "cast")
 #: What protocol.py defines itself.
@@ -703,7 +710,7 @@ def _check_names(model: Model) -> List[str]:
 
 
 def render_types(model: Model) -> str:
-    """``codexmini/_protocol_types.py``: every wire type."""
+    """``codexmini/_generated/protocol_types.py``: every wire type."""
     names = _check_names(model)
     used = {"TypedDict"} if any(isinstance(t, Record) for t in model.types.values()) else set()
     body: List[str] = []
@@ -771,7 +778,7 @@ def _heads(expr: Expr) -> Iterable[str]:
 
 
 def render_surface(model: Model) -> str:
-    """``codexmini/protocol.py``: the tables, :class:`Calls`, and the types, loaded lazily."""
+    """``codexmini/_generated/protocol.py``: the tables, :class:`Calls`, and the types, loaded lazily."""
     names = _check_names(model)
     exported = sorted([*names, *_OWN], key=_all_order)
     out = _header(model) + [
@@ -786,8 +793,9 @@ def render_surface(model: Model) -> str:
         "request; ``CLIENT_REQUESTS``, ``SERVER_NOTIFICATIONS`` and ``SERVER_REQUESTS`` name each method's",
         "types.",
         "",
-        "Importing this module is cheap: the types live in ``codexmini._protocol_types``, imported for",
-        "type checkers only and on the first run-time use of a type name (PEP 562 ``__getattr__``).",
+        "Import it as :mod:`codexmini.protocol`, which re-exports every name.  Importing this module is",
+        f"cheap: the types live in ``codexmini.{SUBPACKAGE}.{TYPES_MODULE}``, imported for type checkers only",
+        "and on the first run-time use of a type name (PEP 562 ``__getattr__``).",
         '"""',
         "",
         "from __future__ import annotations",
@@ -937,25 +945,36 @@ def _calls(model: Model) -> List[str]:
     return out
 
 
-#: The generated files, by name inside the package.
-SURFACE_FILE = "protocol.py"
-TYPES_FILE = f"{TYPES_MODULE}.py"
+#: The generated files, by path inside the package (``/``-separated).
+SURFACE_FILE = f"{SUBPACKAGE}/protocol.py"
+TYPES_FILE = f"{SUBPACKAGE}/{TYPES_MODULE}.py"
+INIT_FILE = f"{SUBPACKAGE}/__init__.py"
+
+#: The subpackage's ``__init__.py``: the same for every schema.
+INIT_SOURCE = '''"""Generated code: every module of this subpackage is written by tools/gen_protocol.py
+(``make protocol``) and is never edited by hand.
+"""
+'''
 
 
 def generate(version: str = CODEX_VERSION, without: Sequence[str] = (), path: Optional[str] = None) -> Dict[str, str]:
-    """``{file name: source}`` of both generated files for ``version`` (optionally with fields removed)."""
+    """``{path inside the package: source}`` of the generated files for ``version`` (optionally with fields removed)."""
     model = build(version, without, path)
-    return {SURFACE_FILE: render_surface(model), TYPES_FILE: render_types(model)}
+    return {INIT_FILE: INIT_SOURCE, SURFACE_FILE: render_surface(model), TYPES_FILE: render_types(model)}
+
+
+def _path(directory: str, name: str) -> str:
+    return os.path.join(directory, *name.split("/"))
 
 
 def write_module(directory: str, version: str = CODEX_VERSION, without: Sequence[str] = ()) -> List[str]:
-    """Write both files into ``directory`` (a package: ``protocol.py`` imports its
-    types relatively) and return their paths.  For drift checks: copy the
-    package, write a mutated module over its own, run mypy."""
-    os.makedirs(directory, exist_ok=True)
+    """Write the generated files into ``directory/_generated/`` (``directory``: the package,
+    or a copy of it; the modules import each other relatively) and return their paths.
+    For drift checks: copy the package, write a mutated subpackage over its own, run mypy."""
+    os.makedirs(os.path.join(directory, SUBPACKAGE), exist_ok=True)
     written = []
     for name, source in generate(version, without).items():
-        target = os.path.join(directory, name)
+        target = _path(directory, name)
         with open(target, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(source)
         written.append(target)
@@ -963,11 +982,11 @@ def write_module(directory: str, version: str = CODEX_VERSION, without: Sequence
 
 
 def stale(version: str = CODEX_VERSION, directory: str = PACKAGE) -> List[str]:
-    """The generated files in ``directory`` that differ from what ``version`` generates."""
+    """The generated files under ``directory`` (the package) that differ from what ``version`` generates."""
     out = []
     for name, source in generate(version).items():
         try:
-            with open(os.path.join(directory, name), encoding="utf-8") as fh:
+            with open(_path(directory, name), encoding="utf-8") as fh:
                 current = fh.read()
         except FileNotFoundError:
             current = None
@@ -983,11 +1002,11 @@ def stale_message(version: str, files: Sequence[str]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="gen_protocol.py", description="Generate codexmini/protocol.py.")
+    parser = argparse.ArgumentParser(prog="gen_protocol.py", description="Generate codexmini/_generated/.")
     parser.add_argument("--version", default=CODEX_VERSION, help=f"codex version (default: the pin, {CODEX_VERSION})")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the checked-in files are stale")
     parser.add_argument("--without", action="append", default=[], metavar="Definition.field", help="drop one key")
-    parser.add_argument("--out", metavar="DIR", help="write into DIR instead of codexmini/")
+    parser.add_argument("--out", metavar="DIR", help="write into DIR/_generated/ (DIR: a package copy)")
     args = parser.parse_args(argv)
     if args.without and (args.check or not args.out):
         parser.error("--without needs --out (and no --check): a mutated module must not replace codexmini's own")
