@@ -93,6 +93,31 @@ def test_mutants_negate_an_equality_test_once():
     assert not any(op == "negate" for op, _, _ in found)
 
 
+def test_mutants_delete_the_value_of_a_nonlocal_binding_and_keep_the_module_compiling():
+    # Deleting `target: ... = None` to `pass` would leave `nonlocal target` without a binding: a SyntaxError, which
+    # the runner can only report as an error of its own.  The bare annotation keeps the name local, without a value.
+    source = textwrap.dedent(
+        """
+        def outer():
+            target: Optional[int] = None
+            other: int = 1
+
+            def inner():
+                nonlocal target
+                target = 2
+                return other
+
+            return inner
+        """
+    )
+    found = changes(source)
+    assert ("delete", "target: Optional[int] = None", "target: Optional[int]") in found
+    assert ("delete", "other: int = 1", "pass") in found
+    _, listed = mutants.find_mutants(source, "_n", "n.py")
+    for index in range(len(listed)):
+        compile(mutants.mutated_source(source, "_n", "n.py", index), "n.py", "exec")
+
+
 def test_mutated_source_applies_exactly_one_change():
     source = "def g(a):\n    return a + 1 < 3\n"
     _, found = mutants.find_mutants(source, "_g", "g.py")

@@ -18,7 +18,10 @@ string     a string or bytes constant blanked (``""``), an empty one altered
            tables (dict/set/frozenset/tuple literals) included
 return     ``return x`` → ``return None``; a lambda's body → ``None``
 delete     a simple statement → ``pass``: expressions, assignments,
-           ``raise``, ``del``, a bare ``return``, ``break``, ``continue``
+           ``raise``, ``del``, a bare ``return``, ``break``, ``continue``;
+           an annotated assignment to a name a nested function declares
+           ``nonlocal`` keeps its annotation (``x: T = v`` → ``x: T``):
+           without a binding the ``nonlocal`` would not compile
 =========  ==================================================================
 
 Not mutated, because no test could or should see the change:
@@ -204,12 +207,13 @@ def _quiet_arguments(call: ast.Call) -> list[ast.expr]:
 
 
 class _Finder:
-    def __init__(self, source: str, module: str, path: str) -> None:
+    def __init__(self, source: str, module: str, path: str, nonlocal_names: frozenset[str] = frozenset()) -> None:
         self.lines = source.splitlines()
         self.module = module
         self.path = path
         self.found: list[Mutant] = []
         self._quiet: set[int] = set()  # id() of nodes not to mutate
+        self._nonlocal = nonlocal_names  # names some function of the module declares nonlocal
 
     def emit(self, operator: str, old: ast.AST, new: ast.AST, put: Put) -> None:
         ast.copy_location(new, old)
@@ -284,7 +288,14 @@ class _Finder:
         elif isinstance(node, ast.Lambda) and not _is_none(node.body):
             self.emit("return", node.body, ast.Constant(None), _slot(node, "body", None))
         if _deletable(node):
-            self.emit("delete", node, ast.Pass(), put)
+            self.emit("delete", node, self._deleted(node), put)
+
+    def _deleted(self, node: ast.AST) -> ast.stmt:
+        """What a deleted statement becomes: ``pass``, or the bare annotation of
+        a ``nonlocal`` name's binding (the name stays bound, only the value goes)."""
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in self._nonlocal:
+            return ast.AnnAssign(target=node.target, annotation=node.annotation, value=None, simple=node.simple)
+        return ast.Pass()
 
     def mutate_constant(self, node: ast.Constant, put: Put) -> None:
         value = node.value
@@ -323,7 +334,8 @@ def find_mutants(source: str, module: str, path: str) -> tuple[ast.Module, list[
     """Parse ``source`` and list its mutants, in source order.  Each mutant's
     ``apply`` edits the returned tree in place (apply at most one)."""
     tree = ast.parse(source, filename=path)
-    finder = _Finder(source, module, path)
+    nonlocal_names = frozenset(name for node in ast.walk(tree) if isinstance(node, ast.Nonlocal) for name in node.names)
+    finder = _Finder(source, module, path, nonlocal_names)
     for index, statement in enumerate(tree.body):
         finder.visit(statement, _slot(tree, "body", index))
     finder.found.sort(key=lambda m: m.line)  # stable: the walk's order within a line
