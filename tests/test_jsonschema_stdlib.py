@@ -288,27 +288,47 @@ def test_jsonschema_stdlib_pointers_reach_list_items():
         pytest.param({"enum": "a"}, "enum must be an array", id="enum"),
         pytest.param({"minimum": "0"}, "minimum must be a number", id="minimum"),
         pytest.param({"maximum": True}, "maximum must be a number", id="maximum-bool"),
-        pytest.param({"minLength": -1}, "non-negative integer", id="min-length"),
-        pytest.param({"maxItems": 1.5}, "non-negative integer", id="max-items"),
+        pytest.param({"minLength": -1}, "minLength must be a non-negative integer, not -1", id="min-length"),
+        pytest.param({"maxLength": "2"}, "maxLength must be a non-negative integer, not '2'", id="max-length"),
+        pytest.param({"minItems": None}, "minItems must be a non-negative integer, not None", id="min-items"),
+        pytest.param({"maxItems": 1.5}, "maxItems must be a non-negative integer, not 1.5", id="max-items"),
+        pytest.param({"exclusiveMinimum": "0"}, "exclusiveMinimum must be a number, not '0'", id="exclusive-minimum"),
+        pytest.param(
+            {"exclusiveMaximum": False}, "exclusiveMaximum must be a number, not False", id="exclusive-maximum"
+        ),
         pytest.param({"required": [1]}, "required must be an array of strings", id="required"),
         pytest.param({"properties": []}, "properties must be an object", id="properties"),
         pytest.param({"patternProperties": {"(": {}}}, "invalid regular expression '('", id="regex"),
+        pytest.param({"patternProperties": []}, "patternProperties must be an object of schemas", id="pattern-props"),
         pytest.param({"anyOf": {}}, "anyOf must be an array", id="any-of"),
+        pytest.param({"allOf": True}, "allOf must be an array of schemas, not True", id="all-of"),
+        pytest.param({"oneOf": "x"}, "oneOf must be an array of schemas, not 'x'", id="one-of"),
         pytest.param({"items": 5}, "a schema must be an object or a boolean", id="items-number"),
         pytest.param({"items": True, "additionalItems": False}, "additionalItems needs items", id="additional-items"),
         pytest.param({"$schema": "http://json-schema.org/draft-04/schema#"}, "only Draft 7", id="draft4"),
         pytest.param({"$ref": 7}, "$ref must be a string", id="ref-type"),
         pytest.param({"$ref": "other.json#/x"}, "only local JSON pointers", id="ref-remote"),
         pytest.param({"$ref": "#anchor"}, "only local JSON pointers", id="ref-anchor"),
+        pytest.param({"$ref": "#a"}, "only local JSON pointers", id="ref-one-letter-anchor"),
+        pytest.param({"$ref": "definitions/a"}, "only local JSON pointers", id="ref-no-hash"),
+        pytest.param({"$ref": "x/definitions/a"}, "only local JSON pointers", id="ref-relative-path"),
         pytest.param({"$ref": "#/definitions/nope"}, "points at nothing", id="ref-dangling"),
         pytest.param({"$ref": "#/definitions/list/9"}, "points at nothing", id="ref-index"),
-        pytest.param({"$ref": "#/definitions/a"}, "$ref cycle without a schema", id="ref-cycle"),
+        pytest.param(
+            {"$ref": "#/definitions/a"},
+            "$ref cycle without a schema: #/definitions/a -> #/definitions/b -> #/definitions/a",
+            id="ref-cycle",
+        ),
+        pytest.param(
+            {"$ref": "#/definitions/into"},
+            "$ref cycle without a schema: #/definitions/into -> #/definitions/a -> #/definitions/b -> #/definitions/a",
+            id="ref-into-a-cycle",
+        ),
     ],
 )
 def test_jsonschema_stdlib_refuses_what_it_does_not_support(schema, fragment):
-    document = dict(
-        schema, definitions={"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}, "list": []}
-    )
+    definitions = {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}, "list": []}
+    document = dict(schema, definitions=dict(definitions, into={"$ref": "#/definitions/a"}))
     with pytest.raises(SchemaError) as caught:
         Validator(document).is_valid(None, schema)
     assert fragment in str(caught.value)
@@ -324,6 +344,32 @@ def test_jsonschema_stdlib_check_schema_finds_a_bad_keyword_behind_a_ref():
         Validator(document).check_schema("#")
     with pytest.raises(SchemaError, match="multipleOf"):
         validator.is_valid({"a": 1}, "#")
+
+
+@pytest.mark.parametrize(
+    "cheap",
+    [{"type": "array"}, {"enum": ["x"]}, {"const": 3}, {"required": ["b"]}],
+    ids=["type", "enum", "const", "required"],
+)
+def test_jsonschema_stdlib_cheap_keywords_judge_before_a_lazy_ref_is_compiled(cheap):
+    # type, enum/const and required are tried before the other keywords, wherever the
+    # schema puts them: an instance they reject never reaches the bad definition behind
+    # properties, so it is rejected instead of raising (check_schema still refuses it).
+    document = {"definitions": {"bad": {"multipleOf": 2}}}
+    schema = {"properties": {"a": {"$ref": "#/definitions/bad"}}, **cheap}
+    assert Validator(document).is_valid({"a": 1}, schema) is False
+    with pytest.raises(SchemaError, match="multipleOf"):
+        Validator(document).is_valid({"a": 1}, {"properties": {"a": {"$ref": "#/definitions/bad"}}})
+    with pytest.raises(SchemaError, match="multipleOf"):
+        Validator(document).check_schema(schema)
+
+
+def test_jsonschema_stdlib_pointer_slash_is_the_empty_key():
+    # RFC 6901: "#/" names the member whose key is "" (jsonschema resolves it so too).
+    document = {"": {"type": "string"}, "$ref": "#/"}
+    validator = Validator(document)
+    assert validator.resolve("#/") == {"type": "string"}
+    assert both(document, "x") == (True, True) and both(document, 1) == (False, False)
 
 
 def test_jsonschema_stdlib_compiles_each_schema_once():
@@ -362,9 +408,14 @@ def test_jsonschema_stdlib_errors_name_paths_and_reasons():
         ({"enum": ["a", "b"]}, "c", "'c' is not one of ['a', 'b']"),
         ({"minimum": 0}, -1, "-1 is less than the minimum of 0"),
         ({"exclusiveMaximum": 1}, 1, "1 is greater than or equal to the maximum of 1"),
+        ({"exclusiveMinimum": 1}, 1, "1 is less than or equal to the minimum of 1"),
         ({"minLength": 1}, "", "'' should be non-empty"),
         ({"minLength": 2}, "a", "'a' is too short"),
         ({"maxLength": 0}, "a", "'a' is expected to be empty"),
+        ({"maxLength": 1}, "ab", "'ab' is too long"),
+        ({"minItems": 1}, [], "[] should be non-empty"),
+        ({"minItems": 2}, [1], "[1] is too short"),
+        ({"maxItems": 0}, [1], "[1] is expected to be empty"),
         ({"maxItems": 1}, [1, 2], "[1, 2] is too long"),
         (
             {"additionalProperties": False},
@@ -381,6 +432,11 @@ def test_jsonschema_stdlib_errors_name_paths_and_reasons():
             {"patternProperties": {"^x": {}}, "additionalProperties": False},
             {"a": 1, "b": 2},
             "'a', 'b' do not match any of the regexes: '^x'",
+        ),
+        (
+            {"patternProperties": {"^y": {}, "^x": {}}, "additionalProperties": False},
+            {"a": 1},
+            "'a' does not match any of the regexes: '^x', '^y'",
         ),
         ({"items": [{}], "additionalItems": False}, [1, 2], "Additional items are not allowed (2 was unexpected)"),
         ({"items": [], "additionalItems": False}, [1, 2], "Additional items are not allowed (1, 2 were unexpected)"),
@@ -433,6 +489,39 @@ def test_jsonschema_stdlib_cuts_long_instances_in_messages():
     ((_, message),) = Validator({}).errors("x" * 1000, {"type": "integer"})
     assert message.startswith("'xxx") and message.endswith("… is not of type 'integer'")
     assert len(message) < 250
+
+
+def test_jsonschema_stdlib_messages_show_200_characters_of_an_instance_whole_and_cut_a_longer_one():
+    whole, longer = "x" * 198, "x" * 199  # their reprs: 200 and 201 characters
+    assert Validator({}).errors(whole, {"type": "integer"}) == [("$", f"'{whole}' is not of type 'integer'")]
+    assert Validator({}).errors(longer, {"type": "integer"}) == [("$", f"'{longer}… is not of type 'integer'")]
+
+
+def test_jsonschema_stdlib_closest_branch_ties_go_to_the_first_and_show_its_first_reason():
+    ((_, tie),) = Validator({}).errors({}, {"anyOf": [{"required": ["a"]}, {"required": ["b"]}]})
+    assert tie.endswith("(closest branch: $: 'a' is a required property)")
+    ((_, first),) = Validator({}).errors({}, {"anyOf": [{"required": ["a", "b"]}, {"type": "string"}]})
+    assert first.endswith("(closest branch: $: 'a' is a required property)")
+
+
+def test_jsonschema_stdlib_closest_branch_counts_false_and_const_as_far():
+    # A false branch is as far as a type mismatch, though it gives one reason only.
+    ((_, message),) = Validator({}).errors({}, {"anyOf": [False, {"required": ["a", "b"]}]})
+    assert message.endswith("(closest branch: $: 'a' is a required property)")
+    # A const discriminator that differs is far, like an enum's.
+    union = {
+        "oneOf": [
+            {"required": ["type"], "properties": {"type": {"const": "a"}}},
+            {"required": ["type", "n"], "properties": {"type": {"const": "b"}}},
+        ]
+    }
+    ((_, message),) = Validator({}).errors({"type": "b"}, union)
+    assert message.endswith("(closest branch: $: 'n' is a required property)")
+
+
+def test_jsonschema_stdlib_pattern_properties_explain_only_the_matching_keys():
+    schema = {"patternProperties": {"^x": {"type": "integer"}}}
+    assert Validator({}).errors({"x": "s", "y": "t"}, schema) == [("$.x", "'s' is not of type 'integer'")]
 
 
 def test_jsonschema_stdlib_child_path_quotes_odd_keys():
