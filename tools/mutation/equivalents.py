@@ -72,6 +72,22 @@ _RPC_HOT_PATH = (
     "claimed thread's notification (and counts it in frames_in the same): the same events, only slower"
 )
 
+_KEYWORD_TAG = (
+    "an _Error's keyword is read only by _closest(), which compares it with 'type', 'false', 'enum' and 'const' "
+    "(errors() returns paths and messages only): this keyword, blanked, is still none of the four, so every "
+    "distance, every closest branch and every message stays the same"
+)
+_FAST_PATH = (
+    "only chooses between a shortcut and the general code, which give the same answer for every instance: "
+    "the same verdicts, only slower"
+)
+_SAME_ORDER = (
+    "_FIRST only orders the checks valid() runs (every one must pass); this change keeps type, enum/const and "
+    "required ahead of every other keyword and only reorders those four among themselves, and they are pure and "
+    "never raise (no $ref behind them to compile): the same verdicts, and the same SchemaError or none"
+)
+_FIRST_LINE = '_FIRST = {"type": 0, "enum": 1, "const": 1, "required": 2}'
+
 EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent(
         "_jsontext",
@@ -216,5 +232,132 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         'self.args = (f"{self.args[0]} (the limit resets at {resets_at}, Unix time)",)',
         "args holds exactly one message here (TurnFailed.__init__ passes one to Exception.__init__): its first "
         "item is its last",
+    ),
+    # -- _jsonschema ----------------------------------------------------------
+    Equivalent(
+        "_jsonschema",
+        "delete",
+        "__slots__ = ('explain', 'trivial', 'valid')",
+        "pass",
+        '__slots__ = ("explain", "trivial", "valid")',
+        "_Node is private and nothing sets any attribute on one but its three: without __slots__ each node only "
+        "carries a __dict__ as well (memory, not behaviour)",
+    ),
+    Equivalent(
+        "_jsonschema",
+        "boolop",
+        "kind is int or kind is float",
+        "kind is int and kind is float",
+        "if kind is int or kind is float:",
+        "the shortcut is never taken, and the general test that follows (not a bool and a numbers.Number) is true "
+        "for every int and float as well; " + _FAST_PATH,
+    ),
+    Equivalent(
+        "_jsonschema",
+        "bool",
+        "True",
+        "False",
+        "_ANY = _Node(_accept, _no_reasons, trivial=True)",
+        "trivial only lets callers skip a node that accepts everything (_all_of, properties, items, "
+        "additionalProperties/Items): not skipped, _accept still accepts everything and its explain is never run; "
+        + _FAST_PATH,
+    ),
+    Equivalent(
+        "_jsonschema",
+        "number",
+        "1",
+        "0",
+        "if len(checks) == 1:",
+        "checks is not empty here (the line before returns for it), so the shortcut is never taken and the loop "
+        "over one check returns what that check returns; " + _FAST_PATH,
+    ),
+    Equivalent(
+        "_jsonschema",
+        "number",
+        "0",
+        "-1",
+        "return checks[0]",
+        "reached only when checks holds exactly one check: its first is its last",
+    ),
+    Equivalent(
+        "_jsonschema",
+        "number",
+        "1",
+        "0",
+        "elif not classes and len(predicates) == 1:",
+        "predicates is not empty in this branch (the if before took that case), so the shortcut is never taken and "
+        "isinstance(instance, ()) or any(p(instance) for p in predicates) is the one predicate's bool; " + _FAST_PATH,
+    ),
+    Equivalent(
+        "_jsonschema",
+        "number",
+        "0",
+        "-1",
+        "valid = predicates[0]",
+        "reached only when predicates holds exactly one predicate: its first is its last",
+    ),
+    Equivalent(
+        "_jsonschema",
+        "string",
+        "'required'",
+        "''",
+        'yield _Error(path, f"{name!r} is a required property", "required")',
+        _KEYWORD_TAG,
+    ),
+    Equivalent("_jsonschema", "string", "'pattern'", "''", '"pattern",', _KEYWORD_TAG),
+    Equivalent(
+        "_jsonschema",
+        "string",
+        "'additionalProperties'",
+        "''",
+        'yield _Error(path, f"{listed} {verb} not match any of the regexes: {regexes}", "additionalProperties")',
+        _KEYWORD_TAG,
+    ),
+    Equivalent(
+        "_jsonschema",
+        "string",
+        "'additionalProperties'",
+        "''",
+        'yield _Error(path, message, "additionalProperties")',
+        _KEYWORD_TAG,
+    ),
+    Equivalent(
+        "_jsonschema",
+        "string",
+        "'additionalItems'",
+        "''",
+        'yield _Error(path, f"Additional items are not allowed ({listed} {verb} unexpected)", "additionalItems")',
+        _KEYWORD_TAG,
+    ),
+    Equivalent(
+        "_jsonschema",
+        "string",
+        "'anyOf'",
+        "''",
+        'yield _Error(path, message + _closest(nodes, instance, path), "anyOf")',
+        _KEYWORD_TAG,
+    ),
+    Equivalent("_jsonschema", "string", "'oneOf'", "''", 'yield _Error(path, message, "oneOf")', _KEYWORD_TAG),
+    Equivalent(
+        "_jsonschema",
+        "string",
+        "'oneOf'",
+        "''",
+        'yield _Error(path, message + _closest(nodes, instance, path), "oneOf")',
+        _KEYWORD_TAG,
+    ),
+    Equivalent("_jsonschema", "string", "'not'", "''", '"not",', _KEYWORD_TAG),
+    Equivalent("_jsonschema", "number", "0", "1", _FIRST_LINE, _SAME_ORDER + " (type ties with enum and const)"),
+    Equivalent("_jsonschema", "number", "0", "-1", _FIRST_LINE, _SAME_ORDER + " (the very same order)"),
+    Equivalent("_jsonschema", "number", "1", "2", _FIRST_LINE, _SAME_ORDER + " (enum or const ties with required)"),
+    Equivalent("_jsonschema", "number", "1", "0", _FIRST_LINE, _SAME_ORDER + " (enum or const ties with type)"),
+    Equivalent("_jsonschema", "number", "2", "1", _FIRST_LINE, _SAME_ORDER + " (required ties with enum and const)"),
+    Equivalent(
+        "_jsonschema",
+        "number",
+        "3",
+        "4",
+        "by_cost = sorted(compiled, key=lambda pair: _FIRST.get(pair[0], 3))",
+        _SAME_ORDER + " (the very same order: every other keyword still comes after required's 2)",
     ),
 )

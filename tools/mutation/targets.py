@@ -32,6 +32,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     # The agent's endpoint tests (tests/test_agent.py) run the agent; these are its own.
     "_endpoint": ("tests/test_endpoint.py", "tests/test_endpoint_versions.py"),
     "_errors": ("tests/test_errors.py",),
+    # The validator's pattern and $defs are held to jsonschema in test_structured.py (fast: it goes first).
+    "_jsonschema": ("tests/test_structured.py", "tests/test_jsonschema_stdlib.py"),
     "_structured": ("tests/test_structured.py",),
     # The client's retries (tests/test_lifecycle.py) run a client; these are the policy's own.
     "_retry": ("tests/test_retry.py",),
