@@ -35,8 +35,8 @@ _EXPORTS: Dict[str, str] = {
     "read_log": "_session",
     # the client, its threads and turns
     "AppServerClient": "_client",
-    "Thread": "_thread",
-    "Turn": "_thread",
+    "Thread": "_threads",
+    "Turn": "_threads",
     "RetryPolicy": "_retry",
     "NO_RETRY": "_retry",
     # approvals: what codex asks, what the caller answers
@@ -164,5 +164,5 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._run import run as run
     from ._session import SessionLog as SessionLog
     from ._session import read_log as read_log
-    from ._thread import Thread as Thread
-    from ._thread import Turn as Turn
+    from ._threads import Thread as Thread
+    from ._threads import Turn as Turn

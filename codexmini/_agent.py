@@ -24,7 +24,7 @@ Four parts, one job each:
   step claims the inbox, injects ``/name`` skills, logs the user messages,
   folds the permissions from the log (plus configured pins) -- so a knob
   change acts on the next step -- then runs ``thread/start`` + ``turn/start``
-  and feeds the events to a :class:`._steps.StepFolder`, which rotates steps
+  and feeds the events to a :class:`._stepfold.StepFold`, which rotates steps
   at segment boundaries and returns the log writes;
 * the **child** (:class:`._supervisor.ChildSupervisor`): one app-server
   reused across steps and turns, replaced when it died, stopped answering or
@@ -57,8 +57,8 @@ from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
 from ._inbox import Inbox, Message
 from ._permission import (
     APPROVAL_POLICIES,
-    REQUESTS,
     SANDBOX_MODES,
+    SERVER_REQUESTS,
     ApprovalRequest,
     Reply,
     ThreadPermissions,
@@ -71,10 +71,10 @@ from ._permission import (
 from ._prompt import Transcript, text_block
 from ._session import KNOB_TYPES, SessionLog, has_header, last_endpoint, last_model, next_turn_number
 from ._skills import SkillProvider, inject_skills
-from ._steps import StepFolder, Write
+from ._stepfold import StepFold, Write
 from ._structured import OutputSchema
 from ._supervisor import ChildSupervisor
-from ._thread import Thread, Turn, image_input, text_input
+from ._threads import Thread, Turn, image_input, text_input
 from ._version import CODEX_VERSION, __version__
 
 log = logging.getLogger("codexmini.agent")
@@ -211,7 +211,7 @@ class Agent:
         self._running = False
         self._driver: Optional["asyncio.Task[None]"] = None
         self._turn: Optional[Turn] = None
-        self._folder: Optional[StepFolder] = None
+        self._folder: Optional[StepFold] = None
         self._turn_usage = Usage()
         self._cancelled = False
         self._abort_cause = "cancel"
@@ -252,7 +252,7 @@ class Agent:
         if turn is not None and turn.id is not None and not turn.done and folder is not None:
             # With the skills its /names invoke, as at the start of a step;
             # logged when codex echoes it as a userMessage item, so the log
-            # keeps the order the model saw (_steps.StepFolder.steer).
+            # keeps the order the model saw (_stepfold.StepFold.steer).
             group = self._inject_skills([message])
             folder.steer(group)
             try:
@@ -467,7 +467,7 @@ class Agent:
         for message in messages:
             self._append("user/message", message)
         permissions = resolve_permissions(self._knobs, self.config.sandbox, self.config.approval_policy)
-        folder = self._folder = StepFolder(step=self._step, model=self._model_label(), new_id=self.new_id)
+        folder = self._folder = StepFold(step=self._step, model=self._model_label(), new_id=self.new_id)
         generation = self.inbox.generation
         try:
             if unavailable is not None:
@@ -485,7 +485,7 @@ class Agent:
             self.inbox.requeue(folder.unechoed(), generation)
 
     async def _codex_turn(
-        self, messages: List[Message], permissions: ThreadPermissions, folder: StepFolder
+        self, messages: List[Message], permissions: ThreadPermissions, folder: StepFold
     ) -> "_Outcome":
         turn: Optional[Turn] = None
         try:
@@ -531,7 +531,7 @@ class Agent:
         return outcome
 
     def _settle(
-        self, folder: StepFolder, turn: Optional[Turn], reason: str, completed: bool = False, show: bool = True
+        self, folder: StepFold, turn: Optional[Turn], reason: str, completed: bool = False, show: bool = True
     ) -> None:
         """The codex turn is over: write what the fold still holds, end the
         step, then show the listener the fold's last stream events (unless
@@ -545,7 +545,7 @@ class Agent:
         if show:
             self._apply([], folder)
 
-    async def _consume(self, turn: Turn, folder: StepFolder) -> TurnCompleted:
+    async def _consume(self, turn: Turn, folder: StepFold) -> TurnCompleted:
         listener = self.on_event
         # (Locals: this loop runs once a turn, so 3.9 caches no global lookup in it.)
         stream, streaming, feed, signals = folder.stream, folder.streaming, folder.feed, folder.signals
@@ -597,7 +597,7 @@ class Agent:
         cause = [str(value) for value in found if value]
         return _Outcome("error", _error("CODEX_ERROR", message), tuple(cause))
 
-    def _apply(self, writes: List[Write], folder: StepFolder, shown: Sequence[Event] = (), show: bool = True) -> None:
+    def _apply(self, writes: List[Write], folder: StepFold, shown: Sequence[Event] = (), show: bool = True) -> None:
         """Write ``writes`` (one write and one flush for the lot: a tool call is
         three events, a burst many more), then show the listener ``shown`` and
         the fold's stream events (``show``): each after the writes it speaks of."""
@@ -661,7 +661,7 @@ class Agent:
             close_timeout=cfg.close_timeout,
         )
         if self.approvals is not None:
-            for method in REQUESTS:
+            for method in SERVER_REQUESTS:
                 if build_answer(method, {}, Reply("decline")).error is None:
                     client.on_request(method, self._answer)
         client.on_answer(self._log_answer)

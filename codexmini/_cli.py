@@ -41,7 +41,7 @@ from ._binary import codex_version, find_codex, in_supported_range, supported_ra
 from ._endpoint import ModelEndpoint
 from ._errors import BinaryNotFound, CodexminiError, ConfigError, OutputValidationError, SchemaError, SessionLogError
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
-from ._render import Console, Transcript, use_color
+from ._render import Console, EventPrinter, use_color
 from ._session import SessionLog
 from ._structured import OutputSchema
 from ._version import CODEX_VERSION, __version__
@@ -313,7 +313,7 @@ async def run(
     interactive = bool(getattr(stdin, "isatty", None) and stdin.isatty()) and args.prompt != "-"
     approvals = _accept_all if args.auto_approve else (Prompter(stdin, console) if interactive else None)
     started = time.monotonic()
-    agent = Agent(log, config, approvals=approvals, on_event=Transcript(console))
+    agent = Agent(log, config, approvals=approvals, on_event=EventPrinter(console))
     loop = asyncio.get_running_loop()
     ctrl_c = CtrlC(agent, console, asyncio.current_task())
     loop.add_signal_handler(signal.SIGINT, ctrl_c)

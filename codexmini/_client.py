@@ -89,11 +89,12 @@ from ._errors import (
     ServerOverloaded,
     TransportError,
 )
+from ._extras import Extras
 from ._mapping import to_event
 from ._process import ChildProcess
-from ._requests import Requests
 from ._retry import RetryPolicy
 from ._version import __version__
+from ._wire import Frame
 
 if TYPE_CHECKING:
     from ._events import Event
@@ -101,7 +102,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("codexmini.client")
 
-Frame = Dict[str, Any]
 Tap = Callable[[str, Frame], None]
 #: A server-request handler: ``await handler(method, params)`` → the result.
 Handler = Callable[[str, Dict[str, Any]], Awaitable[Any]]
@@ -268,7 +268,7 @@ class Subscription:
             raise StopAsyncIteration from None
 
 
-class AppServerClient(Requests):
+class AppServerClient(Extras):
     """One ``codex app-server`` and the JSON-RPC conversation with it.
 
     Create it with :meth:`start` (``async with await AppServerClient.start()
@@ -277,7 +277,7 @@ class AppServerClient(Requests):
     :meth:`subscribe` receives notifications; :meth:`on_request` answers
     codex's own requests (approvals, questions) -- unanswered ones get the
     fail-closed answer.  Threads are :class:`~codexmini.Thread` objects; models,
-    config, the account and ``command/exec`` are methods (:mod:`._requests`).
+    config, the account and ``command/exec`` are methods (:mod:`._extras`).
     """
 
     #: :meth:`subscribe` key: every notification.
@@ -684,7 +684,7 @@ class AppServerClient(Requests):
         except asyncio.TimeoutError:
             transport.signal(signal.SIGKILL)
 
-    def _handle(self, events: List[_rpc.Event]) -> None:
+    def _handle(self, events: List[_rpc.Incoming]) -> None:
         # (Builtins as locals: 3.9 caches no global lookup in a function called
         # fewer than 1,024 times, and this one runs once a chunk.)
         taps, handlers, notification, type_, len_ = self._taps, _HANDLERS, _rpc.Notification, type, len

@@ -10,7 +10,7 @@ Two jobs, both fail-closed:
 
 2. **Answers.**  codex asks the client through JSON-RPC *requests*, and an
    unanswered request blocks the turn forever (protocol reference §0.3).
-   :data:`REQUESTS` has one row for each ``ServerRequest`` method of the
+   :data:`SERVER_REQUESTS` has one row for each ``ServerRequest`` method of the
    pinned schema (ten stable ones, plus ``currentTime/read`` in the
    experimental bundle codexmini opts into): how to describe it to a caller, and how to turn a
    caller's :class:`Reply` into a schema-valid result.  With no caller, or on
@@ -298,7 +298,7 @@ class RequestKind:
 
 
 #: Every ``ServerRequest`` method of codex 0.149.1 (experimental bundle), with its kind and answer.
-REQUESTS: Dict[str, RequestKind] = {
+SERVER_REQUESTS: Dict[str, RequestKind] = {
     "item/commandExecution/requestApproval": RequestKind("command", _summary_command, lambda p, r: _decision(r)),
     "item/fileChange/requestApproval": RequestKind("file_change", _summary_reason, lambda p, r: _decision(r)),
     "item/permissions/requestApproval": RequestKind("permissions", _summary_reason, _permissions),
@@ -321,7 +321,7 @@ def describe(method: str, params: Mapping[str, Any]) -> ApprovalRequest:
     The ids are read by the same names whatever the method (the v2 names
     first, then the legacy ones), so they are read from the params as sent,
     untyped; each row's summary reads its own method's wire type."""
-    row = REQUESTS[method]
+    row = SERVER_REQUESTS[method]
     kind = row.kind
     meta = params.get("_meta")
     if kind == "elicitation" and isinstance(meta, Mapping) and meta.get("codex_approval_kind") == "mcp_tool_call":
@@ -348,7 +348,7 @@ def describe(method: str, params: Mapping[str, Any]) -> ApprovalRequest:
 
 def build_answer(method: str, params: Mapping[str, Any], reply: Reply) -> Answer:
     """Turn a caller's reply into the wire answer for ``method``."""
-    return REQUESTS[method].build(params, reply)
+    return SERVER_REQUESTS[method].build(params, reply)
 
 
 def fail_closed(method: str, params: Mapping[str, Any]) -> Answer:
@@ -422,7 +422,7 @@ __all__ = [
     "DECLINE",
     "DEFAULT_PERMISSIONS",
     "REFUSED",
-    "REQUESTS",
+    "SERVER_REQUESTS",
     "Reply",
     "SANDBOX_MODES",
     "ThreadPermissions",

@@ -35,7 +35,7 @@ import json
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
 Block = Dict[str, Any]
-Event = Mapping[str, Any]
+LogEntry = Mapping[str, Any]
 
 #: Shown instead of an empty body, so the model never sees an empty section.
 NO_CONTENT = "(no content)"
@@ -100,7 +100,7 @@ _PROJECTIONS: Dict[str, Callable[[Mapping[str, Any]], Message]] = {
 }
 
 
-def iter_messages(events: Iterable[Event]) -> Iterator[Message]:
+def iter_messages(events: Iterable[LogEntry]) -> Iterator[Message]:
     """The conversation held by ``events``, in log order, one message at a time."""
     for event in events:
         project = _PROJECTIONS.get(event.get("type", ""))
@@ -108,7 +108,7 @@ def iter_messages(events: Iterable[Event]) -> Iterator[Message]:
             yield project(event.get("data") or {})
 
 
-def derive_messages(events: Iterable[Event]) -> List[Message]:
+def derive_messages(events: Iterable[LogEntry]) -> List[Message]:
     """The conversation held by ``events``, in log order."""
     return list(iter_messages(events))
 
@@ -186,7 +186,7 @@ class Transcript:
         self._sections = 0
         self._text: Optional[str] = ""
 
-    def extend(self, events: Iterable[Event]) -> "Transcript":
+    def extend(self, events: Iterable[LogEntry]) -> "Transcript":
         # Message by message, never a list of them: a message is dropped as
         # soon as its pieces exist, so a long log leaves no trail of live
         # tuples for the collector to walk (``make bench``: serialize_scaling).

@@ -1,7 +1,7 @@
 """Human output for the CLI: a live transcript of a turn, coloured only on a TTY.
 
 :class:`Console` writes to one stream and decides once whether to colour
-(a terminal, and ``NO_COLOR`` unset, https://no-color.org).  :class:`Transcript`
+(a terminal, and ``NO_COLOR`` unset, https://no-color.org).  :class:`EventPrinter`
 turns codexmini events into lines as they arrive: agent text streamed as is,
 reasoning dimmed, each tool call when it starts (``$ command``) and when it
 ends (exit status, patched files).
@@ -66,7 +66,7 @@ def command_of(item: Mapping[str, Any]) -> str:
     return str(item.get("command") or "")
 
 
-class Transcript:
+class EventPrinter:
     """Renders one turn's events on a :class:`Console`."""
 
     def __init__(self, console: Console) -> None:
@@ -129,4 +129,4 @@ class Transcript:
             c.line(f"  [{item.get('server')}/{item.get('tool')}] {item.get('status')}", "cyan")
 
 
-__all__ = ["Console", "Transcript", "command_of", "use_color"]
+__all__ = ["Console", "EventPrinter", "command_of", "use_color"]

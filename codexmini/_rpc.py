@@ -29,7 +29,7 @@ each pending id belongs to, and returns the bytes to write
 
 Answers to server requests are decided here too (:meth:`answer`,
 :meth:`decline`): a caller's result; else the fail-closed answer of
-:data:`._permission.REQUESTS`; ``-32601`` for a method nobody knows;
+:data:`._permission.SERVER_REQUESTS`; ``-32601`` for a method nobody knows;
 ``-32603`` when a caller's own handler failed.  A request answered once, or
 resolved by the server, is never answered again.
 
@@ -48,9 +48,9 @@ from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Tuple,
 
 from . import _wire
 from ._errors import ConfigError, ProtocolError, RpcError, rpc_error
-from ._permission import REQUESTS, fail_closed
+from ._permission import SERVER_REQUESTS, fail_closed
+from ._wire import Frame
 
-Frame = Dict[str, Any]
 RequestId = Union[int, str]
 
 #: Route of a notification that names no thread.
@@ -138,7 +138,7 @@ class Skipped(NamedTuple):
     frame: Optional[Frame]
 
 
-Event = Union[Response, ErrorResponse, Notification, ServerRequest, ServerRequestResolved, Skipped]
+Incoming = Union[Response, ErrorResponse, Notification, ServerRequest, ServerRequestResolved, Skipped]
 
 
 def thread_of(frame: Mapping[str, Any]) -> Optional[str]:
@@ -247,7 +247,7 @@ class Connection:
             return None
         method, params = asked
         frame: Frame
-        if method in REQUESTS:
+        if method in SERVER_REQUESTS:
             answer = fail_closed(method, params)
             frame = {"id": rid, "error": answer.error} if answer.error else {"id": rid, "result": answer.result}
         elif handler_failed:
@@ -263,9 +263,9 @@ class Connection:
 
     # -- receiving ---------------------------------------------------------------
 
-    def receive(self, data: bytes) -> List[Event]:
+    def receive(self, data: bytes) -> List[Incoming]:
         """Feed bytes from codex; the events they complete, in order."""
-        out: List[Event] = []
+        out: List[Incoming] = []
         append, event, claimed = out.append, self._event, self._claimed
         # Globals and builtins as locals (3.9 caches no global lookup in a
         # function called fewer than 1,024 times: this one runs once a chunk).
@@ -291,11 +291,11 @@ class Connection:
             self.stats["frames_in"] += fast
         return out
 
-    def receive_eof(self) -> List[Event]:
+    def receive_eof(self) -> List[Incoming]:
         """codex's stdout ended: what an unterminated last line held."""
         return [self._event(item) for item in self._decoder.close()]
 
-    def _event(self, item: _wire.Decoded) -> Event:
+    def _event(self, item: _wire.Decoded) -> Incoming:
         if type(item) is not dict:  # a ProtocolError: the line was no JSON object
             self.stats["malformed"] += 1
             return Skipped(item, None)  # type: ignore[arg-type]
@@ -311,7 +311,7 @@ class Connection:
         except RecursionError:  # parsed, but too deep to measure (json.dumps) here
             return self._skip(item, "a frame nested too deeply")
 
-    def _frame(self, item: Frame) -> Event:
+    def _frame(self, item: Frame) -> Incoming:
         kind = _wire.classify(item)
         if kind == _wire.REQUEST:
             return self._server_request(item)
@@ -327,7 +327,7 @@ class Connection:
             text = ""
         return Skipped(ProtocolError(reason, len(text), text[:120]), frame)
 
-    def _notification(self, frame: Frame, method: str) -> Event:
+    def _notification(self, frame: Frame, method: str) -> Incoming:
         params = frame.get("params")
         if type(params) is not dict:
             params = {}
@@ -362,7 +362,7 @@ class Connection:
         self._asked[rid] = (frame["method"], params)
         return ServerRequest(rid, frame["method"], params, frame)
 
-    def _answered(self, frame: Frame, kind: str) -> Event:
+    def _answered(self, frame: Frame, kind: str) -> Incoming:
         rid: RequestId = frame["id"]
         method = self._pending.pop(rid, None)
         if method is None:
@@ -448,7 +448,7 @@ __all__ = [
     "UNCLAIMED",
     "Connection",
     "ErrorResponse",
-    "Event",
+    "Incoming",
     "Notification",
     "Outgoing",
     "RequestId",

@@ -10,7 +10,7 @@ and turn ids to resume from.  :meth:`Thread.run <codexmini.Thread.run>` is the
 same on a thread the caller holds (:func:`run_turn`).
 
 Everything is built from what already holds the protocol: the turn is a
-:class:`~._thread.Turn` consumed inside ``async with``, so cancelling the
+:class:`~._threads.Turn` consumed inside ``async with``, so cancelling the
 caller interrupts it (``turn/interrupt``, then a short wait for
 ``turn/completed``), and the answer is read from the turn's books (the items
 folded from ``item/completed``; the wire's ``turn.items`` is not the history).
@@ -40,9 +40,17 @@ from ._client import AppServerClient, Launcher
 from ._endpoint import ModelEndpoint
 from ._errors import ConfigError
 from ._events import Event, TurnCompleted, Usage
-from ._permission import APPROVAL_POLICIES, REQUESTS, SANDBOX_MODES, ApprovalRequest, Reply, build_answer, describe
+from ._permission import (
+    APPROVAL_POLICIES,
+    SANDBOX_MODES,
+    SERVER_REQUESTS,
+    ApprovalRequest,
+    Reply,
+    build_answer,
+    describe,
+)
 from ._structured import OutputSchema
-from ._thread import Input, Thread
+from ._threads import Input, Thread
 
 #: Answers one approval (or question) codex asks: ``await handler(request)`` → a reply.
 ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Reply]]
@@ -142,7 +150,7 @@ def install_approvals(client: AppServerClient, handler: ApprovalHandler) -> None
         reply = await handler(describe(method, params))
         return build_answer(method, params, reply).result
 
-    for method in REQUESTS:
+    for method in SERVER_REQUESTS:
         if build_answer(method, {}, Reply("decline")).error is None:
             client.on_request(method, answer)
 

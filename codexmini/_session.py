@@ -52,8 +52,8 @@ logger = logging.getLogger("codexmini.session")
 
 LOG_VERSION = 1
 
-Event = Dict[str, Any]
-Listener = Callable[[Event, str], None]
+LogEntry = Dict[str, Any]
+Listener = Callable[[LogEntry, str], None]
 
 #: SPEC §5: every event type and the keys of its ``data`` ("?" = optional).
 #: Appending checks the type against this table; the keys are documentation
@@ -83,7 +83,7 @@ REQUIRED_KEYS = ("v", "seq", "ts", "type", "turn", "step", "data")
 
 
 class ReadResult(NamedTuple):
-    events: List[Event]
+    events: List[LogEntry]
     warnings: List[str]
 
 
@@ -127,7 +127,7 @@ def _check(event: Any, expected_seq: int) -> Optional[str]:
     return None
 
 
-def _scan(path: str) -> Tuple[List[Event], List[str], int]:
+def _scan(path: str) -> Tuple[List[LogEntry], List[str], int]:
     """Parse the log at ``path``: (events, warnings, end of the last good line)."""
     with open(path, "rb") as f:
         raw = f.read()
@@ -135,7 +135,7 @@ def _scan(path: str) -> Tuple[List[Event], List[str], int]:
     # After the final newline split() yields b"": nothing torn.  Anything else
     # there is an unterminated line: its write never completed.
     tail = lines.pop()
-    events: List[Event] = []
+    events: List[LogEntry] = []
     warnings: List[str] = []
     offset = 0
     for number, line in enumerate(lines, start=1):
@@ -181,7 +181,7 @@ class SessionLog:
         self.fsync = fsync
         self._clock = clock
         self._file: Any = None  # set by open(); None again once closed
-        self._events: List[Event] = []
+        self._events: List[LogEntry] = []
         self._listeners: List[Listener] = []
         #: Warnings from reading the existing file back (a dropped torn line).
         self.warnings: List[str] = []
@@ -205,7 +205,7 @@ class SessionLog:
         return log
 
     @property
-    def events(self) -> List[Event]:
+    def events(self) -> List[LogEntry]:
         """Every event of the log, in order.  The live list: do not mutate it."""
         return self._events
 
@@ -226,20 +226,22 @@ class SessionLog:
         *,
         turn: Optional[int] = None,
         step: Optional[int] = None,
-    ) -> Event:
+    ) -> LogEntry:
         """Write one event durably and return it.  The event holds ``data``
         itself, not a copy: do not mutate it after appending."""
         (event,) = self.append_many([(type, data, turn, step)])
         return event
 
-    def append_many(self, entries: Iterable[Tuple[str, Dict[str, Any], Optional[int], Optional[int]]]) -> List[Event]:
+    def append_many(
+        self, entries: Iterable[Tuple[str, Dict[str, Any], Optional[int], Optional[int]]]
+    ) -> List[LogEntry]:
         """Write several events, ``(type, data, turn, step)`` each, with one
         write and one flush (and ``fsync``): when it returns, every one of them
         is durable.  A crash during the write leaves whole lines and at most
         one torn last line, as for :meth:`append`."""
         if self._file is None:
             raise SessionLogError(f"session log {self.path} is closed", path=self.path)
-        events: List[Event] = []
+        events: List[LogEntry] = []
         lines: List[str] = []
         now = round(self._clock(), 3)
         ts: Optional[str] = None  # the batch's one timestamp, as JSON: encoded once
@@ -250,7 +252,7 @@ class SessionLog:
             if not isinstance(data, dict):
                 raise SessionLogError(f"event data must be a dict, not {data.__class__.__name__}", path=self.path)
             seq = len(self._events) + len(events)
-            event: Event = {
+            event: LogEntry = {
                 "v": LOG_VERSION,
                 "seq": seq,
                 "ts": now,

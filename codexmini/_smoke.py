@@ -49,10 +49,10 @@ from ._endpoint import ModelEndpoint
 from ._errors import CodexminiError, SchemaError
 from ._events import AgentMessageDelta, Event
 from ._permission import ACCEPT, ApprovalRequest, Reply
-from ._render import Console, Transcript, use_color
+from ._render import Console, EventPrinter, use_color
 from ._schema import FrameValidator, bundle_for_binary
 from ._session import SessionLog, read_log
-from ._thread import Thread
+from ._threads import Thread
 from .testing import ScriptedModel
 from .testing.scripted_model import ToolKey, offered_tools
 
@@ -245,7 +245,7 @@ class Smoke:
         os.makedirs(home)
         log_path = os.path.join(root, "session.jsonl")
         started = time.monotonic()
-        transcript = Transcript(c)
+        transcript = EventPrinter(c)
 
         def on_event(event: Event) -> None:
             self.deltas += isinstance(event, AgentMessageDelta)

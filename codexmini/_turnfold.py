@@ -8,8 +8,8 @@ complete (§0.5: an interrupt, a cut stream codex retries), the same item id
 can be started and completed several times (a retried
 ``response.incomplete``), and usage arrives per model call
 (``thread/tokenUsage/updated``).  :class:`TurnFold` keeps those books, once,
-for every reader of a turn: :class:`~._thread.Turn` (which yields the events)
-and the agent's step fold (:mod:`._steps`, which reads :attr:`TurnFold.usage`
+for every reader of a turn: :class:`~._threads.Turn` (which yields the events)
+and the agent's step fold (:mod:`._stepfold`, which reads :attr:`TurnFold.usage`
 and :meth:`TurnFold.started_tools` instead of counting on its own).
 
 * frames of other turns of the same thread are filtered out by turn id;

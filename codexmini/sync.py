@@ -75,7 +75,7 @@ from typing import (
     Union,
 )
 
-from . import _agent, _run, _thread
+from . import _agent, _run, _threads
 from ._client import AppServerClient, Launcher
 from ._endpoint import ModelEndpoint
 from ._errors import ClientClosed, CodexminiError, CodexTimeout
@@ -83,7 +83,7 @@ from ._events import Event, TurnCompleted, Usage
 from ._permission import ApprovalRequest, Reply
 from ._run import EventListener, RunResult
 from ._session import SessionLog
-from ._thread import Input
+from ._threads import Input
 
 log = logging.getLogger("codexmini.sync")
 
@@ -171,8 +171,8 @@ class Portal:
         self._lock = threading.Lock()
         self._closed = False
         self._pending: Set["concurrent.futures.Future[Any]"] = set()  # outcomes not delivered yet
-        self._thread = threading.Thread(target=self._serve, name=f"codexmini-sync-{next(_names)}", daemon=True)
-        self._thread.start()
+        self._loop_thread = threading.Thread(target=self._serve, name=f"codexmini-sync-{next(_names)}", daemon=True)
+        self._loop_thread.start()
         _opened(self)
 
     def _serve(self) -> None:
@@ -184,12 +184,12 @@ class Portal:
         return self._closed
 
     @property
-    def thread(self) -> threading.Thread:
+    def loop_thread(self) -> threading.Thread:
         """The thread the loop runs in."""
-        return self._thread
+        return self._loop_thread
 
     def in_loop_thread(self) -> bool:
-        return threading.current_thread() is self._thread
+        return threading.current_thread() is self._loop_thread
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
         """Run ``coro`` on the loop and wait for it.  A ``timeout`` (seconds)
@@ -267,8 +267,8 @@ class Portal:
         done = asyncio.run_coroutine_threadsafe(self._cancel_all(), self._loop)
         concurrent.futures.wait([done], timeout=self.cancel_grace + 1.0)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(self.cancel_grace)
-        if not self._thread.is_alive():  # pragma: no branch - a stuck loop is left to the daemon thread
+        self._loop_thread.join(self.cancel_grace)
+        if not self._loop_thread.is_alive():  # pragma: no branch - a stuck loop is left to the daemon thread
             self._loop.close()
             # Calls that ignored their cancellation: nobody will finish them now.
             for outcome in list(self._pending):
@@ -410,7 +410,7 @@ class Client:
         params: Optional[Mapping[str, Any]] = None,
     ) -> "Thread":
         """Start a thread (``thread/start``)."""
-        started = _thread.Thread.start(
+        started = _threads.Thread.start(
             self.aio, cwd=cwd, model=model, sandbox=sandbox, approval_policy=approval_policy, params=params
         )
         return Thread(self.portal, self.portal.call(started))
@@ -464,7 +464,7 @@ class Client:
 class Thread:
     """One codex thread (:meth:`Client.thread`)."""
 
-    def __init__(self, portal: Portal, aio: _thread.Thread) -> None:
+    def __init__(self, portal: Portal, aio: _threads.Thread) -> None:
         self.portal = portal
         self.aio = aio
 
@@ -550,7 +550,7 @@ class Turn:
     exception) before the end interrupts the turn.
     """
 
-    def __init__(self, portal: Portal, aio: _thread.Turn) -> None:
+    def __init__(self, portal: Portal, aio: _threads.Turn) -> None:
         self.portal = portal
         self.aio = aio
         self._stop = False  # interrupt() was asked for

@@ -21,7 +21,7 @@ to the client started in the same order (:class:`Replays`).
 Every run is held to one codex version's behaviour (``version``, default
 the pin): the scenario's :class:`~conformance.versions.ByVersion` values are
 resolved for it (:meth:`Scenario.at`), a replay plays that version's
-recording, and the checks read :attr:`RunResult.version`.  A live run may use
+recording, and the checks read :attr:`ScenarioResult.version`.  A live run may use
 a binary of another version (``make drift``); it is still held to
 ``version``.
 
@@ -138,7 +138,7 @@ class Scenario:
     files: Mapping[str, Union[str, bytes]] = field(default_factory=dict)
     on_event: Optional[Callable[["Run", Event], None]] = None
     driver: Optional[Callable[["Run"], Awaitable[None]]] = None
-    check: Optional[Callable[["RunResult"], None]] = None
+    check: Optional[Callable[["ScenarioResult"], None]] = None
     description: str = ""
 
     @property
@@ -212,7 +212,7 @@ class Run:
 
 
 @dataclass
-class RunResult:
+class ScenarioResult:
     scenario: Scenario
     mode: str
     paths: Paths
@@ -330,7 +330,7 @@ async def execute(
     fixtures: Optional[str] = None,
     keep: bool = False,
     transcript: Optional[str] = None,
-) -> RunResult:
+) -> ScenarioResult:
     """Run ``scenario`` in ``mode`` ("live" or "replay"), held to codex
     ``version`` (the pin by default; a replay plays ``fixtures/<version>/``
     unless ``fixtures`` says otherwise), and collect everything.  A live run
@@ -389,7 +389,7 @@ async def execute(
                 )
         session = list(run.log.events) if run.log is not None else []
         report = replay.report if replay is not None else None
-        return RunResult(
+        return ScenarioResult(
             scenario,
             mode,
             paths,
@@ -469,7 +469,7 @@ __all__ = [
     "Paths",
     "Replays",
     "Run",
-    "RunResult",
+    "ScenarioResult",
     "Scenario",
     "ScriptFailed",
     "execute",

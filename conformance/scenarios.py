@@ -54,9 +54,9 @@ from codexmini._permission import ApprovalRequest, Reply
 from codexmini._prompt import derive_messages, serialize
 from codexmini._run import final_response
 from codexmini._structured import OutputSchema
-from codexmini._thread import Thread
+from codexmini._threads import Thread
 
-from .harness import DEADLINE, Run, RunResult, Scenario
+from .harness import DEADLINE, Run, ScenarioResult, Scenario
 from .versions import ByVersion
 
 #: A model slug for which codex offers apply_patch (as a custom tool, §3.6).
@@ -96,16 +96,16 @@ def answer(*items: Dict[str, Any], **extra: Any) -> Dict[str, Any]:
     return {"output": list(items), "usage": USAGE, **extra}
 
 
-def texts(result: RunResult) -> List[str]:
+def texts(result: ScenarioResult) -> List[str]:
     """Text blocks of every assistant message, in log order."""
     return [b["text"] for e in result.of_type("assistant/message") for b in e["data"]["content"] if b["type"] == "text"]
 
 
-def turn_ends(result: RunResult) -> List[Dict[str, Any]]:
+def turn_ends(result: ScenarioResult) -> List[Dict[str, Any]]:
     return [e["data"] for e in result.of_type("turn/end")]
 
 
-def completed_items(result: RunResult) -> List[Mapping[str, Any]]:
+def completed_items(result: ScenarioResult) -> List[Mapping[str, Any]]:
     """The turn's history from its ``item/completed`` events: the last
     completion of each id, in order of first completion.  (The agent's codex
     turns keep no history of their own: their items are in the log.)"""
@@ -118,7 +118,7 @@ def completed_items(result: RunResult) -> List[Mapping[str, Any]]:
 # -- plain (§3.1) ------------------------------------------------------------
 
 
-def _check_plain(result: RunResult) -> None:
+def _check_plain(result: ScenarioResult) -> None:
     deltas = [e.delta for e in result.events_of(AgentMessageDelta)]
     assert deltas == ["Hel", "lo", ", ", "wor", "ld", "!"]
     assert texts(result) == ["Hello, world!"]
@@ -160,7 +160,7 @@ def _command_script(cmd: str, final: str) -> Dict[str, Any]:
     }
 
 
-def _check_cmd_ok(result: RunResult) -> None:
+def _check_cmd_ok(result: ScenarioResult) -> None:
     (call,) = result.of_type("tool/call")
     assert call["data"]["name"] == "bash" and "echo hello-stream" in call["data"]["arguments"]
     (res,) = result.of_type("tool/result")
@@ -213,25 +213,25 @@ def _exec(call_id: str, cmd: str, **extra: Any) -> Dict[str, Any]:
     }
 
 
-def _types(result: RunResult) -> List[str]:
+def _types(result: ScenarioResult) -> List[str]:
     return [e["type"] for e in result.session]
 
 
-def _only(result: RunResult, type_: str) -> Dict[str, Any]:
+def _only(result: ScenarioResult, type_: str) -> Dict[str, Any]:
     (event,) = result.of_type(type_)
     return event["data"]
 
 
-def _completed(result: RunResult) -> TurnCompleted:
+def _completed(result: ScenarioResult) -> TurnCompleted:
     (completed,) = result.events_of(TurnCompleted)
     return completed
 
 
-def _items(result: RunResult, item_type: str) -> List[Mapping[str, Any]]:
+def _items(result: ScenarioResult, item_type: str) -> List[Mapping[str, Any]]:
     return [e.item for e in result.events_of(ItemCompleted) if e.item_type == item_type]
 
 
-def _sent(result: RunResult, method: str) -> List[Dict[str, Any]]:
+def _sent(result: ScenarioResult, method: str) -> List[Dict[str, Any]]:
     """The params of every request the client sent with ``method``, normalised."""
     return [
         f["frame"].get("params") or {}
@@ -240,22 +240,22 @@ def _sent(result: RunResult, method: str) -> List[Dict[str, Any]]:
     ]
 
 
-def _answers(result: RunResult) -> List[Dict[str, Any]]:
+def _answers(result: ScenarioResult) -> List[Dict[str, Any]]:
     """Every answer the client sent to a server request (``id`` + ``result``/``error``)."""
     return [f for d, f in result.frames if d == "out" and "method" not in f and "id" in f]
 
 
-def _decisions(result: RunResult) -> List[Tuple[str, str, str]]:
+def _decisions(result: ScenarioResult) -> List[Tuple[str, str, str]]:
     return [(d["method"], d["decision"], d["by"]) for d in (e["data"] for e in result.of_type("approval/decision"))]
 
 
-def _completed_turn_end(result: RunResult) -> Dict[str, Any]:
+def _completed_turn_end(result: ScenarioResult) -> Dict[str, Any]:
     (end,) = turn_ends(result)
     assert end["reason"] == "completed", end
     return end
 
 
-def _tool(result: RunResult) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+def _tool(result: ScenarioResult) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     """The one tool/call and its tool/result."""
     call, res = _only(result, "tool/call"), _only(result, "tool/result")
     assert call["callId"] == res["callId"]
@@ -268,7 +268,7 @@ REASONING_SUMMARY = [["**Planning** ", "the answer: ", "look at inputs."], ["**C
 REASONING_RAW = ["raw ", "chain of thought ", "text."]
 
 
-def _check_reasoning(result: RunResult) -> None:
+def _check_reasoning(result: ScenarioResult) -> None:
     summary = [(e.summary_index, e.delta) for e in result.events_of(ReasoningSummaryDelta)]
     assert summary == [(i, d) for i, part in enumerate(REASONING_SUMMARY) for d in part]
     assert [e.delta for e in result.events_of(ReasoningTextDelta)] == REASONING_RAW
@@ -327,7 +327,7 @@ def _plan_call(call_id: str, plan: Dict[str, Any]) -> Dict[str, Any]:
     return answer({"type": "function_call", "call_id": call_id, "name": "update_plan", "arguments": plan})
 
 
-def _check_update_plan(result: RunResult) -> None:
+def _check_update_plan(result: ScenarioResult) -> None:
     updates = result.events_of(PlanUpdated)
     assert [u.explanation for u in updates] == ["Three steps to do the job.", None]
     # Statuses arrive camelCased (§3.3).
@@ -362,7 +362,7 @@ UPDATE_PLAN = Scenario(
 # -- cmd_fail (§3.4) ----------------------------------------------------------------
 
 
-def _check_cmd_fail(result: RunResult) -> None:
+def _check_cmd_fail(result: ScenarioResult) -> None:
     call, res = _tool(result)
     assert call["name"] == "bash" and "exit 3" in call["arguments"]
     # A non-zero exit is a failed item, not a failed turn (§3.4).
@@ -390,7 +390,7 @@ CMD_FAIL = Scenario(
 LARGE = 204800
 
 
-def _check_cmd_large(result: RunResult) -> None:
+def _check_cmd_large(result: ScenarioResult) -> None:
     _, res = _tool(result)
     assert res["isError"] is False and res["status"] == "completed"
     # The whole 200 KB line survives (aggregatedOutput is capped only near 1 MiB).
@@ -419,7 +419,7 @@ CMD_LARGE = Scenario(
 STREAM_LINES = "".join(f"line-{i}\n" for i in range(1, 6))
 
 
-def _check_cmd_streaming(result: RunResult) -> None:
+def _check_cmd_streaming(result: ScenarioResult) -> None:
     _, res = _tool(result)
     assert res["isError"] is False and res["status"] == "completed"
     (text_block,) = res["content"]
@@ -467,7 +467,7 @@ def _approval_script(final: str) -> Dict[str, Any]:
     return {"rules": [_then("call_cmd_1", final)], "default": answer(call)}
 
 
-def _check_command_request(result: RunResult) -> None:
+def _check_command_request(result: ScenarioResult) -> None:
     (request,) = result.approvals
     assert request.kind == "command" and request.method == "item/commandExecution/requestApproval"
     assert request.item_id == "call_cmd_1" and "escalated-ran" in request.summary
@@ -476,7 +476,7 @@ def _check_command_request(result: RunResult) -> None:
     assert (thread_start["sandbox"], thread_start["approvalPolicy"]) == ("workspace-write", "on-request")
 
 
-def _check_approval_accept(result: RunResult) -> None:
+def _check_approval_accept(result: ScenarioResult) -> None:
     _check_command_request(result)
     assert _decisions(result) == [("item/commandExecution/requestApproval", "accept", "handler")]
     (answer_,) = _answers(result)
@@ -500,7 +500,7 @@ APPROVAL_ACCEPT = Scenario(
 )
 
 
-def _check_approval_decline(result: RunResult) -> None:
+def _check_approval_decline(result: ScenarioResult) -> None:
     _check_command_request(result)
     assert _decisions(result) == [("item/commandExecution/requestApproval", "decline", "handler")]
     _, res = _tool(result)
@@ -523,7 +523,7 @@ APPROVAL_DECLINE = Scenario(
 )
 
 
-def _check_approval_cancel(result: RunResult) -> None:
+def _check_approval_cancel(result: ScenarioResult) -> None:
     _check_command_request(result)
     assert _decisions(result) == [("item/commandExecution/requestApproval", "cancel", "handler")]
     _, res = _tool(result)
@@ -557,7 +557,7 @@ APPROVAL_CANCEL = Scenario(
 )
 
 
-def _check_approval_deadline(result: RunResult) -> None:
+def _check_approval_deadline(result: ScenarioResult) -> None:
     _check_command_request(result)
     # The handler never answered: the client's deadline answered fail-closed.
     assert _decisions(result) == [("item/commandExecution/requestApproval", "decline", "timeout")]
@@ -600,14 +600,14 @@ def _patch_script(patch: str, final: str) -> Dict[str, Any]:
     return {"rules": [_then("call_patch_1", final)], "default": answer(call)}
 
 
-def _changes(result: RunResult) -> List[Tuple[str, str]]:
+def _changes(result: ScenarioResult) -> List[Tuple[str, str]]:
     call, _ = _tool(result)
     assert call["name"] == "apply_patch" and call["kind"] == "fileChange"
     norm = result.normaliser
     return [(norm.text(c["path"]), c["kind"]["type"]) for c in json.loads(call["arguments"])["changes"]]
 
 
-def _check_patch_auto(result: RunResult) -> None:
+def _check_patch_auto(result: ScenarioResult) -> None:
     assert sorted(_changes(result)) == [("/WORKSPACE/existing.txt", "update"), ("/WORKSPACE/hello.txt", "add")]
     (item,) = _items(result, "fileChange")
     diffs = {result.normaliser.text(c["path"]): c["diff"] for c in item["changes"]}
@@ -640,7 +640,7 @@ PATCH_AUTO = Scenario(
 )
 
 
-def _check_patch_request(result: RunResult) -> None:
+def _check_patch_request(result: ScenarioResult) -> None:
     assert _changes(result) == [("/OUTSIDE/x.txt", "add")]
     (request,) = result.approvals
     assert request.kind == "file_change" and request.item_id == "call_patch_1"
@@ -648,7 +648,7 @@ def _check_patch_request(result: RunResult) -> None:
     assert "changes" not in request.params
 
 
-def _check_patch_approval_accept(result: RunResult) -> None:
+def _check_patch_approval_accept(result: ScenarioResult) -> None:
     _check_patch_request(result)
     assert _decisions(result) == [("item/fileChange/requestApproval", "accept", "handler")]
     _, res = _tool(result)
@@ -669,7 +669,7 @@ PATCH_APPROVAL_ACCEPT = Scenario(
 )
 
 
-def _check_patch_approval_decline(result: RunResult) -> None:
+def _check_patch_approval_decline(result: ScenarioResult) -> None:
     _check_patch_request(result)
     assert _decisions(result) == [("item/fileChange/requestApproval", "decline", "handler")]
     _, res = _tool(result)
@@ -713,7 +713,7 @@ QUESTIONS = [
 ]
 
 
-def _check_user_input(result: RunResult) -> None:
+def _check_user_input(result: ScenarioResult) -> None:
     (request,) = result.approvals
     assert request.kind == "user_input" and request.item_id == "call_rui_1"
     assert [q["id"] for q in request.questions] == ["color", "size"]
@@ -772,7 +772,7 @@ def _permissions_script(after: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def _check_permissions_request(result: RunResult) -> Dict[str, Any]:
+def _check_permissions_request(result: ScenarioResult) -> Dict[str, Any]:
     (request,) = result.approvals
     assert request.kind == "permissions" and request.item_id == "call_perm_1"
     assert request.summary == "Need to write the report outside"
@@ -780,7 +780,7 @@ def _check_permissions_request(result: RunResult) -> Dict[str, Any]:
     return answer_["result"]
 
 
-def _check_permissions_grant(result: RunResult) -> None:
+def _check_permissions_grant(result: ScenarioResult) -> None:
     granted = _check_permissions_request(result)
     assert granted["scope"] == "turn"
     assert [result.normaliser.text(p) for p in granted["permissions"]["fileSystem"]["write"]] == ["/OUTSIDE"]
@@ -810,7 +810,7 @@ PERMISSIONS_GRANT = Scenario(
 )
 
 
-def _check_permissions_deny(result: RunResult) -> None:
+def _check_permissions_deny(result: ScenarioResult) -> None:
     assert _check_permissions_request(result) == {"permissions": {}, "scope": "turn"}
     assert _decisions(result) == [("item/permissions/requestApproval", "decline", "handler")]
     assert not result.of_type("tool/call")
@@ -835,7 +835,7 @@ PERMISSIONS_DENY = Scenario(
 # -- MCP tool call approved through an elicitation (§3.9) ------------------------------
 
 
-def _check_mcp_elicitation(result: RunResult) -> None:
+def _check_mcp_elicitation(result: ScenarioResult) -> None:
     (request,) = result.approvals
     assert request.method == "mcpServer/elicitation/request" and request.kind == "mcp_tool_call"
     assert request.params["serverName"] == "probe" and request.params["_meta"]["codex_approval_kind"] == "mcp_tool_call"
@@ -887,7 +887,7 @@ MCP_ELICITATION = Scenario(
 # -- model errors (§3.10) -------------------------------------------------------------
 
 
-def _check_failed_turn(result: RunResult, *, answered: bool = False) -> Dict[str, Any]:
+def _check_failed_turn(result: ScenarioResult, *, answered: bool = False) -> Dict[str, Any]:
     completed = _completed(result)
     assert completed.status == "failed" and completed.error_message
     (end,) = turn_ends(result)
@@ -898,11 +898,11 @@ def _check_failed_turn(result: RunResult, *, answered: bool = False) -> Dict[str
     return end
 
 
-def _error_info(result: RunResult) -> Any:
+def _error_info(result: ScenarioResult) -> Any:
     return (_completed(result).error or {}).get("codexErrorInfo")
 
 
-def _check_err_500(result: RunResult) -> None:
+def _check_err_500(result: ScenarioResult) -> None:
     _check_failed_turn(result)
     retries = result.events_of(RetryingError)
     assert [r.message for r in retries] == ["Reconnecting... 1/1"]
@@ -924,7 +924,7 @@ ERR_500 = Scenario(
 )
 
 
-def _check_err_429(result: RunResult) -> None:
+def _check_err_429(result: ScenarioResult) -> None:
     end = _check_failed_turn(result)
     assert "429" in end["error"]["message"]
     assert not result.events_of(RetryingError)  # 429 is never retried (§3.10)
@@ -945,7 +945,7 @@ ERR_429 = Scenario(
 )
 
 
-def _check_stream_cut_then_ok(result: RunResult) -> None:
+def _check_stream_cut_then_ok(result: ScenarioResult) -> None:
     completed = _completed(result)
     assert completed.status == "completed"
     # §3.10: each cut attempt leaves an agentMessage that started, got a
@@ -985,7 +985,7 @@ STREAM_CUT_THEN_OK = Scenario(
 )
 
 
-def _check_err_incomplete(result: RunResult) -> None:
+def _check_err_incomplete(result: ScenarioResult) -> None:
     end = _check_failed_turn(result, answered=True)
     retried = result.at(INCOMPLETE_RETRIED)
     assert end["error"]["message"] == (
@@ -1027,7 +1027,7 @@ def _cancel_when_command_starts(run: Run, event: Event) -> None:
         run.agent.cancel()
 
 
-def _check_interrupt_command(result: RunResult) -> None:
+def _check_interrupt_command(result: ScenarioResult) -> None:
     assert _sent(result, "turn/interrupt")
     # The cancelled consumer sees no TurnCompleted event (the turn drains the
     # rest after interrupting), so look at the frames: §3.11, codex ends the
@@ -1098,7 +1098,7 @@ async def _drive_two_threads(run: Run) -> None:
         assert isinstance(seen[-1], TurnCompleted) and seen[-1].status == "completed"
 
 
-def _check_two_threads(result: RunResult) -> None:
+def _check_two_threads(result: ScenarioResult) -> None:
     frames = result.normalised_frames()
     thread_of_text = {
         f["frame"]["params"]["input"][0]["text"][-1]: f["frame"]["params"]["threadId"]
@@ -1154,7 +1154,7 @@ def _png_1x1() -> bytes:
 IMAGE_PROMPT = [{"type": "text", "text": "what is in this image?"}, {"type": "image", "path": "{WS}/pixel.png"}]
 
 
-def _check_local_image(result: RunResult) -> None:
+def _check_local_image(result: ScenarioResult) -> None:
     (turn_start,) = _sent(result, "turn/start")
     text_item, image_item = turn_start["input"]
     assert image_item == {"type": "localImage", "path": "/WORKSPACE/pixel.png"}
@@ -1190,7 +1190,7 @@ def _steer_on_first_delta(run: Run, event: Event) -> None:
         run.later(run.agent.steer(STEER_TEXT))
 
 
-def _check_steer(result: RunResult) -> None:
+def _check_steer(result: ScenarioResult) -> None:
     (steer,) = _sent(result, "turn/steer")
     (turn_start,) = _sent(result, "turn/start")
     assert steer["input"] == [{"type": "text", "text": STEER_TEXT}]
@@ -1247,7 +1247,7 @@ STEER = Scenario(
 # -- two turns: the prompt is the serialized log (SPEC §4.6; §3.13) --------------------------
 
 
-def _check_two_turns(result: RunResult) -> None:
+def _check_two_turns(result: ScenarioResult) -> None:
     sent = [
         p["input"][0]["text"]
         for d, f in result.frames
@@ -1288,7 +1288,7 @@ async def _ask_from_now_on(run: Run) -> None:
     run.agent.set_knob("approval/policy", "ask")
 
 
-def _check_knob_change(result: RunResult) -> None:
+def _check_knob_change(result: ScenarioResult) -> None:
     pairs = [(p["sandbox"], p["approvalPolicy"]) for p in _sent(result, "thread/start")]
     assert pairs == [("read-only", "never"), ("workspace-write", "on-request")]
     types = _types(result)
@@ -1315,7 +1315,7 @@ async def _choose_gpt_5_5(run: Run) -> None:
     run.agent.set_model("gpt-5.5")
 
 
-def _check_model_change(result: RunResult) -> None:
+def _check_model_change(result: ScenarioResult) -> None:
     # The scenario's configured model for the first turn; the session's
     # choice, logged as model/choice, from the next step on.
     assert [p["model"] for p in _sent(result, "thread/start")] == ["gpt-fake", "gpt-5.5"]
@@ -1368,7 +1368,7 @@ async def _drive_structured_output(run: Run) -> None:
         thread.close()
 
 
-def _check_structured_output(result: RunResult) -> None:
+def _check_structured_output(result: ScenarioResult) -> None:
     starts = [f["params"] for d, f in result.frames if d == "out" and f.get("method") == "turn/start"]
     assert [s.get("outputSchema") for s in starts] == [STRUCTURED_SCHEMA, STRUCTURED_SCHEMA, None]
     completed = result.events_of(TurnCompleted)

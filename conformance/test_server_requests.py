@@ -1,4 +1,4 @@
-"""permission.REQUESTS against the schema's ServerRequest union.
+"""permission.SERVER_REQUESTS against the schema's ServerRequest union.
 
 Every server-request method gets a schema-valid answer, whatever the caller
 decides and when nobody decides at all (SPEC §4.4): an unanswered or invalid
@@ -73,18 +73,18 @@ def test_server_requests_table_covers_the_schema(version):
     # currentTime/read to the stable ten).
     experimental = SchemaBundle.load(version, "experimental").methods("ServerRequest")
     stable = SchemaBundle.load(version, "stable").methods("ServerRequest")
-    assert set(experimental) <= set(permission.REQUESTS), f"codex {version} asks what codexmini cannot answer"
+    assert set(experimental) <= set(permission.SERVER_REQUESTS), f"codex {version} asks what codexmini cannot answer"
     assert set(stable) <= set(experimental)
     assert len(stable) == 10
 
 
 def test_server_requests_table_answers_only_what_a_supported_codex_asks():
     asked = {m for v in VERSIONS for m in SchemaBundle.load(v, "experimental").methods("ServerRequest")}
-    assert sorted(permission.REQUESTS) == sorted(asked)
+    assert sorted(permission.SERVER_REQUESTS) == sorted(asked)
 
 
 def test_server_requests_every_method_has_a_params_example():
-    methods = set(SchemaBundle.load().methods("ServerRequest")) | set(permission.REQUESTS)
+    methods = set(SchemaBundle.load().methods("ServerRequest")) | set(permission.SERVER_REQUESTS)
     assert methods <= set(PARAMS), "add a params example for the new method"
 
 
@@ -94,7 +94,7 @@ def _methods():
     for version in VERSIONS:
         for flavor in FLAVORS:
             for method in SchemaBundle.load(version, flavor).methods("ServerRequest"):
-                if method in permission.REQUESTS:  # the rest: test_server_requests_table_covers_the_schema
+                if method in permission.SERVER_REQUESTS:  # the rest: test_server_requests_table_covers_the_schema
                     cases.append(pytest.param(version, flavor, method, id=f"{version}-{flavor}-{method}"))
     return cases
 

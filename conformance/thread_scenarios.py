@@ -30,9 +30,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from codexmini import RetryPolicy
 from codexmini._errors import RequestTimeout, RpcError, ThreadNotFound, UsageLimitExceeded
 from codexmini._events import RateLimitsUpdated, TurnCompleted
-from codexmini._thread import Thread
+from codexmini._threads import Thread
 
-from .harness import Run, RunResult, Scenario
+from .harness import Run, ScenarioResult, Scenario
 from .scenarios import answer, message
 from .versions import ByVersion
 
@@ -58,7 +58,7 @@ async def _turn(run: Run, thread: Thread, text: str) -> TurnCompleted:
     return turn.completed
 
 
-def exchanges(result: RunResult, method: str) -> List[Tuple[Dict[str, Any], Dict[str, Any]]]:
+def exchanges(result: ScenarioResult, method: str) -> List[Tuple[Dict[str, Any], Dict[str, Any]]]:
     """(request params, answer frame) of every ``method`` request, in order, per process."""
     pending: Dict[Tuple[int, Any], Dict[str, Any]] = {}
     out = []
@@ -71,7 +71,7 @@ def exchanges(result: RunResult, method: str) -> List[Tuple[Dict[str, Any], Dict
     return out
 
 
-def sent(result: RunResult) -> List[str]:
+def sent(result: ScenarioResult) -> List[str]:
     """The methods of the client's requests, in order (initialize left out)."""
     return [
         f["method"]
@@ -80,12 +80,12 @@ def sent(result: RunResult) -> List[str]:
     ]
 
 
-def model_inputs(result: RunResult) -> List[str]:
+def model_inputs(result: ScenarioResult) -> List[str]:
     """Each model request's input, as JSON text (live runs only)."""
     return [json.dumps((r["body"] or {}).get("input"), ensure_ascii=False) for r in result.model_requests]
 
 
-def asked(result: RunResult, text: str) -> str:
+def asked(result: ScenarioResult, text: str) -> str:
     """The one model request whose last user message holds ``text``."""
     found = [i for i, r in zip(model_inputs(result), result.model_requests) if _last_user(r).find(text) >= 0]
     assert len(found) == 1, (text, len(found))
@@ -107,7 +107,7 @@ def user_texts(thread: Mapping[str, Any]) -> List[str]:
     return texts
 
 
-def statuses(result: RunResult) -> List[str]:
+def statuses(result: ScenarioResult) -> List[str]:
     return [e.status for e in result.events_of(TurnCompleted)]
 
 
@@ -129,7 +129,7 @@ async def _drive_resume(run: Run) -> None:
     await _turn(run, resumed, RECALL)
 
 
-def _check_resume(result: RunResult) -> None:
+def _check_resume(result: ScenarioResult) -> None:
     assert statuses(result) == ["completed", "completed"]
     assert set(result.conns) == {0, 1}  # two codex processes
     (started,) = exchanges(result, "thread/start")
@@ -174,7 +174,7 @@ async def _drive_resume_unpersisted(run: Run) -> None:
         run.notes["error"] = exc
 
 
-def _check_resume_unpersisted(result: RunResult) -> None:
+def _check_resume_unpersisted(result: ScenarioResult) -> None:
     error = result.notes["error"]
     assert isinstance(error, ThreadNotFound) and error.thread_id == result.notes["thread_id"]
     assert "ran no turn" in str(error) and "first turn runs" in str(error)
@@ -211,7 +211,7 @@ async def _drive_fork(run: Run) -> None:
     run.notes["original"] = await original.read()
 
 
-def _check_fork(result: RunResult) -> None:
+def _check_fork(result: ScenarioResult) -> None:
     original, fork = result.notes["ids"]
     assert original != fork
     assert result.notes["fork_info"]["thread"]["forkedFromId"] == original
@@ -255,7 +255,7 @@ async def _drive_rollback(run: Run) -> None:
     run.notes["read"] = await thread.read()
 
 
-def _check_rollback(result: RunResult) -> None:
+def _check_rollback(result: ScenarioResult) -> None:
     methods = sent(result)
     starts = [i for i, m in enumerate(methods) if m == "turn/start"]
     rollback = methods[starts[1] + 1 : starts[2]]
@@ -296,7 +296,7 @@ async def _drive_read(run: Run) -> None:
     run.notes["bare"] = await thread.read(include_turns=False)
 
 
-def _check_read(result: RunResult) -> None:
+def _check_read(result: ScenarioResult) -> None:
     full, bare = result.notes["full"], result.notes["bare"]
     assert full["id"] == bare["id"] and bare["turns"] == []
     (turn,) = full["turns"]
@@ -337,7 +337,7 @@ async def _drive_list_threads(run: Run) -> None:
     run.notes["listed"] = [t["id"] async for t in Thread.list(client, limit=2)]
 
 
-def _check_list_threads(result: RunResult) -> None:
+def _check_list_threads(result: ScenarioResult) -> None:
     pages = exchanges(result, "thread/list")
     assert [len(frame["result"]["data"]) for _, frame in pages] == result.at(LIST_PAGES)
     assert "cursor" not in pages[0][0] and pages[0][0]["limit"] == 2
@@ -372,7 +372,7 @@ async def _drive_archive(run: Run) -> None:
     run.notes["id"] = thread.id
 
 
-def _check_archive(result: RunResult) -> None:
+def _check_archive(result: ScenarioResult) -> None:
     tid = result.notes["id"]
     active, archived = result.notes["after_archive"]
     assert active == [] and archived == [(tid, "filed thread")]
@@ -403,7 +403,7 @@ async def _drive_compact(run: Run) -> None:
     run.notes["compacted"] = await thread.compact(idle_timeout=60)
 
 
-def _check_compact(result: RunResult) -> None:
+def _check_compact(result: ScenarioResult) -> None:
     done = result.notes["compacted"]
     assert isinstance(done, TurnCompleted) and done.status == "completed"
     assert [item["type"] for item in done.items] == ["contextCompaction"]
@@ -436,7 +436,7 @@ async def _drive_review(run: Run) -> None:
     run.notes["same_thread"] = review.thread is thread
 
 
-def _check_review(result: RunResult) -> None:
+def _check_review(result: ScenarioResult) -> None:
     done = result.notes["review"]
     assert done.status == "completed" and result.notes["same_thread"]
     kinds = [item["type"] for item in done.items]
@@ -471,7 +471,7 @@ async def _drive_models(run: Run) -> None:
     run.notes["whole"] = [m["id"] async for m in client.models()]
 
 
-def _check_models(result: RunResult) -> None:
+def _check_models(result: ScenarioResult) -> None:
     paged, whole = result.notes["paged"], result.notes["whole"]
     assert paged == whole and len(whole) > 2
     pages = exchanges(result, "model/list")
@@ -497,7 +497,7 @@ async def _drive_config_write(run: Run) -> None:
     run.notes["after"] = await client.read_config()
 
 
-def _check_config_write(result: RunResult) -> None:
+def _check_config_write(result: ScenarioResult) -> None:
     before, written, after = result.notes["before"], result.notes["written"], result.notes["after"]
     assert before["config"]["model"] is None and after["config"]["model"] == "gpt-written"
     assert written["status"] == "ok" and written["filePath"].endswith("/config.toml")
@@ -523,7 +523,7 @@ async def _drive_account(run: Run) -> None:
         run.notes["limits_error"] = exc
 
 
-def _check_account(result: RunResult) -> None:
+def _check_account(result: ScenarioResult) -> None:
     account = result.notes["account"]
     assert account["account"] is None and account["requiresOpenaiAuth"] is False
     error = result.notes["limits_error"]
@@ -566,7 +566,7 @@ async def _drive_rate_limits(run: Run) -> None:
     run.notes["snapshot"] = client.rate_limits
 
 
-def _check_rate_limits(result: RunResult) -> None:
+def _check_rate_limits(result: ScenarioResult) -> None:
     event = result.notes["event"]
     assert isinstance(event, RateLimitsUpdated)
     assert (event.primary.used_percent, event.primary.window_minutes, event.primary.resets_at) == (25, 300, RESET_AT)
@@ -592,7 +592,7 @@ async def _drive_usage_limit(run: Run) -> None:
     run.notes["completed"] = await _turn(run, thread, "Use more than the plan allows.")
 
 
-def _check_usage_limit(result: RunResult) -> None:
+def _check_usage_limit(result: ScenarioResult) -> None:
     done = result.notes["completed"]
     assert done.status == "failed" and done.error["codexErrorInfo"] == "usageLimitExceeded"
     failure = done.failure
@@ -634,7 +634,7 @@ async def _drive_command_exec(run: Run) -> None:
     run.notes["result"] = await client.exec(["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=run.paths.ws)
 
 
-def _check_command_exec(result: RunResult) -> None:
+def _check_command_exec(result: ScenarioResult) -> None:
     assert result.notes["result"] == {"exitCode": 3, "stdout": "out\n", "stderr": "err\n"}
     ((params, _),) = exchanges(result, "command/exec")
     assert params["command"] == ["sh", "-c", "echo out; echo err >&2; exit 3"]
@@ -679,7 +679,7 @@ async def _drive_overload(run: Run) -> None:
     run.notes["stats"] = dict(client.stats)
 
 
-def _check_overload(result: RunResult) -> None:
+def _check_overload(result: ScenarioResult) -> None:
     outcomes = result.notes["outcomes"]
     allowed = {"ok", "lost"} if result.at(LOSES_REQUESTS) else {"ok"}
     assert len(outcomes) == FLOOD and set(outcomes) <= allowed, sorted(set(outcomes))

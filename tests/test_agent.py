@@ -1419,7 +1419,7 @@ def test_agent_approval_handler_answers_are_logged(live_setup):
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
 def test_agent_refused_steer_goes_to_the_next_step(live_setup, monkeypatch):
     from codexmini._errors import RpcError
-    from codexmini._thread import Turn
+    from codexmini._threads import Turn
 
     s = live_setup(
         {

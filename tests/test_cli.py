@@ -32,7 +32,7 @@ from codexmini._events import (
     TurnCompleted,
 )
 from codexmini._permission import ApprovalRequest
-from codexmini._render import Console, Transcript, command_of, use_color
+from codexmini._render import Console, EventPrinter, command_of, use_color
 from codexmini._session import read_log
 from codexmini.testing.scripted_model import ScriptedModel
 
@@ -385,7 +385,7 @@ def test_cli_prompter_user_input():
 
 def test_render_transcript_lines():
     out = io.StringIO()
-    t = Transcript(Console(out, color=False))
+    t = EventPrinter(Console(out, color=False))
     cmd = {
         "type": "commandExecution",
         "id": "c",
@@ -726,7 +726,7 @@ def test_cli_config_items_reach_the_agent_config_in_order(tmp_path):
 
 def test_render_an_abandoned_stream_is_marked_and_a_committed_one_is_not():
     out = io.StringIO()
-    t = Transcript(Console(out, color=False))
+    t = EventPrinter(Console(out, color=False))
     t(AgentMessageDelta("m", "Hel"))
     t(MessageStreamEnd("msg-1", "m", committed=False))
     t(AgentMessageDelta("m2", "Hello"))

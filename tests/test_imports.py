@@ -52,11 +52,11 @@ PURE = (
     "_environment",
     "_errors",
     "_events",
-    "_steps",
+    "_stepfold",
     "_jsonschema",
     "_structured",
     "_retry",
-    "_requests",
+    "_extras",
     "_jsontext",
     "_version",
     # the protocol: typing only, so importing it never starts anything

@@ -36,8 +36,8 @@ from codexmini._errors import (
     rpc_error,
 )
 from codexmini._events import RateLimitsUpdated, RateLimitWindow, TurnCompleted, resets_at
-from codexmini._requests import pages
-from codexmini._thread import Thread
+from codexmini._extras import pages
+from codexmini._threads import Thread
 from codexmini.testing import CodexLike, FakeAppServer
 from codexmini.testing.codex_like import INIT_RESULT, RATE_LIMITS_EXHAUSTED, THREAD, thread_start_result, turn_object
 

@@ -24,7 +24,7 @@ from codexmini._permission import (
     DECLINE,
     DEFAULT_PERMISSIONS,
     REFUSED,
-    REQUESTS,
+    SERVER_REQUESTS,
     Answer,
     ApprovalRequest,
     Reply,
@@ -153,8 +153,8 @@ EXPECTED = {
 
 
 def test_permission_tables_cover_every_request_method():
-    assert set(PARAMS) == set(REQUESTS) == set(EXPECTED)
-    assert len(REQUESTS) == 11  # ten stable methods plus the experimental currentTime/read
+    assert set(PARAMS) == set(SERVER_REQUESTS) == set(EXPECTED)
+    assert len(SERVER_REQUESTS) == 11  # ten stable methods plus the experimental currentTime/read
 
 
 # -- the fold ----------------------------------------------------------------------
@@ -328,7 +328,7 @@ def test_reply_from_flag():
 
 
 @pytest.mark.parametrize("decision", DECISIONS)
-@pytest.mark.parametrize("method", sorted(REQUESTS))
+@pytest.mark.parametrize("method", sorted(SERVER_REQUESTS))
 def test_build_answer_every_method_and_decision(method, decision):
     assert build_answer(method, PARAMS[method], Reply(decision)) == EXPECTED[method][decision]
 
@@ -463,7 +463,7 @@ FAIL_CLOSED = {
 }
 
 
-@pytest.mark.parametrize("method", sorted(REQUESTS))
+@pytest.mark.parametrize("method", sorted(SERVER_REQUESTS))
 def test_fail_closed_every_method(method):
     answer = fail_closed(method, PARAMS[method])
     assert answer == FAIL_CLOSED[method]
@@ -471,7 +471,7 @@ def test_fail_closed_every_method(method):
     assert answer == build_answer(method, PARAMS[method], Reply(DECLINE))
 
 
-@pytest.mark.parametrize("method", sorted(REQUESTS))
+@pytest.mark.parametrize("method", sorted(SERVER_REQUESTS))
 def test_fail_closed_with_empty_params(method):
     # Params a newer codex shapes differently must still get a refusal, never a crash.
     answer = fail_closed(method, {})
@@ -527,13 +527,13 @@ def _frame(method: str, answer: Answer) -> dict:
 
 
 @pytest.mark.parametrize("decision", DECISIONS)
-@pytest.mark.parametrize("method", sorted(REQUESTS))
+@pytest.mark.parametrize("method", sorted(SERVER_REQUESTS))
 def test_decision_of_every_built_answer(method, decision):
     answer = build_answer(method, PARAMS[method], Reply(decision))
     assert decision_of(_frame(method, answer)) == DECISION_WORDS[method][decision]
 
 
-@pytest.mark.parametrize("method", sorted(REQUESTS))
+@pytest.mark.parametrize("method", sorted(SERVER_REQUESTS))
 def test_decision_of_a_fail_closed_answer_is_never_a_yes(method):
     # Nobody decided: the RPC core's own answer, as the client sends it.
     out = _asked(method).decline(0)
@@ -773,7 +773,7 @@ def test_replies_requests_and_table_rows_are_frozen_values():
     with pytest.raises(dataclasses.FrozenInstanceError):
         Reply(DECLINE).decision = ACCEPT  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        REQUESTS["item/commandExecution/requestApproval"].build = lambda p, r: Answer(ACCEPT)  # type: ignore[misc]
+        SERVER_REQUESTS["item/commandExecution/requestApproval"].build = lambda p, r: Answer(ACCEPT)  # type: ignore[misc]
 
 
 def test_decision_of_an_error_answer_is_a_decline_even_with_a_result():

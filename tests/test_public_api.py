@@ -120,7 +120,7 @@ def _modules_after(statement: str) -> List[str]:
     [
         "import codexmini",
         "from codexmini import SessionLog, read_log, Usage, TurnCompleted, ItemCompleted",
-        "import codexmini._mapping, codexmini._steps, codexmini._prompt",
+        "import codexmini._mapping, codexmini._stepfold, codexmini._prompt",
     ],
 )
 def test_public_api_import_is_cheap(statement: str) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from codexmini import _rpc, _wire
 from codexmini._errors import ConfigError, ProtocolError, RpcError
-from codexmini._permission import REQUESTS, fail_closed
+from codexmini._permission import SERVER_REQUESTS, fail_closed
 from codexmini._rpc import (
     GLOBAL,
     INTERNAL_ERROR,
@@ -51,7 +51,7 @@ def warning(tid: str, message: str = "w") -> Frame:
     return {"method": "warning", "params": {"threadId": tid, "message": message}, "emittedAtMs": 1}
 
 
-def one(conn: Connection, frame: Any) -> _rpc.Event:
+def one(conn: Connection, frame: Any) -> _rpc.Incoming:
     (event,) = conn.receive(line(frame))
     return event
 
@@ -226,7 +226,7 @@ def test_connection_receive_assembles_a_frame_fed_byte_by_byte():
     conn = Connection()
     rid, _ = conn.request("thread/loaded/list", {})
     data = line({"id": rid, "result": {"data": ["é"], "nextCursor": None}})
-    events: List[_rpc.Event] = []
+    events: List[_rpc.Incoming] = []
     for i in range(len(data)):
         got = conn.receive(data[i : i + 1])
         assert got == [] or i == len(data) - 1
@@ -514,7 +514,7 @@ def test_connection_server_request_without_object_params_is_still_answerable(par
     assert conn.decline(0).frame == {"id": 0, "result": {"decision": "decline"}}
 
 
-@pytest.mark.parametrize("method", sorted(REQUESTS))
+@pytest.mark.parametrize("method", sorted(SERVER_REQUESTS))
 def test_connection_decline_gives_the_fail_closed_answer(method):
     conn = Connection()
     one(conn, {"id": "s-1", "method": method, "params": {}})

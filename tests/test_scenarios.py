@@ -34,7 +34,7 @@ from typing import Any, Dict, List
 import pytest
 
 from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION
-from conformance.harness import RunResult, Scenario, execute, fixture_path, run_sync
+from conformance.harness import Scenario, ScenarioResult, execute, fixture_path, run_sync
 from conformance.scenarios import SCENARIOS, comparable_live_session
 from conformance.versions import FIXTURES_ROOT, LiveCodex, fixtures_dir, live_codex, not_recorded, recorded_versions
 
@@ -153,7 +153,7 @@ def test_scenarios_model_fixture_is_the_script(version: str, name: str) -> None:
 # -- replay (no binary) -----------------------------------------------------------
 
 
-def check_scenario(result: RunResult) -> None:
+def check_scenario(result: ScenarioResult) -> None:
     assert result.scenario.check is not None, f"{result.scenario.name} has no check"
     result.scenario.check(result)
 

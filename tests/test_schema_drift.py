@@ -451,8 +451,8 @@ def test_schema_drift_surface_holds_every_table_row(surface):
     assert {("ServerNotification", m) for m in mapping.NOTIFICATIONS} <= methods
     # Every row the pinned schema has (currentTime/read is 0.149.1's only).
     pinned = set(drift.Bundle.load(PINNED, CODEX_VERSION).defs["ServerRequest"]["variants"])
-    assert {("ServerRequest", m) for m in permission.REQUESTS if f"method={m}" in pinned} <= methods
-    assert "currentTime/read" in permission.REQUESTS and "method=currentTime/read" not in pinned
+    assert {("ServerRequest", m) for m in permission.SERVER_REQUESTS if f"method={m}" in pinned} <= methods
+    assert "currentTime/read" in permission.SERVER_REQUESTS and "method=currentTime/read" not in pinned
     assert {
         ("ClientRequest", "turn/start"),
         ("ClientRequest", "thread/start"),
@@ -460,12 +460,12 @@ def test_schema_drift_surface_holds_every_table_row(surface):
     } <= methods
     # turn/steer and turn/interrupt are found in the code itself (ast).
     for method in ("turn/steer", "turn/interrupt"):
-        assert any(s.startswith("ast:_thread.py:") for s in surface.methods[f"ClientRequest:{method}"].sources)
+        assert any(s.startswith("ast:_threads.py:") for s in surface.methods[f"ClientRequest:{method}"].sources)
     # Every tool item type is a read ThreadItem variant, with a field the code reads.
     for item_type in mapping.TOOL_ITEMS:
         assert surface.at("ThreadItem", (f"<type={item_type}>",)) is not None, item_type
         assert any(
-            f"code:steps.StepFolder+mapping.TOOL_ITEMS[{item_type}]" in use.sources
+            f"code:steps.StepFold+mapping.TOOL_ITEMS[{item_type}]" in use.sources
             for use in surface.entries["ThreadItem"].values()
         ), item_type
 

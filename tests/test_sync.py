@@ -75,11 +75,11 @@ def test_sync_portal_runs_coroutines_on_its_own_loop_thread():
         return threading.current_thread()
 
     with sync.Portal() as portal:
-        assert portal.call(where()) is portal.thread is not caller
-        assert portal.thread.daemon and not portal.in_loop_thread()
+        assert portal.call(where()) is portal.loop_thread is not caller
+        assert portal.loop_thread.daemon and not portal.in_loop_thread()
         with pytest.raises(ValueError, match="its own"):
             portal.call(raises(ValueError("its own")))
-    assert portal.closed and not portal.thread.is_alive()
+    assert portal.closed and not portal.loop_thread.is_alive()
     portal.close()  # idempotent
 
 
@@ -328,7 +328,7 @@ def test_sync_approval_handler_runs_in_a_worker_thread():
 
     with sync.Client(launcher=FakeAppServer(tb.Approving).launch, approvals=handler) as client:
         assert client.run("approve it").final_response == "decision: accept"
-        assert where[0].name == "codexmini-approval" and where[0] is not client.portal.thread
+        assert where[0].name == "codexmini-approval" and where[0] is not client.portal.loop_thread
 
 
 def test_sync_approval_handler_that_raises_or_is_late_gets_the_fail_closed_answer():

@@ -40,7 +40,7 @@ sys.path.insert(0, REPO)
 
 from codexmini import CODEX_VERSION  # noqa: E402
 from codexmini._binary import codex_version, find_codex  # noqa: E402
-from conformance.harness import RunResult, Scenario, execute, fixture_path  # noqa: E402
+from conformance.harness import ScenarioResult, Scenario, execute, fixture_path  # noqa: E402
 from conformance.scenarios import SCENARIOS, comparable_live_session  # noqa: E402
 from conformance.schema import FrameValidator, SchemaBundle  # noqa: E402
 from conformance.versions import fixtures_dir  # noqa: E402
@@ -57,7 +57,7 @@ def dump_jsonl(path: str, rows: list) -> None:
             fh.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
 
 
-def validate(result: RunResult) -> list:
+def validate(result: ScenarioResult) -> list:
     """Every frame against the version's schema: one validator per codex
     process of the run (each has its own request ids)."""
     bundle = SchemaBundle.load(result.version)

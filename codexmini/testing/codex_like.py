@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from .._wire import Frame
 from .fake_appserver import INIT_RESULT, ServerSide
-
-Frame = Dict[str, Any]
 
 THREAD = "01a22879-9bfc-7961-a05c-6859166dc5e2"
 TURNS = ["01a22879-9c13-7550-ac03-cd56cb48bc99", "01a22879-9c13-7550-ac03-cd56cb48bd00"]

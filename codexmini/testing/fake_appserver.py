@@ -63,9 +63,8 @@ from typing import (
 )
 
 from .._errors import ConfigError
-from .._wire import LineDecoder
+from .._wire import Frame, LineDecoder
 
-Frame = Dict[str, Any]
 #: A behaviour plays the server: ``await behaviour(server)`` → exit status (None = 0).
 Behaviour = Callable[["ServerSide"], Awaitable[Optional[int]]]
 

@@ -123,7 +123,7 @@ RESPONSES_PATH = "/v1/responses"
 SOCKET_TIMEOUT_S = 30.0
 USAGE_DEFAULTS = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
 
-Event = Dict[str, Any]
+SseEvent = Dict[str, Any]
 
 # ---------------------------------------------------------------------------
 # Matching: what a rule's ``when`` looks at, extracted once per request.
@@ -342,10 +342,10 @@ def validate_script(script: Any) -> Dict[str, Any]:
 # SSE events: one builder per item type returns (its events, its final item).
 
 Item = Dict[str, Any]
-Builder = Callable[[Item, int], Tuple[List[Event], Item]]
+Builder = Callable[[Item, int], Tuple[List[SseEvent], Item]]
 
 
-def _ev(kind: str, **fields: Any) -> Event:
+def _ev(kind: str, **fields: Any) -> SseEvent:
     return dict(type=f"response.{kind}", **fields)
 
 
@@ -354,7 +354,7 @@ def _chunks(text: str, n: int) -> List[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-def _message(item: Item, at: int) -> Tuple[List[Event], Item]:
+def _message(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
     # §3.1 `plain`: codex turns each output_text.delta into one agentMessage delta.
     text = "".join(item["deltas"])
     ref = dict(item_id=item["id"], output_index=at, content_index=0)
@@ -378,7 +378,7 @@ def _message(item: Item, at: int) -> Tuple[List[Event], Item]:
     return events, done
 
 
-def _reasoning(item: Item, at: int) -> Tuple[List[Event], Item]:
+def _reasoning(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
     # §3.2 `reasoning`: summary parts, then the raw reasoning_text; codex
     # sends summaryPartAdded for every part, index 0 included.
     ref = dict(item_id=item["id"], output_index=at)
@@ -407,7 +407,7 @@ def _tool_call(field: str, delta: str) -> Builder:
     """function_call (§3.4, §3.9) and custom_tool_call (§3.6) differ only in
     the name of their payload and of its delta event."""
 
-    def build(item: Item, at: int) -> Tuple[List[Event], Item]:
+    def build(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
         payload = item[field] if isinstance(item[field], str) else json.dumps(item[field])
         call_id = item.get("call_id", f"call_{item['id']}")
         started = {"type": item["type"], "id": item["id"], "call_id": call_id, "name": item["name"]}
@@ -426,7 +426,7 @@ def _tool_call(field: str, delta: str) -> Builder:
     return build
 
 
-def _web_search(item: Item, at: int) -> Tuple[List[Event], Item]:
+def _web_search(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
     # §3.15 `misc_items`: codex starts a webSearch item with query "" and
     # action "other", and completes it with the done item's search action.
     started = {"type": "web_search_call", "id": item["id"], "status": "in_progress"}
@@ -538,7 +538,7 @@ def _usage(usage: Dict[str, int]) -> Dict[str, Any]:
     }
 
 
-def stream_events(response: Dict[str, Any], seq: int, view: Optional[RequestView] = None) -> List[Event]:
+def stream_events(response: Dict[str, Any], seq: int, view: Optional[RequestView] = None) -> List[SseEvent]:
     """Every SSE event of a stream Response; ``seq`` (the request's number)
     makes the generated ids unique within a server's life.  With the
     request's ``view``, every tool call takes the form the request offers its
@@ -571,7 +571,7 @@ def stream_events(response: Dict[str, Any], seq: int, view: Optional[RequestView
     return events
 
 
-def encode_event(event: Event) -> bytes:
+def encode_event(event: SseEvent) -> bytes:
     return f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 
 
@@ -735,7 +735,7 @@ class ScriptedModel:
             problem = f"no rule matched this request (last user message: {last_user!r})"
             response = _http_error(400, "invalid_request_error", problem)
         entry: Dict[str, Any] = {"path": path, "body": body, "rule": rule}
-        events: List[Event] = []
+        events: List[SseEvent] = []
         if "http_status" not in response:
             try:
                 events = stream_events(response, seq, view)
@@ -770,7 +770,7 @@ class ScriptedModel:
         h.wfile.write(data)
 
     @staticmethod
-    def _stream(h: _Handler, response: Dict[str, Any], events: List[Event]) -> None:
+    def _stream(h: _Handler, response: Dict[str, Any], events: List[SseEvent]) -> None:
         cut = response.get("cut_after_events")
         if cut is not None:
             log.info("scripted model: cutting the stream after %d of %d events", cut, len(events))

@@ -3,7 +3,7 @@
 Random frames (any JSON, any bytes) and schema-shaped ones (the methods,
 ids and fields codex sends, each field sometimes of the wrong type) go into
 :class:`~codexmini._wire.LineDecoder`, :class:`~codexmini._rpc.Connection`,
-:class:`~codexmini._turnfold.TurnFold` and :class:`~codexmini._steps.StepFolder`
+:class:`~codexmini._turnfold.TurnFold` and :class:`~codexmini._stepfold.StepFold`
 fed by a ``TurnFold``.  Never an unhandled exception; never a hang (the
 suite's watchdog bounds every test); and the invariants each one promises:
 decoding does not depend on how the bytes are chunked, the decoder and the
@@ -29,7 +29,7 @@ import figures
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codexmini import _events, _mapping, _permission, _rpc, _session, _steps, _turnfold, _wire
+from codexmini import _events, _mapping, _permission, _rpc, _session, _stepfold, _turnfold, _wire
 from codexmini._errors import ProtocolError
 
 FUZZ = settings(
@@ -60,7 +60,7 @@ ITEM_TYPES = [
     "somethingNew",
 ]
 METHODS = sorted(_mapping.NOTIFICATIONS) + ["serverRequest/resolved", "warning", "thread/started", "fake/new"]
-REQUEST_METHODS = sorted(_permission.REQUESTS) + ["fake/unknownRequest"]
+REQUEST_METHODS = sorted(_permission.SERVER_REQUESTS) + ["fake/unknownRequest"]
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False), st.text(max_size=8)
@@ -328,10 +328,10 @@ def test_fuzz_turn_fold_never_raises(stream):
 @given(notes, st.booleans())
 def test_fuzz_step_fold_over_a_turn_fold_never_raises_and_writes_valid_events(stream, steered):
     books = _turnfold.TurnFold(TURNS[0])
-    folder = _steps.StepFolder(step=1, model="m", new_id=lambda: "id")
+    folder = _stepfold.StepFold(step=1, model="m", new_id=lambda: "id")
     if steered:
         folder.steer({"id": "s", "content": [{"type": "text", "text": "more"}], "source": {"kind": "user"}})
-    writes: List[_steps.Write] = []
+    writes: List[_stepfold.Write] = []
     for method, p in stream:
         event = books.feed(str(method), p)
         if event is not None:
@@ -420,11 +420,11 @@ def play_mutated(frames: List[Tuple[str, Dict[str, Any]]], rng: random.Random, c
     if thread_id is not None:
         conn.claim(thread_id)
     books = _turnfold.TurnFold(turn_id)
-    folder = _steps.StepFolder(step=1, model="m", new_id=lambda: "id")
-    writes: List[_steps.Write] = []
+    folder = _stepfold.StepFold(step=1, model="m", new_id=lambda: "id")
+    writes: List[_stepfold.Write] = []
     fed = 0
 
-    def handle(events: List[_rpc.Event]) -> None:
+    def handle(events: List[_rpc.Incoming]) -> None:
         for event in events:
             assert isinstance(event, EVENTS)
             if isinstance(event, _rpc.Notification) and event.route == thread_id:

@@ -86,7 +86,7 @@ AREAS = (
     ),
     (
         "the agent (step fold, session log, prompt)",
-        ("_agent.py", "_steps.py", "_session.py", "_prompt.py", "_watch", "on_event"),
+        ("_agent.py", "_stepfold.py", "_session.py", "_prompt.py", "_watch", "on_event"),
     ),
     ("event loop (select, _run_once, handles)", ("asyncio/", "selectors.py")),
     ("the bench's own loop", ("tools/benchlib/",)),

@@ -113,7 +113,7 @@ OUTPUT_LINES = (
     "codexmini/_wire.py:41:def encode(frame: Frame) -> bytes:",
     "codexmini/_client.py:512:    def _dispatch(self, item: wire.Decoded) -> None:",
     "tests/test_wire.py::test_wire_decoder_splits_chunks PASSED",
-    '  File "/home/dev/src/project/codexmini/_thread.py", line 188, in _take',
+    '  File "/home/dev/src/project/codexmini/_threads.py", line 188, in _take',
     "total 48\ndrwxr-xr-x 5 dev dev 4096 Dec  1 10:00 codexmini",
     "M  codexmini/_session.py\n?? notes.txt",
 )

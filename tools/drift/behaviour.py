@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from codexmini import CODEX_VERSION
-from conformance.harness import RunResult, execute, fixture_path, run_sync
+from conformance.harness import ScenarioResult, execute, fixture_path, run_sync
 from conformance.scenarios import RACING_TRANSCRIPTS, SCENARIOS, comparable_live_session
 from conformance.schema import FrameValidator, SchemaBundle, known_undeclared
 from conformance.versions import codex_placeholder, fixtures_dir
@@ -76,7 +76,7 @@ COMMON_SHARE = 1 / 3
 VALUE_WIDTH = 90
 
 Frame = Dict[str, Any]
-Runner = Callable[[str], RunResult]
+Runner = Callable[[str], ScenarioResult]
 
 
 @dataclass
@@ -384,7 +384,7 @@ def _load_jsonl(path: str) -> List[Dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def judge(name: str, result: RunResult, new: str, bundle: SchemaBundle, old: str = CODEX_VERSION) -> Outcome:
+def judge(name: str, result: ScenarioResult, new: str, bundle: SchemaBundle, old: str = CODEX_VERSION) -> Outcome:
     """The verdict on one completed live run (see the module docstring)."""
     validator = FrameValidator(bundle, strict=True, allow_undeclared=known_undeclared(new))
     for direction, frame in result.frames:

@@ -7,17 +7,17 @@ The surface is mapped onto the OLD bundle from these sources:
   value in them (role *sends*); every notification of a method
   :data:`codexmini._mapping.NOTIFICATIONS` handles and every response to a
   request codexmini sent, and every server request of a method
-  ``permission.REQUESTS`` answers: every path and enum value seen (role
+  ``permission.SERVER_REQUESTS`` answers: every path and enum value seen (role
   *reads*: ``ItemStarted``/``ItemCompleted`` hand the raw item to callers, so
   what was seen is what a caller may read); the answers codexmini sent to those
   server requests (*sends*).
 * *the code's tables, run*: each handler of ``mapping.NOTIFICATIONS`` and the
-  step fold (``steps.StepFolder``, which applies ``mapping.TOOL_ITEMS``) run on
+  step fold (``steps.StepFold``, which applies ``mapping.TOOL_ITEMS``) run on
   params generated from the schema -- one sample per ``ThreadItem`` type for
   item notifications -- wrapped in a recording dict, so the paths they actually
   touch are reads (a variant of which only the discriminator and ``id`` were
   touched is mere dispatch and not counted); ``_rpc.thread_of`` the same way.
-  Each method of ``permission.REQUESTS`` is answered: ``describe`` and
+  Each method of ``permission.SERVER_REQUESTS`` is answered: ``describe`` and
   ``build_answer`` run on generated params (reads), and every answer
   ``build_answer`` gives for every ``Reply`` decision is mapped through the
   method's ``…Response`` definition (sends, with the values sent).
@@ -53,7 +53,7 @@ from codexmini import CODEX_VERSION
 from codexmini import _mapping as mapping
 from codexmini import _permission as permission
 from codexmini._rpc import thread_of
-from codexmini._steps import StepFolder
+from codexmini._stepfold import StepFold
 
 from .bundle import (
     CLIENT_NOTIFICATION,
@@ -186,7 +186,7 @@ class SurfaceBuilder:
             return
         if method is not None and has_id:
             asked[frame["id"]] = method
-            if method in permission.REQUESTS:
+            if method in permission.SERVER_REQUESTS:
                 self._frame(SERVER_REQUEST, frame, READS, source)
                 self.mapper.map(ENVELOPE["request"], frame, READS, source)
         elif method is not None:
@@ -233,8 +233,8 @@ class SurfaceBuilder:
         _quietly(lambda: thread_of(frame))
         log.source = source
         event = _quietly(lambda: mapping.to_event(method, frame["params"]))
-        log.source = "code:steps.StepFolder"
-        folder = StepFolder(step=1, model="m", new_id=lambda: "id")
+        log.source = "code:steps.StepFold"
+        folder = StepFold(step=1, model="m", new_id=lambda: "id")
         if event is not None:
             _quietly(lambda: folder.feed(event))
         _quietly(lambda: folder.finish(None))
@@ -258,7 +258,7 @@ class SurfaceBuilder:
         item_node = self.mapper.resolve((params_def.get("properties") or {}).get("item") or {})
         for label, variant in sorted((item_node.get("variants") or {}).items()):
             key, _, value = label.partition("=")
-            item_source = f"code:steps.StepFolder+mapping.TOOL_ITEMS[{value}]" if value in mapping.TOOL_ITEMS else None
+            item_source = f"code:steps.StepFold+mapping.TOOL_ITEMS[{value}]" if value in mapping.TOOL_ITEMS else None
             for item in self.sampler.worlds(variant):
                 world = dict(params_sample, item=item)
                 log = self._run_pipeline(method, world, f"code:mapping.NOTIFICATIONS[{method}]")
@@ -267,17 +267,17 @@ class SurfaceBuilder:
                     break  # only dispatched on: not a use of this variant
                 if item_source is not None:
                     for sources in log.paths.values():
-                        if "code:steps.StepFolder" in sources:
-                            sources.discard("code:steps.StepFolder")
+                        if "code:steps.StepFold" in sources:
+                            sources.discard("code:steps.StepFold")
                             sources.add(item_source)
                 self._map_reads(method, world, log)
 
     def server_requests(self) -> None:
-        """Answer each ``permission.REQUESTS`` method for every decision; map reads and answers."""
+        """Answer each ``permission.SERVER_REQUESTS`` method for every decision; map reads and answers."""
         replies = [permission.Reply(d) for d in permission.DECISIONS]
         replies += [permission.Reply(d, answers=_AnyAnswers(), content={}) for d in permission.DECISIONS]
-        for method in sorted(permission.REQUESTS):
-            source = f"code:permission.REQUESTS[{method}]"
+        for method in sorted(permission.SERVER_REQUESTS):
+            source = f"code:permission.SERVER_REQUESTS[{method}]"
             params = self._params_node(SERVER_REQUEST, method)
             if not self._method(SERVER_REQUEST, method, READS, source) or params is None:
                 continue

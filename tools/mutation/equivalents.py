@@ -195,9 +195,9 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         _MISSES_THE_TABLE
         + " (tool_call() puts kind in its ToolCall only when the table holds it: a type the item has)",
     ),
-    # -- _steps ------------------------------------------------------------------
+    # -- _stepfold ------------------------------------------------------------------
     Equivalent(
-        "_steps",
+        "_stepfold",
         "delete",
         "self._text_at: Dict[str, int] = {}",
         "pass",
@@ -205,10 +205,10 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         "read only when a message is held (self.held is not None and item_id in self._text_at), and _held() -- "
         "the only place a held message is made -- assigns a fresh table first",
     ),
-    Equivalent("_steps", "arith", "self.settled += 1", "self.settled -= 1", "self.settled += 1", _SETTLED),
-    Equivalent("_steps", "number", "1", "2", "self.settled += 1", _SETTLED),
+    Equivalent("_stepfold", "arith", "self.settled += 1", "self.settled -= 1", "self.settled += 1", _SETTLED),
+    Equivalent("_stepfold", "number", "1", "2", "self.settled += 1", _SETTLED),
     Equivalent(
-        "_steps",
+        "_stepfold",
         "return",
         "return ''",
         "return None",

@@ -22,7 +22,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "_turnfold": ("tests/test_turnfold.py",),
     "_inbox": ("tests/test_inbox.py",),
     "_mapping": ("tests/test_mapping.py", "conformance/test_mapping_table.py"),
-    "_steps": ("tests/test_steps.py",),
+    "_stepfold": ("tests/test_stepfold.py",),
     "_permission": ("tests/test_permission.py", "conformance/test_server_requests.py"),
     "_prompt": ("tests/test_prompt.py",),
     "_session": ("tests/test_session.py",),

@@ -1,6 +1,6 @@
 """The requests a client offers beyond threads: models, config, account, a command.
 
-:class:`Requests` is mixed into :class:`~codexmini.AppServerClient`; each
+:class:`Extras` is mixed into :class:`~codexmini.AppServerClient`; each
 method is one client request of the schema, sent through
 :meth:`~codexmini.AppServerClient.request` (so an overloaded codex is retried
 like any request) with its result typed as the pinned schema's response
@@ -66,7 +66,7 @@ def _set(request: Dict[str, Any], **values: Any) -> Dict[str, Any]:
     return request
 
 
-class Requests:
+class Extras:
     """Models, config, account and ``command/exec``; mixed into the client."""
 
     if TYPE_CHECKING:  # provided by AppServerClient
@@ -166,4 +166,4 @@ class Requests:
         return result
 
 
-__all__ = ["Requests", "pages"]
+__all__ = ["Extras", "pages"]

@@ -59,7 +59,7 @@ from ._errors import (
     TurnTimeout,
 )
 from ._events import AgentMessageDelta, Event, InvalidNotification, TurnCompleted, Usage
-from ._requests import pages
+from ._extras import pages
 from ._rpc import Notification
 from ._turnfold import TurnFold
 

@@ -6,7 +6,7 @@ A codex turn runs the model's whole agentic loop: reasoning, text, a tool
 call, its result, more reasoning, another tool, a final answer.  The session
 log wants that cut into *steps*, one per assistant segment (SPEC §4.7, seed
 003 §3.3): a segment is the reasoning and text of one model answer followed by
-its tool calls.  :class:`StepFolder` consumes :mod:`.events` in order and
+its tool calls.  :class:`StepFold` consumes :mod:`.events` in order and
 returns the log writes they imply, as :class:`Write` values; the agent appends
 them.  It never reads a clock or touches a file.
 
@@ -45,7 +45,7 @@ Rules, each from the seed and the recorded scenarios:
   message it is becoming, and ends with :class:`~._events.MessageStreamEnd`:
   ``committed`` when that message is written, not when the stream was cut
   and codex retried (a retrying ``error``), a newer message took its place, or
-  the turn ended first.  :meth:`StepFolder.signals` hands them over; the log
+  the turn ended first.  :meth:`StepFold.signals` hands them over; the log
   itself is unchanged by them.
   Abandoned agent messages (a retried cut stream) are dropped, as in the seed.
 """
@@ -92,7 +92,7 @@ class Write(NamedTuple):
 _CONTENT_ITEMS = frozenset({"agentMessage", "reasoning", "userMessage", "plan"})
 
 
-class StepFolder:
+class StepFold:
     """Folds one codex turn into session-log writes, starting at ``step``."""
 
     def __init__(self, *, step: int, model: str, new_id: Callable[[], str] = lambda: os.urandom(16).hex()) -> None:
@@ -367,15 +367,15 @@ class StepFolder:
         return ""
 
 
-#: How :meth:`StepFolder.feed` folds each event type (one lookup, not a chain of
+#: How :meth:`StepFold.feed` folds each event type (one lookup, not a chain of
 #: isinstance checks per event).
-_FOLDS: Dict[type, Callable[[StepFolder, Any, List[Write]], None]] = {
-    ReasoningSummaryDelta: StepFolder._summary_delta,
-    ReasoningTextDelta: StepFolder._text_delta,
-    PlanDelta: StepFolder._plan_delta,
-    ItemCompleted: StepFolder._item_completed,
-    AgentMessageDelta: StepFolder._message_delta,
-    RetryingError: StepFolder._retrying,
+_FOLDS: Dict[type, Callable[[StepFold, Any, List[Write]], None]] = {
+    ReasoningSummaryDelta: StepFold._summary_delta,
+    ReasoningTextDelta: StepFold._text_delta,
+    PlanDelta: StepFold._plan_delta,
+    ItemCompleted: StepFold._item_completed,
+    AgentMessageDelta: StepFold._message_delta,
+    RetryingError: StepFold._retrying,
 }
 
-__all__ = ["StepFolder", "Write"]
+__all__ = ["StepFold", "Write"]

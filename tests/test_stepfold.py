@@ -30,7 +30,7 @@ from codexmini._events import (
     Unmapped,
     Usage,
 )
-from codexmini._steps import StepFolder, Write
+from codexmini._stepfold import StepFold, Write
 from codexmini._turnfold import TurnFold
 
 MODEL = "gpt-fake"
@@ -121,10 +121,10 @@ class Folded:
     """A step fold beside the turn's books, as the agent runs them: every
     event is booked by the TurnFold, then folded; finish() reads the books."""
 
-    def __init__(self, step: int, steps: Optional[StepFolder] = None) -> None:
+    def __init__(self, step: int, steps: Optional[StepFold] = None) -> None:
         counter = itertools.count(1)
         self.books = TurnFold(TURN)
-        self.steps = steps or StepFolder(step=step, model=MODEL, new_id=lambda: f"id-{next(counter)}")
+        self.steps = steps or StepFold(step=step, model=MODEL, new_id=lambda: f"id-{next(counter)}")
 
     def feed(self, event: Any) -> List[Write]:
         self.books.book(event)
@@ -216,7 +216,7 @@ PROLOGUE = [ItemStarted(user_message()), ItemCompleted(user_message())]
 # -- plain ------------------------------------------------------------------------
 
 
-def test_steps_plain_message_with_usage():
+def test_stepfold_plain_message_with_usage():
     # Scenario plain: six deltas, one message, one model call.
     events = [*PROLOGUE, *streamed_message("msg_1", ["Hel", "lo", ", ", "wor", "ld", "!"]), usage_event()]
     f = folder()
@@ -225,22 +225,22 @@ def test_steps_plain_message_with_usage():
     assert f.usage == U1
 
 
-def test_steps_writes_nothing_until_the_turn_ends():
+def test_stepfold_writes_nothing_until_the_turn_ends():
     f = folder()
     for event in [*PROLOGUE, *streamed_message("msg_1", ["Hi"]), usage_event()]:
         assert f.feed(event) == []
 
 
-def test_steps_starting_step_number_is_kept():
+def test_stepfold_starting_step_number_is_kept():
     assert fold(streamed_message("msg_1", ["Hi"]), step=7) == [message("id-1", [text("Hi")], 7)]
 
 
-def test_steps_usage_sums_every_model_call():
+def test_stepfold_usage_sums_every_model_call():
     events = [usage_event(U1, U1), *streamed_message("msg_1", ["Hi"]), usage_event(U2, U1 + U2)]
     assert fold(events) == [message("id-1", [text("Hi")], 1, U1 + U2)]
 
 
-def test_steps_display_only_events_write_nothing():
+def test_stepfold_display_only_events_write_nothing():
     events = [
         PlanUpdated("Three steps.", (("Inspect repository", "inProgress"),)),
         DiffUpdated("diff --git a/x b/x\n"),
@@ -270,7 +270,7 @@ def reasoning_events(item, summary_deltas=(), text_deltas=()):
     ]
 
 
-def test_steps_reasoning_then_message_summary_first():
+def test_stepfold_reasoning_then_message_summary_first():
     # Scenario reasoning: two summary parts and raw content; the summary wins.
     item = reasoning(summary=REASONING_SUMMARY, content=["raw chain of thought text."])
     events = [
@@ -282,20 +282,20 @@ def test_steps_reasoning_then_message_summary_first():
     assert fold(events) == [message("id-1", [thought("\n\n".join(REASONING_SUMMARY)), text("Answer.")], 1, U1)]
 
 
-def test_steps_reasoning_from_content_when_summary_empty():
+def test_stepfold_reasoning_from_content_when_summary_empty():
     item = reasoning(summary=[], content=["raw chain of thought text."])
     events = [*reasoning_events(item, (), ["raw chain ", "of thought text."]), *streamed_message("msg_1", ["A"])]
     assert fold(events) == [message("id-1", [thought("raw chain of thought text."), text("A")], 1)]
 
 
-def test_steps_reasoning_blank_summary_falls_back_to_content():
+def test_stepfold_reasoning_blank_summary_falls_back_to_content():
     item = reasoning(summary=["", "  "], content=["the content"])
     assert fold([*reasoning_events(item), *streamed_message("msg_1", ["A"])])[0].data["content"][0] == thought(
         "the content"
     )
 
 
-def test_steps_reasoning_from_streamed_deltas_when_both_empty():
+def test_stepfold_reasoning_from_streamed_deltas_when_both_empty():
     item = reasoning()
     events = [
         ItemStarted(reasoning()),
@@ -310,17 +310,17 @@ def test_steps_reasoning_from_streamed_deltas_when_both_empty():
     assert fold(events) == [message("id-1", [thought("**Plan** it."), text("A")], 1)]
 
 
-def test_steps_reasoning_with_nothing_adds_no_block():
+def test_stepfold_reasoning_with_nothing_adds_no_block():
     events = [*reasoning_events(reasoning()), *streamed_message("msg_1", ["A"])]
     assert fold(events) == [message("id-1", [text("A")], 1)]
 
 
-def test_steps_reasoning_only_turn_is_flushed_at_finish():
+def test_stepfold_reasoning_only_turn_is_flushed_at_finish():
     item = reasoning(summary=["thinking"])
     assert fold([*reasoning_events(item), usage_event()]) == [message("id-1", [thought("thinking")], 1, U1)]
 
 
-def test_steps_plan_mode_items_are_content_not_ignored():
+def test_stepfold_plan_mode_items_are_content_not_ignored():
     # Scenario plan_mode: the plan item lives inside the agent message.
     plan_text = "# Fix the bug\n- Step one: read code\n- Step two: patch it\n"
     events = [
@@ -341,26 +341,26 @@ def test_steps_plan_mode_items_are_content_not_ignored():
 # -- messages ------------------------------------------------------------------------
 
 
-def test_steps_consecutive_agent_messages_merge():
+def test_stepfold_consecutive_agent_messages_merge():
     events = [*streamed_message("msg_1", ["First."]), *streamed_message("msg_2", ["Second."]), usage_event()]
     f = folder()
     assert fold(events, f=f) == [message("id-1", [text("First."), text("Second.")], 1, U1)]
     assert f.messages == 1
 
 
-def test_steps_empty_agent_message_adds_no_block():
+def test_stepfold_empty_agent_message_adds_no_block():
     events = [ItemStarted(agent_message("msg_1")), ItemCompleted(agent_message("msg_1", ""))]
     f = folder()
     assert fold(events, f=f) == []
     assert f.messages == 0
 
 
-def test_steps_empty_agent_message_beside_a_real_one():
+def test_stepfold_empty_agent_message_beside_a_real_one():
     events = [*streamed_message("msg_1", []), *streamed_message("msg_2", ["Real."])]
     assert fold(events) == [message("id-1", [text("Real.")], 1)]
 
 
-def test_steps_empty_agent_message_after_reasoning_keeps_the_reasoning():
+def test_stepfold_empty_agent_message_after_reasoning_keeps_the_reasoning():
     # A reasoning item, then an agent message with no text (codex 0.171.0's
     # review turn starts one and never fills it): the reasoning opens the
     # segment; the empty message adds no text block.
@@ -368,7 +368,7 @@ def test_steps_empty_agent_message_after_reasoning_keeps_the_reasoning():
     assert fold(events) == [message("id-1", [thought("Thinking.")], 1)]
 
 
-def test_steps_streamed_message_completed_empty_ends_its_stream_uncommitted():
+def test_stepfold_streamed_message_completed_empty_ends_its_stream_uncommitted():
     f = folder()
     events = [
         ItemStarted(agent_message("msg_1")),
@@ -380,7 +380,7 @@ def test_steps_streamed_message_completed_empty_ends_its_stream_uncommitted():
     assert [(e.item_id, e.committed) for e in ends] == [("msg_1", False)]
 
 
-def test_steps_abandoned_agent_message_is_dropped():
+def test_stepfold_abandoned_agent_message_is_dropped():
     # err_stream_cut_then_ok: the cut message starts, streams, never completes.
     events = [
         ItemStarted(agent_message("msg_cut_1")),
@@ -394,7 +394,7 @@ def test_steps_abandoned_agent_message_is_dropped():
 # -- tools --------------------------------------------------------------------------
 
 
-def test_steps_tool_then_final_message_rotates_the_step():
+def test_stepfold_tool_then_final_message_rotates_the_step():
     # Scenario cmd_ok (fixtures/0.149.1/cmd_ok.session.jsonl).
     f = folder()
     writes: List[Write] = []
@@ -413,7 +413,7 @@ def test_steps_tool_then_final_message_rotates_the_step():
     assert (f.step, f.messages, f.tool_calls) == (2, 2, 1)
 
 
-def test_steps_message_then_tool_makes_one_message_with_the_call():
+def test_stepfold_message_then_tool_makes_one_message_with_the_call():
     events = [
         *streamed_message("msg_1", ["Let me look."]),
         *tool_events(command()),
@@ -425,7 +425,7 @@ def test_steps_message_then_tool_makes_one_message_with_the_call():
     ]
 
 
-def test_steps_reasoning_message_and_tool_in_one_segment():
+def test_stepfold_reasoning_message_and_tool_in_one_segment():
     item = reasoning(summary=["Plan: run ls."])
     events = [*reasoning_events(item), *streamed_message("msg_1", ["Running ls."]), *tool_events(command())]
     assert fold(events)[0] == message(
@@ -433,7 +433,7 @@ def test_steps_reasoning_message_and_tool_in_one_segment():
     )
 
 
-def test_steps_two_consecutive_tools_get_two_steps():
+def test_stepfold_two_consecutive_tools_get_two_steps():
     second = command("call_cmd_2", cmd="/bin/bash -lc ls", output="a\n")
     second_args = '{"command":"/bin/bash -lc ls"}'
     events = [*tool_events(command()), usage_event(), *tool_events(second), usage_event()]
@@ -453,7 +453,7 @@ def test_steps_two_consecutive_tools_get_two_steps():
     assert (f.step, f.messages, f.tool_calls) == (2, 2, 2)
 
 
-def test_steps_reasoning_delta_after_a_settled_tool_rotates_first():
+def test_stepfold_reasoning_delta_after_a_settled_tool_rotates_first():
     f = folder()
     writes: List[Write] = []
     for event in tool_events(command()):
@@ -468,14 +468,14 @@ def test_steps_reasoning_delta_after_a_settled_tool_rotates_first():
     assert rest == [message("id-2", [thought("**Next** step."), text("Done.")], 2)]
 
 
-def test_steps_plan_delta_after_a_settled_tool_rotates():
+def test_stepfold_plan_delta_after_a_settled_tool_rotates():
     f = folder()
     for event in tool_events(command()):
         f.feed(event)
     assert f.feed(PlanDelta(f"{TURN}-plan", "# Plan\n")) == rotate(1)
 
 
-def test_steps_tool_with_pending_reasoning_and_no_held_message():
+def test_stepfold_tool_with_pending_reasoning_and_no_held_message():
     item = reasoning(summary=["I should list files."])
     events = [*reasoning_events(item), *tool_events(command())]
     assert fold(events) == [
@@ -485,7 +485,7 @@ def test_steps_tool_with_pending_reasoning_and_no_held_message():
     ]
 
 
-def test_steps_failed_command_is_an_error_result():
+def test_stepfold_failed_command_is_an_error_result():
     failed = command(
         status="failed", output="about-to-fail\n", exit_code=3, cmd="/bin/bash -lc 'echo about-to-fail; exit 3'"
     )
@@ -493,12 +493,12 @@ def test_steps_failed_command_is_an_error_result():
     assert writes[-1] == tool_result("call_cmd_1", "about-to-fail\n", 1, is_error=True, status="failed")
 
 
-def test_steps_declined_command_has_no_result_text():
+def test_stepfold_declined_command_has_no_result_text():
     declined = command(status="declined", output=None, exit_code=None)
     assert fold(tool_events(declined))[-1] == tool_result("call_cmd_1", "", 1, is_error=True, status="declined")
 
 
-def test_steps_file_change_tool():
+def test_stepfold_file_change_tool():
     writes = fold(tool_events(patch()))
     arguments = (
         '{"changes":[{"diff":"hello\\nworld\\n","kind":{"type":"add"},"path":"/scratch/cxp/ws/patch_auto/hello.txt"}]}'
@@ -510,7 +510,7 @@ def test_steps_file_change_tool():
     ]
 
 
-def test_steps_tool_completed_without_started_is_still_logged():
+def test_stepfold_tool_completed_without_started_is_still_logged():
     # imageView is started and completed together, but nothing requires the start.
     image = {"type": "imageView", "id": "call_view", "path": "/scratch/cxp/ws/misc_items/pixel.png"}
     writes = fold([ItemCompleted(image)])
@@ -524,7 +524,7 @@ def test_steps_tool_completed_without_started_is_still_logged():
 ABANDONED_TEXT = "the tool call did not finish (the turn ended first)"
 
 
-def test_steps_abandoned_tool_gets_an_error_result_at_finish():
+def test_stepfold_abandoned_tool_gets_an_error_result_at_finish():
     # Scenario interrupt_command: the command never gets item/completed.
     f = folder()
     events = [ItemStarted(command(status="inProgress")), CommandOutputDelta("call_cmd_1", "started\n"), usage_event()]
@@ -541,7 +541,7 @@ def test_steps_abandoned_tool_gets_an_error_result_at_finish():
     assert f.finish(completed("interrupted")) == []
 
 
-def test_steps_abandoned_tool_after_a_settled_tool_gets_its_own_step():
+def test_stepfold_abandoned_tool_after_a_settled_tool_gets_its_own_step():
     events = [*tool_events(command()), ItemStarted(command("call_cmd_2", status="inProgress"))]
     writes = fold(events, completed("interrupted"))
     assert [(w.type, w.step) for w in writes] == [
@@ -557,7 +557,7 @@ def test_steps_abandoned_tool_after_a_settled_tool_gets_its_own_step():
     assert writes[-1].data["status"] == "abandoned"
 
 
-def test_steps_finish_without_turn_completed_attaches_no_usage():
+def test_stepfold_finish_without_turn_completed_attaches_no_usage():
     # The stream ended without turn/completed (the child died): usage is not certain.
     f = folder()
     for event in [*streamed_message("msg_1", ["Partial answer."]), usage_event()]:
@@ -566,7 +566,7 @@ def test_steps_finish_without_turn_completed_attaches_no_usage():
     assert f.usage == U1
 
 
-def test_steps_finish_without_turn_completed_still_settles_open_tools():
+def test_stepfold_finish_without_turn_completed_still_settles_open_tools():
     f = folder()
     f.feed(ItemStarted(command(status="inProgress")))
     writes = f.finish(None)
@@ -575,14 +575,14 @@ def test_steps_finish_without_turn_completed_still_settles_open_tools():
     assert writes[-1].data["status"] == "abandoned"
 
 
-def test_steps_finish_flushes_pending_reasoning_without_a_message():
+def test_stepfold_finish_flushes_pending_reasoning_without_a_message():
     f = folder()
     for event in reasoning_events(reasoning(summary=["half a thought"])):
         f.feed(event)
     assert f.finish(completed("interrupted")) == [message("id-1", [thought("half a thought")], 1)]
 
 
-def test_steps_finish_on_an_empty_turn_writes_nothing():
+def test_stepfold_finish_on_an_empty_turn_writes_nothing():
     f = folder()
     assert f.finish(completed("failed", {"message": "boom"})) == []
     assert f.messages == 0
@@ -591,7 +591,7 @@ def test_steps_finish_on_an_empty_turn_writes_nothing():
 # -- counters -----------------------------------------------------------------------------
 
 
-def test_steps_non_tool_non_content_items_are_counted_as_ignored():
+def test_stepfold_non_tool_non_content_items_are_counted_as_ignored():
     events = [
         *PROLOGUE,
         ItemCompleted({"type": "contextCompaction", "id": "c1"}),
@@ -607,14 +607,14 @@ def test_steps_non_tool_non_content_items_are_counted_as_ignored():
     assert dict(f.ignored) == {"contextCompaction": 2, "dynamicToolCall": 1}
 
 
-def test_steps_started_non_tool_items_are_not_tracked():
+def test_stepfold_started_non_tool_items_are_not_tracked():
     f = folder()
     f.feed(ItemStarted(agent_message("msg_1")))
     f.feed(ItemStarted({"type": "contextCompaction", "id": "c1"}))
     assert f.open_tools == {}
 
 
-def test_steps_counters_over_a_mixed_turn():
+def test_stepfold_counters_over_a_mixed_turn():
     events = [
         *reasoning_events(reasoning(summary=["a"])),
         *streamed_message("msg_1", ["one"]),
@@ -632,8 +632,8 @@ def test_steps_counters_over_a_mixed_turn():
     assert f.step == 3
 
 
-def test_steps_default_ids_are_unique_hex():
-    f = Folded(1, StepFolder(step=1, model=MODEL))
+def test_stepfold_default_ids_are_unique_hex():
+    f = Folded(1, StepFold(step=1, model=MODEL))
     writes = fold([*streamed_message("m1", ["a"]), *tool_events(command()), *streamed_message("m2", ["b"])], f=f)
     ids = [w.data["id"] for w in writes if w.type == "assistant/message"]
     assert len(ids) == 2 and len(set(ids)) == 2
@@ -643,7 +643,7 @@ def test_steps_default_ids_are_unique_hex():
 # -- known bugs -------------------------------------------------------------------------------
 
 
-def test_steps_same_agent_message_completed_again_is_not_repeated():
+def test_stepfold_same_agent_message_completed_again_is_not_repeated():
     # Scenario err_incomplete: msg_inc is started, streamed and completed on
     # every retry; here three attempts, then the turn fails.
     events = []
@@ -654,7 +654,7 @@ def test_steps_same_agent_message_completed_again_is_not_repeated():
     assert writes == [message("id-1", [text("partial 3")], 1)]
 
 
-def test_steps_usage_on_the_message_flushed_with_an_abandoned_tool():
+def test_stepfold_usage_on_the_message_flushed_with_an_abandoned_tool():
     events = [
         *streamed_message("msg_1", ["Running the build."]),
         ItemStarted(command(status="inProgress")),
@@ -685,7 +685,7 @@ def feed_all(f: Folded, events) -> List[Write]:
     return [w for event in events for w in f.feed(event)]
 
 
-def test_steps_steer_is_logged_at_its_echo_after_the_answer_it_interrupted():
+def test_stepfold_steer_is_logged_at_its_echo_after_the_answer_it_interrupted():
     f = folder()
     assert feed_all(f, [*PROLOGUE, *streamed_message("msg_1", ["Working on it."])]) == []
     f.steer([STEER])
@@ -696,7 +696,7 @@ def test_steps_steer_is_logged_at_its_echo_after_the_answer_it_interrupted():
     assert f.unechoed() == [] and f.step == 1
 
 
-def test_steps_steer_pending_when_the_prompt_is_echoed_waits_for_its_own_echo():
+def test_stepfold_steer_pending_when_the_prompt_is_echoed_waits_for_its_own_echo():
     # The steer is sent before codex echoes the step's prompt: the prompt's
     # userMessage is not the steer's.
     f = folder()
@@ -707,7 +707,7 @@ def test_steps_steer_pending_when_the_prompt_is_echoed_waits_for_its_own_echo():
     assert f.unechoed() == []
 
 
-def test_steps_steers_are_logged_in_the_order_sent_one_group_per_echo():
+def test_stepfold_steers_are_logged_in_the_order_sent_one_group_per_echo():
     f = folder()
     feed_all(f, PROLOGUE)
     f.steer([STEER, SKILL])  # a message and the skill it invoked: one turn/steer
@@ -718,7 +718,7 @@ def test_steps_steers_are_logged_in_the_order_sent_one_group_per_echo():
     assert f.unechoed() == []
 
 
-def test_steps_unsteer_forgets_a_refused_steer():
+def test_stepfold_unsteer_forgets_a_refused_steer():
     # codex refused the turn/steer: the agent queues the message for the next
     # step instead, so the fold must not log it at some later echo.
     f = folder()
@@ -737,7 +737,7 @@ def test_steps_unsteer_forgets_a_refused_steer():
     assert f.unsteer([STEER]) is False  # handed back at the turn's end: not again
 
 
-def test_steps_unechoed_hands_back_every_pending_steer_once():
+def test_stepfold_unechoed_hands_back_every_pending_steer_once():
     f = folder()
     f.steer([STEER, SKILL])
     f.steer([OTHER])
@@ -746,13 +746,13 @@ def test_steps_unechoed_hands_back_every_pending_steer_once():
     assert f.unechoed() == []
 
 
-def test_steps_a_user_message_echo_without_a_steer_writes_nothing():
+def test_stepfold_a_user_message_echo_without_a_steer_writes_nothing():
     f = folder()
     assert feed_all(f, [*PROLOGUE, *streamed_message("msg_1", ["Hi."]), *echo()]) == []
     assert f.finish(completed()) == [message("id-1", [text("Hi.")], 1)]
 
 
-def test_steps_steer_after_a_tool_is_logged_in_the_tools_step():
+def test_stepfold_steer_after_a_tool_is_logged_in_the_tools_step():
     f = folder()
     feed_all(f, [*PROLOGUE, *tool_events(command())])
     f.steer([STEER])
@@ -764,7 +764,7 @@ def test_steps_steer_after_a_tool_is_logged_in_the_tools_step():
 # -- reasoning that only streams -------------------------------------------------------------
 
 
-def test_steps_reasoning_only_as_raw_text_deltas():
+def test_stepfold_reasoning_only_as_raw_text_deltas():
     events = [
         ItemStarted(reasoning()),
         ReasoningTextDelta("rs_1", "raw ", 0),
@@ -776,7 +776,7 @@ def test_steps_reasoning_only_as_raw_text_deltas():
     assert fold(events) == [message("id-1", [thought("raw thought\n\nsecond part"), text("A")], 1)]
 
 
-def test_steps_streamed_summary_parts_are_joined_in_index_order():
+def test_stepfold_streamed_summary_parts_are_joined_in_index_order():
     events = [
         ReasoningSummaryDelta("rs_1", "second", 1),
         ReasoningSummaryDelta("rs_1", "first", 0),
@@ -786,7 +786,7 @@ def test_steps_streamed_summary_parts_are_joined_in_index_order():
     assert fold(events) == [message("id-1", [thought("first\n\nsecond")], 1)]
 
 
-def test_steps_raw_reasoning_delta_after_a_settled_tool_rotates_the_step():
+def test_stepfold_raw_reasoning_delta_after_a_settled_tool_rotates_the_step():
     f = folder()
     feed_all(f, tool_events(command()))
     assert f.feed(ReasoningTextDelta("rs_2", "next", 0)) == rotate(1)
@@ -794,7 +794,7 @@ def test_steps_raw_reasoning_delta_after_a_settled_tool_rotates_the_step():
     assert f.finish(completed()) == [message("id-2", [thought("next")], 2)]
 
 
-def test_steps_reasoning_item_completed_without_deltas_after_a_tool_starts_a_segment_with_the_next_message():
+def test_stepfold_reasoning_item_completed_without_deltas_after_a_tool_starts_a_segment_with_the_next_message():
     f = folder()
     feed_all(f, tool_events(command()))
     assert f.feed(ItemCompleted(reasoning("rs_2", summary=["why"]))) == []
@@ -806,7 +806,7 @@ def test_steps_reasoning_item_completed_without_deltas_after_a_tool_starts_a_seg
 # -- messages: empty ones, last completion wins ---------------------------------------------
 
 
-def test_steps_empty_message_after_a_tool_neither_rotates_nor_writes():
+def test_stepfold_empty_message_after_a_tool_neither_rotates_nor_writes():
     f = folder()
     writes = feed_all(f, [*tool_events(command()), *streamed_message("msg_2", [])])
     assert [w.type for w in writes] == ["assistant/message", "tool/call", "tool/result"]
@@ -814,7 +814,7 @@ def test_steps_empty_message_after_a_tool_neither_rotates_nor_writes():
     assert (f.step, f.messages) == (1, 1)
 
 
-def test_steps_message_completed_again_with_no_text_keeps_the_last_completion():
+def test_stepfold_message_completed_again_with_no_text_keeps_the_last_completion():
     # Last completion wins, even when the retry came back empty.
     events = [
         *streamed_message("msg_inc", ["partial"]),
@@ -824,7 +824,7 @@ def test_steps_message_completed_again_with_no_text_keeps_the_last_completion():
     assert fold(events) == [message("id-1", [text("")], 1)]
 
 
-def test_steps_message_completed_again_after_it_was_written_is_new_text():
+def test_stepfold_message_completed_again_after_it_was_written_is_new_text():
     # Only while its message is held does a completion replace the text.
     f = folder()
     feed_all(f, [*streamed_message("msg_1", ["one"]), *tool_events(command())])
@@ -833,7 +833,7 @@ def test_steps_message_completed_again_after_it_was_written_is_new_text():
     assert f.finish(completed())[-1] == message("id-2", [thought("then"), text("two"), text("one again")], 2)
 
 
-def test_steps_item_of_an_empty_type_is_counted_as_ignored():
+def test_stepfold_item_of_an_empty_type_is_counted_as_ignored():
     f = folder()
     assert fold([ItemCompleted({"type": "", "id": "x"}), ItemCompleted({"type": "plan", "id": "p"})], f=f) == []
     assert dict(f.ignored) == {"": 1}
@@ -842,7 +842,7 @@ def test_steps_item_of_an_empty_type_is_counted_as_ignored():
 # -- usage and finish ------------------------------------------------------------------------
 
 
-def test_steps_usage_goes_on_the_last_message_only():
+def test_stepfold_usage_goes_on_the_last_message_only():
     # Two tools still running when the turn completes: two messages, one usage.
     events = [
         ItemStarted(command(status="inProgress")),
@@ -855,13 +855,13 @@ def test_steps_usage_goes_on_the_last_message_only():
     assert messages[1].data["usage"] == U1.to_log()
 
 
-def test_steps_finish_defaults_to_a_completed_turn():
+def test_stepfold_finish_defaults_to_a_completed_turn():
     f = folder()
     feed_all(f, [*streamed_message("msg_1", ["Hi."]), usage_event(), completed()])
     assert f.steps.finish(f.books) == [message("id-1", [text("Hi.")], 1, U1)]
 
 
-def test_steps_write_is_a_frozen_value():
+def test_stepfold_write_is_a_frozen_value():
     write = Write("step/start", {}, 1)
     with pytest.raises(AttributeError):
         write.step = 2  # type: ignore[misc]
@@ -880,7 +880,7 @@ def signals_of(f: Folded, events) -> list:
     return out
 
 
-def test_steps_stream_is_committed_when_its_message_is_written():
+def test_stepfold_stream_is_committed_when_its_message_is_written():
     f = folder()
     seen = signals_of(f, streamed_message("msg_1", ["Hel", "lo"]))
     assert seen == [MessageDelta("id-1", "msg_1", "Hel"), MessageDelta("id-1", "msg_1", "lo")]
@@ -889,7 +889,7 @@ def test_steps_stream_is_committed_when_its_message_is_written():
     assert f.signals() == []
 
 
-def test_steps_stream_method_announces_the_message_the_text_becomes():
+def test_stepfold_stream_method_announces_the_message_the_text_becomes():
     # The agent's hot path: stream() per delta, without feed().
     f = folder()
     assert f.steps.stream(AgentMessageDelta("msg_1", "Hi")) == MessageDelta("id-1", "msg_1", "Hi")
@@ -901,7 +901,7 @@ def test_steps_stream_method_announces_the_message_the_text_becomes():
 
 
 @pytest.mark.parametrize("held", [False, True])
-def test_steps_streaming_folds_as_stream_does_without_building_an_event(held):
+def test_stepfold_streaming_folds_as_stream_does_without_building_an_event(held):
     # An agent with no listener calls streaming(): the same ids, writes and
     # stream ends as stream(), nothing returned.
     def play(method: str) -> Any:
@@ -921,7 +921,7 @@ def test_steps_streaming_folds_as_stream_does_without_building_an_event(held):
     assert same == folded
 
 
-def test_steps_stream_while_a_message_is_held_is_announced_for_that_message():
+def test_stepfold_stream_while_a_message_is_held_is_announced_for_that_message():
     f = folder()
     feed_all(f, [*reasoning_events(reasoning(summary=["plan"])), ItemCompleted(agent_message("msg_0", "First."))])
     assert f.steps.stream(AgentMessageDelta("msg_1", "Sec")) == MessageDelta("id-1", "msg_1", "Sec")
@@ -930,7 +930,7 @@ def test_steps_stream_while_a_message_is_held_is_announced_for_that_message():
     assert f.signals() == [MessageStreamEnd("id-1", "msg_1", True)]
 
 
-def test_steps_stream_cut_and_retried_is_abandoned_and_the_retry_committed():
+def test_stepfold_stream_cut_and_retried_is_abandoned_and_the_retry_committed():
     # err_stream_cut_then_ok: the cut message never completes; codex retries
     # with a new item, which streams into the same (still unwritten) message.
     f = folder()
@@ -950,7 +950,7 @@ def test_steps_stream_cut_and_retried_is_abandoned_and_the_retry_committed():
     assert f.signals() == [MessageStreamEnd("id-1", "msg_ok", committed=True)]
 
 
-def test_steps_other_events_leave_a_stream_open():
+def test_stepfold_other_events_leave_a_stream_open():
     f = folder()
     events = [
         AgentMessageDelta("msg_1", "a"),
@@ -967,7 +967,7 @@ def test_steps_other_events_leave_a_stream_open():
     ]
 
 
-def test_steps_stream_cut_short_by_the_end_of_the_turn_is_abandoned():
+def test_stepfold_stream_cut_short_by_the_end_of_the_turn_is_abandoned():
     f = folder()
     signals_of(f, [*streamed_message("msg_1", ["Done."]), AgentMessageDelta("msg_2", "and th")])
     assert f.finish(None) == [message("id-1", [text("Done.")], 1)]
@@ -975,7 +975,7 @@ def test_steps_stream_cut_short_by_the_end_of_the_turn_is_abandoned():
     assert f.finish(completed()) == [] and f.signals() == []
 
 
-def test_steps_stream_superseded_by_a_message_written_without_it_is_abandoned():
+def test_stepfold_stream_superseded_by_a_message_written_without_it_is_abandoned():
     # msg_a streams before anything is held (the next message's id is
     # reserved for it); a tool finishes first, and its message takes that id.
     f = folder()
@@ -987,7 +987,7 @@ def test_steps_stream_superseded_by_a_message_written_without_it_is_abandoned():
     assert f.signals() == []
 
 
-def test_steps_stream_of_a_message_that_completes_empty_is_abandoned():
+def test_stepfold_stream_of_a_message_that_completes_empty_is_abandoned():
     f = folder()
     signals_of(f, [AgentMessageDelta("msg_1", "")])
     assert signals_of(f, [ItemCompleted(agent_message("msg_1", ""))]) == [
@@ -996,14 +996,14 @@ def test_steps_stream_of_a_message_that_completes_empty_is_abandoned():
     assert f.finish(completed()) == [] and f.signals() == []
 
 
-def test_steps_message_that_never_streamed_has_no_stream_signals():
+def test_stepfold_message_that_never_streamed_has_no_stream_signals():
     f = folder()
     feed_all(f, [ItemCompleted(agent_message("msg_1", "Quiet."))])
     assert f.finish(completed()) == [message("id-1", [text("Quiet.")], 1)]
     assert f.signals() == []
 
 
-def test_steps_retried_completion_commits_its_stream_once():
+def test_stepfold_retried_completion_commits_its_stream_once():
     # err_incomplete: the same item streams and completes on every attempt.
     f = folder()
     events = []
@@ -1015,7 +1015,7 @@ def test_steps_retried_completion_commits_its_stream_once():
     assert f.signals() == [MessageStreamEnd("id-1", "msg_inc", committed=True)]
 
 
-def test_steps_item_without_a_type_is_counted_as_ignored_under_the_empty_type():
+def test_stepfold_item_without_a_type_is_counted_as_ignored_under_the_empty_type():
     f = folder()
     assert fold([ItemCompleted({"id": "x"}), ItemCompleted({"type": "", "id": "y"})], f=f) == []
     assert dict(f.ignored) == {"": 2}

@@ -35,7 +35,7 @@ from codexmini._events import (
     Unmapped,
     Usage,
 )
-from codexmini._thread import Thread, Turn, as_input, image_input, text_input
+from codexmini._threads import Thread, Turn, as_input, image_input, text_input
 from codexmini.testing import CodexLike, FakeAppServer
 from codexmini.testing.codex_like import THREAD, TURN, TURN_ERROR, TURNS, USAGE_1, USAGE_2, USER_ITEM
 
