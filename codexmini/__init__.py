@@ -25,7 +25,7 @@ from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION, __version__
 _EXPORTS: Dict[str, str] = {
     # one call for the common case
     "run": "_run",
-    "RunResult": "_run",
+    "RunResult": "_threads",
     # the agent over a durable session log
     "Agent": "_agent",
     "AgentConfig": "_agent",
@@ -33,6 +33,10 @@ _EXPORTS: Dict[str, str] = {
     "ModelEndpoint": "_endpoint",
     "SessionLog": "_session",
     "read_log": "_session",
+    # how codex is started
+    "Launch": "_launch",
+    "Timeouts": "_launch",
+    "Limits": "_launch",
     # the client, its threads and turns
     "AppServerClient": "_client",
     "Thread": "_threads",
@@ -156,13 +160,16 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._events import TurnCompleted as TurnCompleted
     from ._events import Unmapped as Unmapped
     from ._events import Usage as Usage
+    from ._launch import Launch as Launch
+    from ._launch import Limits as Limits
+    from ._launch import Timeouts as Timeouts
     from ._permission import ApprovalRequest as ApprovalRequest
     from ._permission import Reply as Reply
     from ._retry import NO_RETRY as NO_RETRY
     from ._retry import RetryPolicy as RetryPolicy
-    from ._run import RunResult as RunResult
     from ._run import run as run
     from ._session import SessionLog as SessionLog
     from ._session import read_log as read_log
+    from ._threads import RunResult as RunResult
     from ._threads import Thread as Thread
     from ._threads import Turn as Turn

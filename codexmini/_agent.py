@@ -1,43 +1,36 @@
 """The agent: turns and steps over a durable session log.
 
-Theory of operation
--------------------
 The session log (:mod:`._session`) is the single source of truth.  Every step
 runs **one codex turn on a fresh thread** whose input is the serialized log
-(:class:`._prompt.Transcript`) -- codex keeps no history of its own, so what
-the model sees is exactly what is logged.  This is a port of the TypeScript
-driver in seed 003 (§3.3, §4, §5), adapted where the binary differs.
+(:class:`._prompt.Transcript`): codex keeps no history of its own, so what the
+model sees is exactly what is logged.  This module is the driver; each other
+job has a place of its own:
 
-Four parts, one job each:
+* the **inbox** (:mod:`._inbox`, pure) holds what the user asked, for which
+  turn, and builds the messages: :meth:`Agent.followup` queues a new turn,
+  :meth:`Agent.steer` adds to the current one (at once with ``turn/steer``
+  while codex runs), :meth:`Agent.inject` adds without waking the driver;
+* the **knobs** (:mod:`._knobs`, pure) fold the log's settings -- model,
+  endpoint, sandbox and approval policy -- afresh every step, so a change
+  acts on the next one;
+* the **child** (:class:`._supervisor.ChildSupervisor`) starts the app-server
+  an :class:`~codexmini.Launch` describes, reuses it, replaces it when it
+  died, stopped answering or the launch changed (a new endpoint), and closes
+  it after ``child_idle_s`` idle;
+* the **step fold** (:class:`._stepfold.StepFold`, pure) turns a codex turn's
+  events into log writes, cutting steps at segment boundaries.
 
-* the **inbox** (:class:`._inbox.Inbox`, pure): :meth:`Agent.followup` queues
-  messages for the next turn and wakes the driver; :meth:`Agent.steer` adds
-  to the current turn (delivered at once with ``turn/steer`` when a codex
-  turn is running, else at the next step) and wakes the driver;
-  :meth:`Agent.inject` adds to the current turn without waking it;
-  :meth:`Agent.cancel` aborts the running turn (``turn/interrupt``) and,
-  unless ``keep_inbox``, drops what is queued;
-* the **driver** (this module): a turn is ``turn/start`` → steps while the
-  inbox has messages for this turn → ``turn/end`` with ``completed``,
-  ``blocked`` (an approval answered ``cancel`` interrupted codex), ``aborted``
-  (cancelled) or ``error``, always written, also when something raised.  A
-  step claims the inbox, injects ``/name`` skills, logs the user messages,
-  folds the permissions from the log (plus configured pins) -- so a knob
-  change acts on the next step -- then runs ``thread/start`` + ``turn/start``
-  and feeds the events to a :class:`._stepfold.StepFold`, which rotates steps
-  at segment boundaries and returns the log writes;
-* the **child** (:class:`._supervisor.ChildSupervisor`): one app-server
-  reused across steps and turns, replaced when it died, stopped answering or
-  the configuration changed, closed after ``child_idle_s`` of idleness;
-* the **endpoint** (:class:`._endpoint.ModelEndpoint`): where codex sends
-  model requests.
-
-Approvals reach the caller through an async handler; every answer codex gets
-is logged as ``approval/decision``.  ``on_event`` is shown every codex event
-of the turn and the agent's stream events, in order, each once what it speaks
-of is written: what one read of codex's output brought is folded without an
-await and written with one ``write`` and one flush, then shown.  A listener
-that raises ends the turn in ``error`` and is not called again in that step.
+A turn is ``turn/start`` → steps while the inbox has messages for it →
+``turn/end`` with ``completed``, ``blocked`` (an approval answered ``cancel``,
+or a pre-step hook's veto), ``aborted`` (cancelled) or ``error``: always
+written, also when something raised.  A step claims the inbox, injects
+``/name`` skills, logs the user messages, then runs ``thread/start`` +
+``turn/start`` and feeds the events to the step fold.  What one read of
+codex's output brought is folded without an await, written with one ``write``
+and one flush, then shown to ``on_event`` in order, each event after the
+writes it speaks of; a listener that raises ends the turn in ``error``.
+Every answer codex gets to a server request is logged as
+``approval/decision``.
 """
 
 from __future__ import annotations
@@ -46,42 +39,35 @@ import asyncio
 import logging
 import os
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ._binary import parse_version
-from ._client import AppServerClient, Launcher, Tap
+from ._client import AppServerClient, Tap
 from ._endpoint import ModelEndpoint
 from ._errors import ConfigError, ProcessExited, RpcError, TransportError
 from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
-from ._inbox import Inbox, Message
+from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
+from ._inputs import text_input
+from ._knobs import KNOB_TYPES, Knobs, ThreadPermissions
+from ._launch import Launch
 from ._permission import (
-    APPROVAL_POLICIES,
-    SANDBOX_MODES,
-    SERVER_REQUESTS,
-    ApprovalRequest,
-    Reply,
-    ThreadPermissions,
-    build_answer,
+    ApprovalHandler,
+    check_thread_options,
     decision_of,
-    describe,
-    resolve_permissions,
+    install_approvals,
     unanswered,
 )
-from ._prompt import Transcript, text_block
-from ._session import KNOB_TYPES, SessionLog, has_header, last_endpoint, last_model, next_turn_number
+from ._prompt import Transcript
+from ._session import SessionLog, has_header, next_turn_number
 from ._skills import SkillProvider, inject_skills
 from ._stepfold import StepFold, Write
 from ._structured import OutputSchema
 from ._supervisor import ChildSupervisor
-from ._threads import Thread, Turn, image_input, text_input
+from ._threads import EventListener, Thread, Turn
 from ._version import CODEX_VERSION, __version__
 
 log = logging.getLogger("codexmini.agent")
-
-ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Reply]]
-EventListener = Callable[[Event], None]
-Content = Union[str, Sequence[Mapping[str, Any]]]
 
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
 
@@ -143,44 +129,40 @@ def _uncancel() -> None:
     getattr(task, "uncancel", lambda: None)()
 
 
-@dataclass
+@dataclass(frozen=True)
 class AgentConfig:
-    """How the agent runs codex.  ``sandbox``/``approval_policy`` pin the
-    thread's fields over the log's knobs, each on its own.  Invalid pins are a
-    :class:`~codexmini.ConfigError` here, not an error mid-turn."""
+    """How the agent runs codex.
+
+    ``cwd``: the workspace (every step's thread runs there; the child's
+    working directory unless ``launch`` names one).  ``model``: the default
+    model (a session's ``model/choice`` wins).  ``sandbox`` and
+    ``approval_policy``: pins over the log's knobs, each on its own.
+    ``launch``: the codex child (:class:`~codexmini.Launch`: binary, config,
+    endpoint -- the default one; a session's ``model/endpoint`` wins --,
+    environment, ``CODEX_HOME``, timeouts).  ``child_idle_s``: close the
+    child after that long idle (0: keep it).  ``interrupt_grace``: how long a
+    cancelled step waits for codex's ``turn/completed``.  ``skills``: inject
+    ``/name`` skills.  ``tap``: sees every frame.  ``output_schema``: a JSON
+    Schema for the final answer, sent as ``outputSchema`` with every codex
+    turn (codex does not check the answer; see :mod:`._structured`).
+    Invalid values are a :class:`~codexmini.ConfigError` (or
+    :class:`~codexmini.SchemaError`) here, not an error mid-turn."""
 
     cwd: str
     model: Optional[str] = None
-    codex_bin: Optional[str] = None
-    config: Sequence[str] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    pass_env: Sequence[str] = ()
     sandbox: Optional[str] = None
     approval_policy: Optional[str] = None
-    endpoint: Optional[ModelEndpoint] = None
+    launch: Launch = Launch()
     child_idle_s: float = 0.0
-    request_timeout: float = 120.0
-    handler_timeout: float = 300.0
     interrupt_grace: float = 5.0
-    #: How long the child gets to exit on its own (stdin closed, stdout ended) before it is killed.
-    close_timeout: float = 5.0
-    codex_home: Optional[str] = None
     skills: bool = True
     tap: Optional[Tap] = None
-    #: Replaces the child process (``codexmini.testing`` has an in-memory fake).
-    launcher: Optional[Launcher] = None
-    #: A JSON Schema for the final answer: sent as ``outputSchema`` with every
-    #: codex turn (codex does not check the answer; see :mod:`._structured`).
     output_schema: Optional[Mapping[str, Any]] = None
 
     def __post_init__(self) -> None:
-        if self.sandbox is not None and self.sandbox not in SANDBOX_MODES:
-            raise ConfigError(f"sandbox must be one of {SANDBOX_MODES}, not {self.sandbox!r}")
-        if self.approval_policy is not None and self.approval_policy not in APPROVAL_POLICIES:
-            raise ConfigError(f"approval_policy must be one of {APPROVAL_POLICIES}, not {self.approval_policy!r}")
-        bad = [item for item in self.config if "=" not in item]
-        if bad:
-            raise ConfigError(f"config items must be KEY=VALUE, not {bad[0]!r}")
+        check_thread_options(self.sandbox, self.approval_policy)
+        if not isinstance(self.launch, Launch):
+            raise ConfigError(f"AgentConfig.launch must be a Launch, not {type(self.launch).__name__}")
         if self.output_schema is not None:
             OutputSchema(self.output_schema)  # a SchemaError now, not a surprise mid-turn
 
@@ -207,7 +189,7 @@ class Agent:
         self.before_step = before_step
         self.new_id = new_id
         self.inbox = Inbox()
-        self.child = ChildSupervisor(config.child_idle_s)
+        self.child = ChildSupervisor(config.child_idle_s, tap=config.tap, prepare=self._prepare)
         self._running = False
         self._driver: Optional["asyncio.Task[None]"] = None
         self._turn: Optional[Turn] = None
@@ -220,9 +202,9 @@ class Agent:
         self._turn_no = next_turn_number(log_.events)
         self._step = 0
         self._header_written = False
-        #: The knob events of the log (sandbox, approval, model, endpoint), kept
-        #: as they are appended, so each step folds them without rescanning the log.
-        self._knobs: List[Dict[str, Any]] = [e for e in log_.events if e.get("type") in KNOB_TYPES]
+        #: The log's knobs (sandbox, approval, model, endpoint), fed as they are
+        #: appended, so each step folds them without rescanning the log.
+        self._knobs = Knobs(log_.events)
         self._endpoint_key: Tuple[Optional[str], str] = (None, "")  # (base URL, key) given in memory
         self.last_turn_end: Optional[Dict[str, Any]] = None
         self.stats: Dict[str, int] = {"steps": 0, "tool_calls": 0, "approvals": 0, "ignored_items": 0}
@@ -256,7 +238,7 @@ class Agent:
             group = self._inject_skills([message])
             folder.steer(group)
             try:
-                await turn.steer([item for m in group for item in self._as_input(m)])
+                await turn.steer([item for m in group for item in message_input(m)])
                 return
             except (RpcError, TransportError) as exc:
                 # The codex turn ended meanwhile, or its child died: the next
@@ -466,7 +448,7 @@ class Agent:
         messages = self._inject_skills(messages)
         for message in messages:
             self._append("user/message", message)
-        permissions = resolve_permissions(self._knobs, self.config.sandbox, self.config.approval_policy)
+        permissions = self._knobs.permissions(self.config.sandbox, self.config.approval_policy)
         folder = self._folder = StepFold(step=self._step, model=self._model_label(), new_id=self.new_id)
         generation = self.inbox.generation
         try:
@@ -620,57 +602,25 @@ class Agent:
     def _step_input(self, messages: List[Message]) -> List[Dict[str, Any]]:
         self._transcript.extend(self.log.events[self._seen :])
         self._seen = len(self.log.events)
-        items = [text_input(self._transcript.text())]
-        for message in messages:
-            items += [image_input(b["path"]) for b in message["content"] if b.get("type") == "image" and b.get("path")]
-        return items
+        return [text_input(self._transcript.text()), *message_images(messages)]
 
     def _inject_skills(self, messages: List[Message]) -> List[Message]:
         if not self.config.skills:
             return messages
-        provider = SkillProvider(self.config.cwd, codex_home=self.config.codex_home)
+        provider = SkillProvider(self.config.cwd, codex_home=self.config.launch.codex_home)
         return inject_skills(messages, provider.get, lambda: self._cancelled, self.new_id)
 
     # -- the child -----------------------------------------------------------
 
     async def _ensure_client(self) -> AppServerClient:
-        cfg = self.config
-        endpoint = self._endpoint()
-        key = (endpoint, tuple(cfg.config), cfg.codex_bin)
-        return await self.child.ensure(key, lambda: self._start_client(endpoint))
+        launch = replace(self.config.launch, endpoint=self._endpoint()).for_workspace(self.config.cwd)
+        return await self.child.ensure(launch)
 
-    async def _start_client(self, endpoint: Optional[ModelEndpoint]) -> AppServerClient:
-        cfg = self.config
-        # The endpoint's provider table first: a later `-c` assigning the
-        # whole table would replace the caller's model_providers.* flags.
-        config = (endpoint.config() if endpoint else []) + list(cfg.config)
-        env = dict(cfg.env)
-        env.update(endpoint.env() if endpoint else {})
-        if cfg.codex_home:
-            env["CODEX_HOME"] = cfg.codex_home
-        client = await AppServerClient.start(
-            codex_bin=cfg.codex_bin,
-            config=config,
-            env=env,
-            pass_env=cfg.pass_env,
-            cwd=cfg.cwd,
-            launcher=cfg.launcher,
-            tap=cfg.tap,
-            request_timeout=cfg.request_timeout,
-            handler_timeout=cfg.handler_timeout,
-            close_timeout=cfg.close_timeout,
-        )
+    def _prepare(self, client: AppServerClient) -> None:
+        """Wire a new child: the caller's approvals, and every answer logged."""
         if self.approvals is not None:
-            for method in SERVER_REQUESTS:
-                if build_answer(method, {}, Reply("decline")).error is None:
-                    client.on_request(method, self._answer)
+            install_approvals(client, self.approvals)
         client.on_answer(self._log_answer)
-        return client
-
-    async def _answer(self, method: str, params: Dict[str, Any]) -> Any:
-        assert self.approvals is not None
-        reply = await self.approvals(describe(method, params))
-        return build_answer(method, params, reply).result
 
     def _log_answer(self, method: str, params: Dict[str, Any], frame: Dict[str, Any], by: str) -> None:
         self.stats["approvals"] += 1
@@ -693,23 +643,23 @@ class Agent:
 
     def _model(self) -> Optional[str]:
         """The session's choice, else the configured model (seed 003 §4.5)."""
-        return last_model(self._knobs) or self.config.model
+        return self._knobs.model or self.config.model
 
     def _model_label(self) -> str:
         return self._model() or "default"
 
     def _endpoint(self) -> Optional[ModelEndpoint]:
         """The session's endpoint, else the configured one."""
-        chosen = last_endpoint(self._knobs)
+        chosen = self._knobs.endpoint
         if chosen is None:
-            return self.config.endpoint
+            return self.config.launch.endpoint
         url = chosen.get("baseUrl")
         if url is None:
             return None  # codex's own configuration
         key = self._endpoint_key[1] if self._endpoint_key[0] == url else ""
         name = chosen.get("apiKeyEnv")
         if not key and isinstance(name, str) and name:
-            key = self.config.env.get(name) or os.environ.get(name, "")
+            key = self.config.launch.env.get(name) or os.environ.get(name, "")
             if not key:
                 log.warning("the session's endpoint names %s for its key, but it is not set", name)
         wire = chosen.get("wireApi")
@@ -723,36 +673,13 @@ class Agent:
             step=(self._step or None) if step == -1 else step,
         )
         if type_ in KNOB_TYPES:
-            self._knobs.append(event)
+            self._knobs.feed(event)
 
     def _user_message(self, content: Content) -> Message:
-        if isinstance(content, str):
-            blocks = [text_block(content)]
-        else:
-            blocks = [b for b in (self._block(dict(b)) for b in content) if b is not None]
-        return {"id": self.new_id(), "content": blocks, "source": {"kind": "user"}}
-
-    def _block(self, block: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-        """A user block as logged: an image's path made absolute (against the
-        working directory codex runs in); an image without a usable path is
-        skipped with a warning -- one bad image never fails a step."""
-        if block.get("type") != "image":
-            return block
-        path = block.get("path")
-        if not isinstance(path, str) or not path:
+        blocks, skipped = content_blocks(content, self.config.cwd)
+        for block in skipped:
             log.warning("skipped an image block without a path: %r", block)
-            return None
-        block["path"] = os.path.join(self.config.cwd, path)  # an absolute path stays as it is
-        return block
-
-    def _as_input(self, message: Mapping[str, Any]) -> List[Dict[str, Any]]:
-        items = []
-        for block in message["content"]:
-            if block.get("type") == "text":
-                items.append(text_input(block["text"]))
-            elif block.get("type") == "image" and block.get("path"):
-                items.append(image_input(block["path"]))
-        return items
+        return {"id": self.new_id(), "content": blocks, "source": {"kind": "user"}}
 
 
 __all__ = [
@@ -760,8 +687,6 @@ __all__ = [
     "Blocked",
     "PreStepHook",
     "AgentConfig",
-    "ApprovalHandler",
-    "EventListener",
     "IDLE",
     "MAINTENANCE",
     "RUNNING",

@@ -7,9 +7,9 @@ whether a version is in that range (compared numerically, ``0.99.0`` before
 (:class:`CodexVersionWarning`) when it is not.  A binary outside the range
 still works; its frames may just not be what codexmini was tested against.
 
-Resolution order (SPEC §1): ``$CODEXMINI_CODEX_BIN``, then a project-local npm
-install (``.codex/`` in the working directory or one of its parents, or next
-to this package), then ``codex`` on ``PATH``.  Inside an npm install the
+Resolution order: ``$CODEXMINI_CODEX_BIN``, then a project-local npm install
+(``.codex/`` in the launching process's working directory or one of its
+parents, or next to this package), then ``codex`` on ``PATH``.  Inside an npm install the
 *native* binary (``node_modules/@openai/codex-<platform>/vendor/<triple>/bin/
 codex``) is preferred over the ``node_modules/.bin/codex`` Node launcher: the
 launcher cannot forward SIGKILL, so killing it orphans the real app-server.
@@ -79,8 +79,8 @@ def _native_behind_launcher(path: str) -> str:
     return path
 
 
-def _local_roots(cwd: str) -> Iterator[str]:
-    here = os.path.abspath(cwd)
+def _local_roots(start: str) -> Iterator[str]:
+    here = os.path.abspath(start)
     while True:
         yield os.path.join(here, LOCAL_DIR)
         parent = os.path.dirname(here)
@@ -93,9 +93,13 @@ def _local_roots(cwd: str) -> Iterator[str]:
 def find_codex(
     explicit: Optional[str] = None,
     env: Optional[Mapping[str, str]] = None,
-    cwd: Optional[str] = None,
+    search_from: Optional[str] = None,
 ) -> CodexBinary:
-    """Locate codex, or raise :class:`BinaryNotFound` saying how to install it."""
+    """Locate codex, or raise :class:`BinaryNotFound` saying how to install it.
+
+    ``env`` is where ``$CODEXMINI_CODEX_BIN`` and ``PATH`` are read (default
+    this process's); ``search_from`` is where the search for a ``.codex/``
+    install starts (default this process's working directory)."""
     env = os.environ if env is None else env
     for given, source in ((explicit, "explicit"), (env.get(ENV_VAR), "env")):
         if given:
@@ -103,7 +107,7 @@ def find_codex(
                 # Absolute: the client may spawn it from another working directory.
                 return CodexBinary(os.path.abspath(given), source)
             raise BinaryNotFound(f"codex binary {given!r} ({source}) is not an executable file; {INSTALL_HINT}")
-    for root in _local_roots(cwd or os.getcwd()):
+    for root in _local_roots(search_from or os.getcwd()):
         found = native_in_npm_root(root) if os.path.isdir(root) else None
         if found:
             return CodexBinary(found, "local")

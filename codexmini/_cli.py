@@ -40,6 +40,7 @@ from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
 from ._endpoint import ModelEndpoint
 from ._errors import BinaryNotFound, CodexminiError, ConfigError, OutputValidationError, SchemaError, SessionLogError
+from ._launch import Launch
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
 from ._render import Console, EventPrinter, use_color
 from ._session import SessionLog
@@ -174,18 +175,16 @@ def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfi
             endpoint = ModelEndpoint(args.provider_url, key)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
-    for item in args.config:
-        if "=" not in item:
-            raise UsageError(f"-c {item!r}: expected KEY=VALUE")
+    try:
+        launch = Launch(codex_bin=args.codex_bin, config=args.config, pass_env=args.pass_env, endpoint=endpoint)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     schema = load_output_schema(args.output_schema) if args.output_schema else None
     return AgentConfig(
         cwd=cwd,
         model=args.model,
-        codex_bin=args.codex_bin,
-        config=list(args.config),
-        pass_env=list(args.pass_env),
         sandbox=args.sandbox,
-        endpoint=endpoint,
+        launch=launch,
         output_schema=schema.wire if schema is not None else None,
     )
 
@@ -325,8 +324,8 @@ async def run(
             agent.set_knob("approval/policy", args.approval_policy)
         if args.model:
             agent.set_model(args.model)
-        if config.endpoint is not None:
-            agent.set_endpoint(config.endpoint, api_key_env=args.api_key_env)
+        if config.launch.endpoint is not None:
+            agent.set_endpoint(config.launch.endpoint, api_key_env=args.api_key_env)
         images = [{"type": "image", "path": os.path.abspath(path)} for path in args.image]
         first = len(log.events)
         end = await agent.run([{"type": "text", "text": prompt}, *images] if images else prompt)

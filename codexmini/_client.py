@@ -1,52 +1,33 @@
 """The client: the asyncio shell around one JSON-RPC conversation with codex.
 
-Theory of operation
--------------------
 All protocol state lives in the pure :class:`~._rpc.Connection`; this module
-only moves bytes and runs tasks.  :meth:`AppServerClient.start` finds codex,
-builds the child's environment (an allowlist, :mod:`._environment`), launches
-``codex app-server [-c key=value …]`` through a *launcher* (by default a
-:class:`~._process.ChildProcess`; :mod:`codexmini.testing` has an in-memory
-one) and performs the handshake (``initialize``, then ``initialized``).
-Beside the caller run:
+moves bytes through a :class:`~._transport.Transport` and runs tasks.
+:meth:`AppServerClient.start` starts the child a :class:`~codexmini.Launch`
+describes (:func:`._process.spawn`), wraps its transport and performs the
+handshake.  Beside the caller run:
 
-* **the reader**: transport bytes → :meth:`Connection.receive` → events, each
-  handled by one row of :data:`_HANDLERS`: a response resolves its future, a
-  notification goes to the subscriptions of its route, a server request
-  starts a handler task (or gets the connection's fail-closed answer at once),
-  a ``serverRequest/resolved`` cancels its handler, a skipped line is logged
-  and counted.  Handling an event can never end the reader: whatever a frame
-  does to a handler is logged, counted in ``stats["handler_errors"]`` and
-  the next frame is read.
+* **the reader**: transport bytes → :meth:`Connection.receive` → what came
+  in, each handled by one row of :data:`_HANDLERS`: a response resolves its
+  future, a notification goes to the subscriptions of its route
+  (:mod:`._subscriptions`; a thread nobody subscribed to yet is held by the
+  connection until one does), a server request starts a handler task (or
+  gets the fail-closed answer), ``serverRequest/resolved`` cancels its
+  handler, a skipped line is logged and counted.  Nothing a frame does ends
+  the reader: a failure is logged, counted in ``stats["handler_errors"]``,
+  and the next frame is read.
 * **handler tasks**, one per server request, so a slow approval never stalls
-  the reader.  A handler that raises or misses its deadline gets the
-  fail-closed answer; when the child dies, running handlers are cancelled.
-* **the exit watcher**: when the child exits, whatever is left of its process
-  group is killed, the reader gets a moment to drain the pipe, and every
-  pending request and subscription fails at once with
-  ``ProcessExited(returncode, stderr_tail)``.
+  the reader; one that raises or misses its deadline gets the fail-closed
+  answer.
+* **the exit watcher**: when the child exits, what is left of its process
+  group is killed, the reader drains the pipe, and every pending request and
+  subscription fails with ``ProcessExited(returncode, stderr_tail)``.
 
-Routing.  The connection decides who gets a notification: the subscribers of
-its thread, the global ones (a frame that names no thread), or -- for a thread
-nobody subscribed to yet, such as the ``warning`` codex sends *during*
-``thread/start`` -- a bounded buffer that :meth:`subscribe` drains.
-Subscriptions to :attr:`AppServerClient.ALL` see everything.  Every queue is
-bounded; what is dropped is counted in :attr:`stats` and logged.  A full queue
-drops deltas; frames that end or shape a turn (:data:`~._rpc.NEVER_DROP`) pass
-it, up to twice its size (only a flood that nobody consumes gets that far).
-
-Overload.  codex rejects a request it has no room for with ``-32001`` "Server
-overloaded; retry later." before processing it, and asks for retries with
-backoff and jitter; :meth:`request` sends such a request again as
-:attr:`AppServerClient.retry` (a :class:`~._retry.RetryPolicy`) allows, waiting
-with the sleep it was given, then raises :class:`~._errors.ServerOverloaded`.
-Only that error is retried: any other was processed and may have had effects.
-
-:meth:`close` is idempotent: it closes stdin (codex exits at once), waits,
-then terminates and kills the group.  A **frame tap** -- ``tap(direction,
-frame)`` with direction ``"out"`` or ``"in"`` -- sees every frame;
-:func:`observe_clients` gives every new client a tap (the conformance suite
-validates every frame of every test that way).
+:meth:`request` retries a request codex rejected unprocessed as overloaded
+(``-32001``) as :attr:`retry` allows; no other error is retried, since it may
+have had effects.  :meth:`close` is idempotent: stdin closed (codex exits at
+once), then ``SIGTERM`` and ``SIGKILL`` to the group.  A **frame tap**,
+``tap(direction, frame)``, sees every frame; :func:`observe_clients` gives
+every new client one (the conformance suite validates every frame that way).
 """
 
 from __future__ import annotations
@@ -55,12 +36,10 @@ import asyncio
 import collections
 import functools
 import logging
-import os
 import signal
 from typing import (
     TYPE_CHECKING,
     Any,
-    AsyncIterator,
     Awaitable,
     Callable,
     Deque,
@@ -69,20 +48,15 @@ from typing import (
     List,
     Mapping,
     Optional,
-    Protocol,
     Sequence,
     Tuple,
     Type,
 )
 
 from . import _rpc
-from . import _wire as wire
-from ._binary import find_codex
-from ._environment import child_environment
 from ._errors import (
     ClientClosed,
     CodexminiError,
-    CodexTimeout,
     ProcessExited,
     ProtocolError,
     RequestTimeout,
@@ -90,14 +64,15 @@ from ._errors import (
     TransportError,
 )
 from ._extras import Extras
-from ._mapping import to_event
-from ._process import ChildProcess
+from ._launch import Launch, Limits, Timeouts
+from ._process import spawn
 from ._retry import RetryPolicy
+from ._subscriptions import ALL, GLOBAL, Subscription
+from ._transport import Transport
 from ._version import __version__
 from ._wire import Frame
 
 if TYPE_CHECKING:
-    from ._events import Event
     from .protocol import Calls, RateLimitSnapshot
 
 log = logging.getLogger("codexmini.client")
@@ -109,39 +84,6 @@ Handler = Callable[[str, Dict[str, Any]], Awaitable[Any]]
 #: ``by`` is ``"handler"``, ``"default"``, ``"timeout"`` or ``"error"``.
 AnswerObserver = Callable[[str, Dict[str, Any], Frame, str], None]
 
-
-class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs never run
-    """What the client needs of the other side: a byte stream each way, an
-    exit, signals.  :class:`~._process.ChildProcess` is the real one."""
-
-    @property
-    def pid(self) -> Optional[int]: ...
-
-    @property
-    def returncode(self) -> Optional[int]: ...
-
-    @property
-    def stderr_tail(self) -> str: ...
-
-    async def read(self) -> bytes: ...
-
-    async def write(self, data: bytes) -> None: ...
-
-    def close_input(self) -> None: ...
-
-    async def wait_exited(self) -> None: ...
-
-    def signal(self, sig: int) -> None: ...
-
-    async def aclose(self, timeout: float) -> None: ...
-
-
-#: Starts the server side: ``await launcher(argv, env, cwd)`` → a transport.
-#: ``argv[0]`` is the codex binary found (or given), the rest its arguments.
-Launcher = Callable[[Sequence[str], Mapping[str, str], Optional[str]], Awaitable[Transport]]
-
-GLOBAL: Optional[str] = _rpc.GLOBAL  # subscription key for notifications that name no thread
-ALL = "*"  # subscription key for every notification
 
 _observers: List[Callable[[], Optional[Tap]]] = []
 _NO_ROUTE = object()  # no notification routed yet (see AppServerClient._handle)
@@ -159,113 +101,6 @@ def observe_clients(factory: Callable[[], Optional[Tap]]) -> Callable[[], None]:
             _observers.remove(factory)
 
     return remove
-
-
-async def launch_process(argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str]) -> Transport:
-    """The default launcher: a real child process."""
-    return await ChildProcess.spawn(argv, env, cwd)
-
-
-class Subscription:
-    """A bounded queue of notifications for one key (a thread id, ``GLOBAL`` or ``ALL``).
-
-    ``await sub.get()`` returns the next frame; once the client has ended and
-    the queue is empty it raises the client's terminal error.
-    """
-
-    def __init__(self, client: "AppServerClient", key: Optional[str], maxsize: int) -> None:
-        self._client = client
-        self.key = key
-        self.maxsize = maxsize
-        # The core's Notification tuples (method and params already read out of
-        # the frame): the turn folds them; the public getters hand out frames.
-        self._items: Deque[_rpc.Notification] = collections.deque()
-        self._waiter: Optional["asyncio.Future[None]"] = None
-        self._error: Optional[TransportError] = None
-        self.dropped = 0
-
-    def _put(self, note: _rpc.Notification) -> None:
-        held = len(self._items)
-        # Frames that end or shape a turn pass a full queue -- up to twice its
-        # size: a flood of them with nobody consuming must not grow it forever.
-        if held >= self.maxsize and (note.method not in _rpc.NEVER_DROP or held >= 2 * self.maxsize):
-            self.dropped += 1
-            self._client.stats["dropped"] += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.warning("subscription %r is full: %d notification(s) dropped", self.key, self.dropped)
-            return
-        self._items.append(note)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def _finish(self, error: TransportError) -> None:
-        self._error = error
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def pending(self) -> int:
-        """How many frames are queued."""
-        return len(self._items)
-
-    def get_nowait(self) -> Optional[Frame]:
-        """The next frame if one is queued, else ``None`` (raises once ended and empty)."""
-        note = self._next()
-        return None if note is None else note.frame
-
-    async def get(self, timeout: Optional[float] = None) -> Frame:
-        """Wait for the next frame; :class:`~codexmini.CodexTimeout` after ``timeout`` seconds."""
-        return (await self._get(timeout)).frame
-
-    def _next(self) -> Optional[_rpc.Notification]:
-        if self._items:
-            return self._items.popleft()
-        if self._error is not None:
-            raise self._error
-        return None
-
-    async def _get(self, timeout: Optional[float] = None) -> _rpc.Notification:
-        while True:
-            note = self._next()
-            if note is not None:
-                return note
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await asyncio.wait_for(self._waiter, timeout)
-            except asyncio.TimeoutError:
-                raise CodexTimeout(
-                    f"no notification for {self.key!r} within {timeout:g}s", float(timeout or 0)
-                ) from None
-            finally:
-                self._waiter = None
-
-    def close(self) -> None:
-        """Stop receiving (idempotent)."""
-        self._client._unsubscribe(self)
-
-    async def events(self) -> AsyncIterator["Event"]:
-        """The queued notifications as codexmini events (:func:`~._mapping.to_event`:
-        ignored methods skipped, unknown ones :class:`~codexmini.Unmapped`),
-        until the client ends.  ``async for event in client.subscribe().events()``
-        is how a caller hears of :class:`~codexmini.RateLimitsUpdated`."""
-        while True:
-            try:
-                note = await self._get()
-            except TransportError:
-                return
-            event = to_event(note.method, note.params)
-            if event is not None:
-                yield event
-
-    def __aiter__(self) -> "Subscription":
-        return self
-
-    async def __anext__(self) -> Frame:
-        try:
-            return await self.get()
-        except TransportError:
-            raise StopAsyncIteration from None
 
 
 class AppServerClient(Extras):
@@ -294,13 +129,8 @@ class AppServerClient(Extras):
         *,
         argv: Sequence[str] = (),
         tap: Optional[Tap] = None,
-        request_timeout: float = 120.0,
-        handler_timeout: float = 300.0,
-        max_frame_bytes: int = wire.DEFAULT_MAX_FRAME_BYTES,
-        queue_size: int = 10000,
-        unclaimed_threads: int = 32,
-        unclaimed_bytes: int = 8 * 1024 * 1024,
-        close_timeout: float = 5.0,
+        timeouts: Optional[Timeouts] = None,
+        limits: Optional[Limits] = None,
         retry: Optional[RetryPolicy] = None,
         retry_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
     ) -> None:
@@ -309,17 +139,20 @@ class AppServerClient(Extras):
             # The pre-0.1 spelling AppServerClient(argv): refused, since only
             # start() builds the child's environment from the allowlist.
             raise TypeError("AppServerClient() wraps a started transport; launch codex with AppServerClient.start()")
+        #: What was started (``codex app-server …``), for the record.
         self.argv = list(argv)
+        #: How long the conversation waits (:class:`~codexmini.Timeouts`).
+        self.timeouts = Timeouts() if timeouts is None else timeouts
+        #: How much it holds (:class:`~codexmini.Limits`).
+        self.limits = limits = Limits() if limits is None else limits
         #: How :meth:`request` retries a request codex rejected as overloaded.
         self.retry = RetryPolicy() if retry is None else retry
         self._sleep: Callable[[float], Awaitable[Any]] = retry_sleep or asyncio.sleep
         self._calls: Optional["Calls"] = None
-        self.request_timeout = request_timeout
-        self.handler_timeout = handler_timeout
-        self.queue_size = queue_size
-        self.close_timeout = close_timeout
         self._conn = _rpc.Connection(
-            max_frame_bytes=max_frame_bytes, unclaimed_threads=unclaimed_threads, unclaimed_bytes=unclaimed_bytes
+            max_frame_bytes=limits.max_frame_bytes,
+            unclaimed_threads=limits.unclaimed_threads,
+            unclaimed_bytes=limits.unclaimed_bytes,
         )
         self.stats = self._conn.stats
         self.stats.update(handler_errors=0, timeouts=0, overloaded=0, retries=0)
@@ -349,61 +182,39 @@ class AppServerClient(Extras):
     @classmethod
     async def start(
         cls,
+        launch: Optional[Launch] = None,
         *,
-        codex_bin: Optional[str] = None,
-        config: Iterable[str] = (),
-        args: Iterable[str] = (),
-        env: Optional[Mapping[str, str]] = None,
-        pass_env: Iterable[str] = (),
-        parent_env: Optional[Mapping[str, str]] = None,
-        cwd: Optional[str] = None,
-        launcher: Optional[Launcher] = None,
         initialize: bool = True,
         client_name: str = "codexmini",
         experimental_api: bool = True,
         opt_out_notifications: Iterable[str] = (),
-        initialize_timeout: float = 60.0,
         tap: Optional[Tap] = None,
-        request_timeout: float = 120.0,
-        handler_timeout: float = 300.0,
-        max_frame_bytes: int = wire.DEFAULT_MAX_FRAME_BYTES,
-        queue_size: int = 10000,
-        close_timeout: float = 5.0,
         retry: Optional[RetryPolicy] = None,
         retry_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
     ) -> "AppServerClient":
-        """Find codex, launch ``codex app-server`` and (by default) initialize.
+        """Start ``codex app-server`` as ``launch`` (a :class:`~codexmini.Launch`;
+        default ``Launch()``) describes, and (by default) initialize.
 
-        ``config`` items are ``key=value`` strings passed as ``-c`` (values are
-        TOML).  The child's environment is the allowlisted ``parent_env``
-        (default ``os.environ``) plus ``env``; ``pass_env`` names parent
-        variables (secrets) to pass through -- nothing else reaches codex.
-        ``launcher`` replaces the child process (the in-memory fake of
-        :mod:`codexmini.testing`); then no binary is looked up.  ``retry``
-        says how requests codex rejects as overloaded are retried
-        (:class:`~codexmini.RetryPolicy`; :data:`~codexmini.NO_RETRY` turns it
-        off) and ``retry_sleep`` waits between attempts (``asyncio.sleep``).
+        The handshake (``initialize``, then ``initialized``) names the client
+        ``client_name``, asks for the experimental API and opts out of the
+        ``opt_out_notifications`` methods.  ``tap(direction, frame)`` sees
+        every frame.  ``retry`` says how requests codex rejects as overloaded
+        are retried (:class:`~codexmini.RetryPolicy`; :data:`~codexmini.NO_RETRY`
+        turns it off) and ``retry_sleep`` waits between attempts
+        (``asyncio.sleep``).
 
         Raises :class:`~codexmini.BinaryNotFound` (no codex, or it cannot be
-        executed), :class:`~codexmini.ConfigError` (``cwd`` does not exist) and
-        whatever ``initialize`` raises.
+        executed), :class:`~codexmini.ConfigError` (the working directory does
+        not exist) and whatever ``initialize`` raises.
         """
-        parent = dict(os.environ if parent_env is None else parent_env)
-        binary = (codex_bin or "codex") if launcher is not None else find_codex(codex_bin, env=parent, cwd=cwd).path
-        argv = [binary, "app-server"]
-        for item in config:
-            argv += ["-c", item]
-        argv += list(args)
-        transport = await (launcher or launch_process)(argv, child_environment(parent, env, pass_env), cwd)
+        launch = Launch() if launch is None else launch
+        transport, planned = await spawn(launch)
         client = cls(
             transport,
-            argv=argv,
+            argv=planned.argv,
             tap=tap,
-            request_timeout=request_timeout,
-            handler_timeout=handler_timeout,
-            max_frame_bytes=max_frame_bytes,
-            queue_size=queue_size,
-            close_timeout=close_timeout,
+            timeouts=launch.timeouts,
+            limits=launch.limits,
             retry=retry,
             retry_sleep=retry_sleep,
         )
@@ -413,7 +224,7 @@ class AppServerClient(Extras):
                     client_name=client_name,
                     experimental_api=experimental_api,
                     opt_out_notifications=opt_out_notifications,
-                    timeout=initialize_timeout,
+                    timeout=launch.timeouts.initialize,
                 )
             except BaseException:
                 await client.close()
@@ -510,7 +321,7 @@ class AppServerClient(Extras):
         self._closing = True
         self._fail_all(ClientClosed())
         self._transport.close_input()
-        graces: Tuple[Tuple[Optional[int], float], ...] = ((None, self.close_timeout), *self.SIGNAL_GRACES)
+        graces: Tuple[Tuple[Optional[int], float], ...] = ((None, self.timeouts.close), *self.SIGNAL_GRACES)
         for sig, grace in graces:
             if sig is not None:
                 self._transport.signal(sig)
@@ -519,10 +330,10 @@ class AppServerClient(Extras):
                 break
             except asyncio.TimeoutError:
                 continue
-        await asyncio.wait([self._exit_watcher], timeout=self.close_timeout + 1.0)
+        await asyncio.wait([self._exit_watcher], timeout=self.timeouts.close + 1.0)
         self._cancel_handlers()
         if self._inflight:
-            await asyncio.wait(list(self._inflight.values()), timeout=self.close_timeout)
+            await asyncio.wait(list(self._inflight.values()), timeout=self.timeouts.close)
 
     # -- requests ----------------------------------------------------------
 
@@ -560,7 +371,7 @@ class AppServerClient(Extras):
         rid, out = self._conn.request(method, params)
         future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
         self._futures[rid] = future
-        limit = self.request_timeout if timeout is None else timeout
+        limit = self.timeouts.request if timeout is None else timeout
 
         async def exchange() -> Any:
             await self._send(out)
@@ -625,7 +436,7 @@ class AppServerClient(Extras):
             # lock, for the exit error to report it.
             self._healthy = False
             log.debug("write failed: %s", failed)
-            await asyncio.wait([self._ended], timeout=self.close_timeout)
+            await asyncio.wait([self._ended], timeout=self.timeouts.close)
             raise self._terminal or TransportError(f"codex stopped reading its stdin ({failed})") from None
 
     @staticmethod
@@ -641,7 +452,7 @@ class AppServerClient(Extras):
         """Subscribe to one thread's notifications (``key`` = thread id), to the
         global ones (:attr:`GLOBAL`) or to all (:attr:`ALL`).  Notifications
         that arrived for the thread before anyone subscribed come first."""
-        sub = Subscription(self, key, maxsize or self.queue_size)
+        sub = Subscription(key, maxsize or self.limits.queue_size, self.stats, self._unsubscribe)
         self._subs.setdefault(key, []).append(sub)
         if key == ALL:
             self._all = self._subs[ALL]
@@ -680,7 +491,7 @@ class AppServerClient(Extras):
         # stdout ended: the process is exiting, or it closed stdout and is of no
         # further use.  Give it the close timeout, then kill its group.
         try:
-            await asyncio.wait_for(transport.wait_exited(), self.close_timeout)
+            await asyncio.wait_for(transport.wait_exited(), self.timeouts.close)
         except asyncio.TimeoutError:
             transport.signal(signal.SIGKILL)
 
@@ -773,8 +584,8 @@ class AppServerClient(Extras):
         transport = self._transport
         await transport.wait_exited()
         self._cancel_handlers()  # nobody is left to answer: stop asking the caller
-        await transport.aclose(self.close_timeout)
-        await asyncio.wait([self._reader], timeout=self.close_timeout)
+        await transport.aclose(self.timeouts.close)
+        await asyncio.wait([self._reader], timeout=self.timeouts.close)
         self._reader.cancel()
         error: TransportError = (
             ClientClosed() if self._closing else ProcessExited(transport.returncode, transport.stderr_tail)
@@ -811,14 +622,14 @@ class AppServerClient(Extras):
         call = asyncio.ensure_future(handler(event.method, event.params))
         call.add_done_callback(_retrieve)
         try:
-            await asyncio.wait([call], timeout=self.handler_timeout)
+            await asyncio.wait([call], timeout=self.timeouts.handler)
         except asyncio.CancelledError:
             call.cancel()
             raise  # resolved by the server, or the child is gone: nothing to answer
         if not call.done():
             call.cancel()
             log.warning(
-                "handler for %s missed its %gs deadline; answering fail-closed", event.method, self.handler_timeout
+                "handler for %s missed its %gs deadline; answering fail-closed", event.method, self.timeouts.handler
             )
             await self._reply(event, self._conn.decline(event.id, handler_failed=True), "timeout")
         elif call.cancelled():  # the handler raised CancelledError: codex still waits for an answer
@@ -862,15 +673,9 @@ _HANDLERS: Dict[Type[Any], Callable[[AppServerClient, Any], None]] = {
 
 
 __all__ = [
-    "ALL",
-    "GLOBAL",
     "AnswerObserver",
     "AppServerClient",
     "Handler",
-    "Launcher",
-    "Subscription",
     "Tap",
-    "Transport",
-    "launch_process",
     "observe_clients",
 ]

@@ -1,7 +1,6 @@
 """The agent's inbox: what the user asked for, and for which turn.  Pure.
 
-Three ways in (seed 003 §3.2): :meth:`Inbox.followup` queues messages for a
-*new* turn; :meth:`Inbox.add` (the agent's ``steer`` and ``inject``) adds to
+Three ways in: :meth:`Inbox.followup` queues messages for a *new* turn; :meth:`Inbox.add` (the agent's ``steer`` and ``inject``) adds to
 the *current* turn, claimed by its next step.  :meth:`Inbox.next_turn` hands
 the driver the next turn's messages, :meth:`Inbox.claim` a step's.
 
@@ -9,13 +8,66 @@ Steered messages the agent sent into a running codex turn (``turn/steer``) but
 codex never echoed go back in with :meth:`Inbox.requeue`, ahead of the rest --
 unless the inbox was dropped (:meth:`Inbox.drop`, a cancel) since they were
 taken: a dropped inbox stays dropped.
+
+The messages are built here too: :func:`content_blocks` turns what a caller
+gives (a string, or a list of blocks) into the blocks a ``user/message``
+logs, and :func:`message_input` / :func:`message_images` turn a logged
+message back into codex input items.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+
+from ._inputs import InputItem, image_input, text_input
+from ._prompt import text_block
 
 Message = Dict[str, Any]
+Block = Dict[str, Any]
+#: What a caller gives as a message: its text, or its blocks (``{"type": "text", "text": …}``,
+#: ``{"type": "image", "path": …}``).
+Content = Union[str, Sequence[Mapping[str, Any]]]
+
+
+def content_blocks(content: Content, cwd: str) -> Tuple[List[Block], List[Block]]:
+    """The blocks a ``user/message`` logs for ``content``, and those skipped.
+
+    An image's path is made absolute against ``cwd`` (the directory codex
+    runs in); an image without a usable path is skipped -- one bad image
+    never fails a step.  Other blocks are kept as given."""
+    if isinstance(content, str):
+        return [text_block(content)], []
+    kept: List[Block] = []
+    skipped: List[Block] = []
+    for given in content:
+        block = dict(given)
+        if block.get("type") == "image":
+            path = block.get("path")
+            if not isinstance(path, str) or not path:
+                skipped.append(block)
+                continue
+            block["path"] = os.path.join(cwd, path)  # an absolute path stays as it is
+        kept.append(block)
+    return kept, skipped
+
+
+def message_input(message: Mapping[str, Any]) -> List[InputItem]:
+    """A logged message as codex input: its text and image blocks, in order."""
+    items = []
+    for block in message["content"]:
+        if block.get("type") == "text":
+            items.append(text_input(block["text"]))
+        elif block.get("type") == "image" and block.get("path"):
+            items.append(image_input(block["path"]))
+    return items
+
+
+def message_images(messages: Iterable[Mapping[str, Any]]) -> List[InputItem]:
+    """The image blocks of ``messages`` as codex input (a step sends its text as the transcript)."""
+    return [
+        image_input(b["path"]) for m in messages for b in m["content"] if b.get("type") == "image" and b.get("path")
+    ]
 
 
 class Inbox:
@@ -73,4 +125,4 @@ class Inbox:
         return sum(len(b) for b in self.followups) + len(self.current)
 
 
-__all__ = ["Inbox", "Message"]
+__all__ = ["Block", "Content", "Inbox", "Message", "content_blocks", "message_images", "message_input"]

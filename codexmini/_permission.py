@@ -1,28 +1,25 @@
-"""Permissions: the knob fold and the answer to every server request.  Pure.
+"""Permissions: the thread options codex accepts, and the answer to every server request.  Pure.
 
-Two jobs, both fail-closed:
+codex asks the client through JSON-RPC *requests*, and an unanswered request
+blocks the turn forever.  :data:`SERVER_REQUESTS` has one row for each
+``ServerRequest`` method of the pinned schema (ten stable ones, plus
+``currentTime/read`` in the experimental bundle codexmini opts into): how to
+describe it to a caller (:func:`describe` → :class:`ApprovalRequest`), and how
+to turn the caller's :class:`Reply` into a schema-valid result
+(:func:`build_answer`).  With no caller, or on a caller's error or deadline,
+:func:`fail_closed` answers ``decline`` (or the method's equivalent).
+:func:`install_approvals` wires one async handler to every method a reply can
+answer.  A conformance test checks the table against the schema's
+``ServerRequest`` union and validates every answer.
 
-1. **The fold.**  The session log holds knobs (``sandbox/mode``,
-   ``approval/policy``; the last valid one wins, an invalid value counts as
-   absent).  They fold into the (sandbox, approvalPolicy) pair a thread is
-   started with.  A configured pin overrides each field on its own.  The fold
-   runs again every step, so a knob change takes effect on the next step.
-
-2. **Answers.**  codex asks the client through JSON-RPC *requests*, and an
-   unanswered request blocks the turn forever (protocol reference §0.3).
-   :data:`SERVER_REQUESTS` has one row for each ``ServerRequest`` method of the
-   pinned schema (ten stable ones, plus ``currentTime/read`` in the
-   experimental bundle codexmini opts into): how to describe it to a caller, and how to turn a
-   caller's :class:`Reply` into a schema-valid result.  With no caller, or on
-   a caller error or deadline, :func:`fail_closed` answers ``decline`` (or the
-   method's equivalent).  A conformance test checks the table against the
-   schema's ``ServerRequest`` union and validates every answer.
+The session's knob fold, which turns logged knobs into the thread's
+(sandbox, approval policy) pair, is :mod:`._knobs`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, Union
 
 from ._errors import ConfigError
 
@@ -50,62 +47,18 @@ if TYPE_CHECKING:  # each row reads its method's params as the pinned schema's t
     LegacyRequest = Union[ApplyPatchApprovalParams, ExecCommandApprovalParams]
 
 # ---------------------------------------------------------------------------
-# The fold
+# Thread options
 
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
-APPROVAL_KNOBS = ("ask", "never")
 APPROVAL_POLICIES = ("untrusted", "on-request", "never")  # AskForApproval of 0.149.1 (granular objects aside)
 
 
-@dataclass(frozen=True)
-class ThreadPermissions:
-    """The pair passed to ``thread/start`` (``sandbox``, ``approvalPolicy``)."""
-
-    sandbox: str
-    approval_policy: str
-
-
-#: Nothing recorded, or nothing valid: read-only and never ask.
-DEFAULT_PERMISSIONS = ThreadPermissions("read-only", "never")
-
-_KNOBS = {"sandbox/mode": ("mode", SANDBOX_MODES), "approval/policy": ("policy", APPROVAL_KNOBS)}
-
-
-def last_knob(events: Iterable[Mapping[str, Any]], kind: str) -> Optional[str]:
-    """The last *valid* value of a knob event in the log, or ``None``."""
-    key, allowed = _KNOBS[kind]
-    value = None
-    for event in events:
-        if event.get("type") == kind:
-            candidate = (event.get("data") or {}).get(key)
-            if candidate in allowed:
-                value = candidate
-    return value
-
-
-def fold(sandbox_knob: Optional[str], approval_knob: Optional[str]) -> ThreadPermissions:
-    """SPEC §4.4: full access wins; ``ask`` means workspace-write + on-request;
-    anything else is the fail-closed default."""
-    if sandbox_knob == "danger-full-access":
-        return ThreadPermissions("danger-full-access", "never")
-    if approval_knob == "ask":
-        return ThreadPermissions("workspace-write", "on-request")
-    return DEFAULT_PERMISSIONS
-
-
-def resolve_permissions(
-    events: Iterable[Mapping[str, Any]],
-    pin_sandbox: Optional[str] = None,
-    pin_approval: Optional[str] = None,
-) -> ThreadPermissions:
-    """Fold the log's knobs, then let each configured pin override its own field."""
-    events = list(events)
-    folded = fold(last_knob(events, "sandbox/mode"), last_knob(events, "approval/policy"))
-    if pin_sandbox is not None and pin_sandbox not in SANDBOX_MODES:
-        raise ConfigError(f"sandbox pin must be one of {SANDBOX_MODES}, not {pin_sandbox!r}")
-    if pin_approval is not None and pin_approval not in APPROVAL_POLICIES:
-        raise ConfigError(f"approval pin must be one of {APPROVAL_POLICIES}, not {pin_approval!r}")
-    return ThreadPermissions(pin_sandbox or folded.sandbox, pin_approval or folded.approval_policy)
+def check_thread_options(sandbox: Optional[str], approval_policy: Optional[str]) -> None:
+    """:class:`~codexmini.ConfigError` for a sandbox or approval policy codex would refuse."""
+    if sandbox is not None and sandbox not in SANDBOX_MODES:
+        raise ConfigError(f"sandbox must be one of {SANDBOX_MODES}, not {sandbox!r}")
+    if approval_policy is not None and approval_policy not in APPROVAL_POLICIES:
+        raise ConfigError(f"approval_policy must be one of {APPROVAL_POLICIES}, not {approval_policy!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -356,6 +309,28 @@ def fail_closed(method: str, params: Mapping[str, Any]) -> Answer:
     return build_answer(method, params, Reply(DECLINE))
 
 
+#: Answers one approval (or question) codex asks: ``await handler(request)`` → a reply.
+ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Reply]]
+
+
+class _Answers(Protocol):  # pragma: no cover - a typing Protocol: its stub never runs
+    def on_request(self, method: str, handler: Callable[[str, Dict[str, Any]], Awaitable[Any]]) -> None: ...
+
+
+def install_approvals(client: _Answers, handler: ApprovalHandler) -> None:
+    """Answer every approval and question codex can ask with ``handler``:
+    each server request a :class:`Reply` can answer (the rest keep the
+    client's fail-closed default) is shown to it as an :class:`ApprovalRequest`."""
+
+    async def answer(method: str, params: Dict[str, Any]) -> Any:
+        reply = await handler(describe(method, params))
+        return build_answer(method, params, reply).result
+
+    for method in SERVER_REQUESTS:
+        if build_answer(method, {}, Reply(DECLINE)).error is None:
+            client.on_request(method, answer)
+
+
 def reply_from_flag(auto_approve: bool) -> Reply:
     """The policy answer used by non-interactive callers."""
     return Reply(ACCEPT if auto_approve else DECLINE)
@@ -413,26 +388,23 @@ def decision_of(frame: Mapping[str, Any]) -> str:
 __all__ = [
     "ACCEPT",
     "ACCEPT_FOR_SESSION",
-    "APPROVAL_KNOBS",
     "APPROVAL_POLICIES",
     "Answer",
+    "ApprovalHandler",
     "ApprovalRequest",
     "CANCEL",
     "DECISIONS",
     "DECLINE",
-    "DEFAULT_PERMISSIONS",
     "REFUSED",
     "SERVER_REQUESTS",
     "Reply",
     "SANDBOX_MODES",
-    "ThreadPermissions",
     "build_answer",
+    "check_thread_options",
     "decision_of",
     "describe",
     "fail_closed",
-    "fold",
-    "last_knob",
+    "install_approvals",
     "reply_from_flag",
-    "resolve_permissions",
     "unanswered",
 ]

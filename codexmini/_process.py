@@ -1,8 +1,11 @@
 """The codex child process: spawn, stderr, exit, signals.  One job: the process.
 
-:class:`ChildProcess` is the transport :class:`~._client.AppServerClient` uses
-by default (any object with the same methods works, e.g. the in-memory fake of
-:mod:`codexmini.testing`).  It owns nothing of the JSON-RPC conversation.
+:func:`spawn` starts what a :class:`~codexmini.Launch` describes: the binary
+found (:func:`._binary.find_codex`, unless a launcher replaces the process),
+the plan made (:func:`._launch.plan`: argv, environment, working directory),
+the launcher called.  :class:`ChildProcess` is the default launcher's
+transport (:class:`~._transport.Transport`); it owns nothing of the JSON-RPC
+conversation.
 
 * **Spawn** in its own process group (``start_new_session``), so signalling the
   group reaches every descendant codex starts; the environment is whatever the
@@ -28,11 +31,13 @@ import logging
 import os
 import re
 import signal
-from typing import Deque, List, Mapping, Optional, Sequence
+from typing import Deque, List, Mapping, Optional, Sequence, Tuple
 
-from ._binary import INSTALL_HINT
+from ._binary import INSTALL_HINT, find_codex
 from ._environment import redact, secret_values
 from ._errors import BinaryNotFound, ConfigError
+from ._launch import Launch, Plan, plan
+from ._transport import Transport
 
 stderr_log = logging.getLogger("codexmini.codex")
 
@@ -187,4 +192,21 @@ class ChildProcess:
             stderr_log.debug("%s", text)
 
 
-__all__ = ["ChildProcess", "READ_CHUNK"]
+async def spawn(launch: Launch) -> Tuple[Transport, Plan]:
+    """Start the child ``launch`` describes; its transport and the plan it was started from.
+
+    The binary is looked up (from this process's working directory) unless
+    the launch has a launcher of its own, which is given ``codex_bin`` (or
+    ``"codex"``) as ``argv[0]``.  The parent environment is ``launch.parent_env``,
+    else this process's, read now."""
+    parent = os.environ if launch.parent_env is None else launch.parent_env
+    if launch.launcher is not None:
+        binary = launch.codex_bin or "codex"
+    else:
+        binary = find_codex(launch.codex_bin, env=parent).path
+    planned = plan(launch, binary, parent)
+    transport = await (launch.launcher or ChildProcess.spawn)(planned.argv, planned.env, planned.cwd)
+    return transport, planned
+
+
+__all__ = ["ChildProcess", "READ_CHUNK", "spawn"]

@@ -23,7 +23,7 @@ dict and the exact text written, newline included.  The CLI's ``--json`` mode
 prints ``line`` as is, so its stdout is byte-for-byte the log.
 
 The helpers at the end (:func:`next_turn_number`, :func:`has_header`) are
-pure queries over a list of events; the knob fold lives in :mod:`.permission`.
+pure queries over a list of events; the knob fold lives in :mod:`._knobs`.
 """
 
 from __future__ import annotations
@@ -323,38 +323,6 @@ def next_turn_number(events: Iterable[Mapping[str, Any]]) -> int:
     return max(turns, default=0) + 1
 
 
-#: The session's settings, logged like any event so that a resumed session keeps
-#: them (the last one of each kind wins; the agent re-reads them every step).
-KNOB_TYPES = frozenset({"sandbox/mode", "approval/policy", "model/choice", "model/endpoint"})
-
-
-def last_model(events: Iterable[Mapping[str, Any]]) -> Optional[str]:
-    """The model the session chose last (``model/choice``), if any: a
-    non-empty string; anything else counts as absent."""
-    model = None
-    for event in events:
-        if event.get("type") == "model/choice":
-            value = (event.get("data") or {}).get("model")
-            if isinstance(value, str) and value:
-                model = value
-    return model
-
-
-def last_endpoint(events: Iterable[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
-    """The model endpoint the session chose last (``model/endpoint``: its
-    ``baseUrl``, ``wireApi`` and the *name* of the variable holding the key,
-    never the key), or ``None``; a ``baseUrl`` of ``null`` means codex's own
-    configuration and is returned as such."""
-    endpoint: Optional[Mapping[str, Any]] = None
-    for event in events:
-        if event.get("type") == "model/endpoint":
-            data = event.get("data") or {}
-            url = data.get("baseUrl")
-            if url is None or isinstance(url, str):
-                endpoint = data
-    return endpoint
-
-
 def has_header(events: Iterable[Mapping[str, Any]]) -> bool:
     """Whether a ``session/header`` was written (the next one is a resume)."""
     return any(e.get("type") == "session/header" for e in events)
@@ -366,10 +334,7 @@ __all__ = [
     "ReadResult",
     "SessionLog",
     "encode_event",
-    "KNOB_TYPES",
     "has_header",
-    "last_endpoint",
-    "last_model",
     "next_turn_number",
     "read_log",
 ]

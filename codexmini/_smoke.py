@@ -48,6 +48,7 @@ from ._client import AppServerClient
 from ._endpoint import ModelEndpoint
 from ._errors import CodexminiError, SchemaError
 from ._events import AgentMessageDelta, Event
+from ._launch import Launch, Timeouts
 from ._permission import ACCEPT, ApprovalRequest, Reply
 from ._render import Console, EventPrinter, use_color
 from ._schema import FrameValidator, bundle_for_binary
@@ -207,13 +208,8 @@ class Smoke:
         """Ask ``model/list`` for every slug, run one probe turn per slug at
         once, and pick the first slug offering every tool the script calls."""
         endpoint = ModelEndpoint(model.url, "sk-smoke")
-        client = await AppServerClient.start(
-            codex_bin=codex_bin,
-            config=endpoint.config(),
-            env={"HOME": root, "CODEX_HOME": home, **endpoint.env()},
-            cwd=ws,
-            tap=self.tap,
-        )
+        launch = Launch(codex_bin=codex_bin, endpoint=endpoint, env={"HOME": root}, codex_home=home, cwd=ws)
+        client = await AppServerClient.start(launch, tap=self.tap)
         try:
             listed = await client.request("model/list", {"includeHidden": True}, timeout=PROBE_TIMEOUT_S)
             slugs = [m["model"] for m in listed["data"] if isinstance(m, dict) and isinstance(m.get("model"), str)]
@@ -269,16 +265,14 @@ class Smoke:
                 "bold",
             )
             with SessionLog.open(log_path) as log:
-                config = AgentConfig(
-                    cwd=ws,
-                    model=slug,
+                launch = Launch(
                     codex_bin=binary.path,
-                    env={"HOME": root},  # no login profile of this machine in `bash -lc`
                     endpoint=ModelEndpoint(model.url, "sk-smoke"),
+                    env={"HOME": root},  # no login profile of this machine in `bash -lc`
                     codex_home=home,
-                    handler_timeout=60.0,
-                    tap=self.tap,
+                    timeouts=Timeouts(handler=60.0),
                 )
+                config = AgentConfig(cwd=ws, model=slug, launch=launch, tap=self.tap)
                 async with Agent(log, config, approvals=self.approve, on_event=on_event) as agent:
                     await agent.start()
                     agent.set_knob("approval/policy", "ask")

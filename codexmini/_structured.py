@@ -81,4 +81,9 @@ class OutputSchema:
         return value
 
 
-__all__ = ["OutputSchema"]
+def check_output_schema(schema: Optional[Mapping[str, Any]]) -> Optional[OutputSchema]:
+    """``schema`` checked (:class:`~codexmini.SchemaError`), or ``None`` for none."""
+    return None if schema is None else OutputSchema(schema)
+
+
+__all__ = ["OutputSchema", "check_output_schema"]

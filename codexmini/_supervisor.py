@@ -1,11 +1,12 @@
-"""One app-server child for the agent: reuse it, replace it, let it go idle.
+"""One app-server child for the agent: start it, reuse it, replace it, let it go idle.
 
 :class:`ChildSupervisor` owns the agent's :class:`~._client.AppServerClient`.
 :meth:`~ChildSupervisor.ensure` returns a client fit for the next step: the
 running one, unless it ended, stopped answering (``client.healthy`` is False
-after a request timed out) or was started for another configuration (``key``:
-the model endpoint, the ``-c`` flags, the binary) -- then it is closed and a
-new one started.  After a turn the agent arms an idle timer
+after a request timed out) or was started from another
+:class:`~codexmini.Launch` (a new model endpoint, other ``-c`` flags, another
+binary) -- then it is closed and a new one started, and ``prepare(client)``
+wires it (the agent's approvals and answer log) before it is used.  After a turn the agent arms an idle timer
 (``child_idle_s``); when it fires with nothing running, the child is closed in
 a *maintenance* task that the next :meth:`ensure` waits for, so a followup
 never races a shutdown.  A child that stopped answering is closed that way as
@@ -16,22 +17,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable, Callable, Optional, Set
+from typing import Callable, Optional, Set
 
-from ._client import AppServerClient
+from ._client import AppServerClient, Tap
+from ._launch import Launch
 
 log = logging.getLogger("codexmini.agent")
-
-Starter = Callable[[], Awaitable[AppServerClient]]
 
 
 class ChildSupervisor:
     """Starts, reuses, replaces and idles out the agent's codex child."""
 
-    def __init__(self, idle_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        idle_s: float = 0.0,
+        *,
+        tap: Optional[Tap] = None,
+        prepare: Optional[Callable[[AppServerClient], None]] = None,
+    ) -> None:
         self.idle_s = idle_s
+        self.tap = tap
+        self.prepare = prepare
         self.client: Optional[AppServerClient] = None
-        self.key: Any = None
+        #: What the running client was started from.
+        self.launch: Optional[Launch] = None
         self.restarts = 0
         self._idle_timer: Optional[asyncio.TimerHandle] = None
         self._maintenance: Optional["asyncio.Task[None]"] = None
@@ -42,19 +51,21 @@ class ChildSupervisor:
         """An idle shutdown is under way."""
         return self._maintenance is not None
 
-    async def ensure(self, key: Any, start: Starter) -> AppServerClient:
-        """A usable client for ``key``, started with ``start()`` if needed."""
+    async def ensure(self, launch: Launch) -> AppServerClient:
+        """A usable client started from ``launch``, started now if needed."""
         self.cancel_idle()
         await self.wait_maintenance()
         client = self.client
-        if client is not None and (not client.healthy or key != self.key):
+        if client is not None and (not client.healthy or launch != self.launch):
             if not client.closed:
                 log.info("replacing the codex app-server (%s)", "unhealthy" if not client.healthy else "new config")
             self.restarts += 1
             await self.close()
         if self.client is None:
-            self.client = await start()
-            self.key = key
+            client = await AppServerClient.start(launch, tap=self.tap)
+            if self.prepare is not None:
+                self.prepare(client)
+            self.client, self.launch = client, launch
         return self.client
 
     def abort_maintenance(self) -> None:
@@ -115,4 +126,4 @@ class ChildSupervisor:
             self._closing.discard(left)
 
 
-__all__ = ["ChildSupervisor", "Starter"]
+__all__ = ["ChildSupervisor"]

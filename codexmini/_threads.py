@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -44,10 +45,11 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     Union,
 )
 
-from ._client import AppServerClient, Subscription
+from ._client import AppServerClient
 from ._errors import (
     CodexminiError,
     CodexTimeout,
@@ -60,12 +62,14 @@ from ._errors import (
 )
 from ._events import AgentMessageDelta, Event, InvalidNotification, TurnCompleted, Usage
 from ._extras import pages
+from ._inputs import Input, InputItem, as_input
 from ._rpc import Notification
+from ._structured import OutputSchema, check_output_schema
+from ._subscriptions import Subscription
 from ._turnfold import TurnFold
 
 if TYPE_CHECKING:  # wire types of the pinned schema (codexmini.protocol): read through, for the checker
     from . import protocol
-    from ._run import RunResult
     from .protocol import (
         ReviewDelivery,
         ReviewStartResponse,
@@ -84,8 +88,8 @@ if TYPE_CHECKING:  # wire types of the pinned schema (codexmini.protocol): read 
 
 log = logging.getLogger("codexmini.thread")
 
-InputItem = Dict[str, Any]
-Input = Union[str, Sequence[Union[str, InputItem]]]
+#: Told of every event of a turn, in order, on the event loop's thread.
+EventListener = Callable[[Event], None]
 
 #: codex 0.149.1 (and older) drops turns with ``thread/rollback``; 0.171.0
 #: removed it (it answers "unknown variant") in favour of ``thread/revert``,
@@ -94,15 +98,6 @@ Input = Union[str, Sequence[Union[str, InputItem]]]
 #: ``historyMode`` says which one applies (fixtures ``rollback``).
 ROLLBACK = "thread/rollback"
 PAGINATED = "paginated"
-
-
-def text_input(text: str) -> InputItem:
-    return {"type": "text", "text": text}
-
-
-def image_input(path: str) -> InputItem:
-    """A local image codex opens itself (``localImage``: a path, not bytes)."""
-    return {"type": "localImage", "path": path}
 
 
 def _id_in(result: Any, key: str) -> Optional[str]:
@@ -119,13 +114,6 @@ def _id_of(result: Any, key: str, method: str) -> str:
     if ident is None:
         raise ProtocolError(f"{method} answered without a {key} id", 0, repr(result)[:120])
     return ident
-
-
-def as_input(value: Input) -> List[InputItem]:
-    """Normalise ``"text"`` or a list of strings and input items."""
-    if isinstance(value, str):
-        return [text_input(value)]
-    return [text_input(v) if isinstance(v, str) else dict(v) for v in value]
 
 
 def _options(
@@ -286,22 +274,42 @@ class Thread:
         params: Optional[Mapping[str, Any]] = None,
         idle_timeout: Optional[float] = None,
         interrupt_grace: float = 5.0,
-        on_event: Optional[Callable[[Event], None]] = None,
+        on_event: Optional[EventListener] = None,
     ) -> "RunResult":
-        """Run one turn to its end: its :class:`~codexmini.RunResult` (see
-        :func:`codexmini.run`; ``output_schema`` applies to this turn only)."""
-        from ._run import check_output_schema, run_turn  # _run builds on this module
+        """Run one turn to its end and return its :class:`RunResult`.
 
-        schema = check_output_schema(output_schema)
-        return await run_turn(
-            self,
-            input,
-            output_schema=schema,
-            params=params,
-            idle_timeout=idle_timeout,
-            interrupt_grace=interrupt_grace,
-            on_event=on_event,
-        )
+        ``output_schema`` (this turn only) asks for a structured answer: a
+        *completed* turn's final answer must parse as JSON the schema accepts
+        (:attr:`RunResult.value`), else :class:`~codexmini.OutputValidationError`
+        is raised, carrying the raw text and the result; the schema is checked
+        before anything is sent.  ``params`` adds raw ``turn/start`` fields,
+        ``on_event`` sees each event as it arrives and ``idle_timeout`` bounds
+        the silence between two.  Cancelling the caller interrupts the turn."""
+        return await self._run(input, check_output_schema(output_schema), params, idle_timeout, interrupt_grace, on_event)
+
+    async def _run(
+        self,
+        input: Input,
+        schema: Optional[OutputSchema],
+        params: Optional[Mapping[str, Any]],
+        idle_timeout: Optional[float],
+        interrupt_grace: float,
+        on_event: Optional[EventListener],
+    ) -> "RunResult":
+        request: Dict[str, Any] = dict(params or {})
+        if schema is not None:
+            request["outputSchema"] = schema.wire
+        turn = self.turn(input, params=request, idle_timeout=idle_timeout, interrupt_grace=interrupt_grace)
+        async with turn:
+            async for event in turn:  # pragma: no branch - Python 3.9 traces this loop's end as another arc
+                if on_event is not None:
+                    on_event(event)
+        completed = turn.completed
+        assert completed is not None  # iteration ends only after turn/completed, or raises
+        result = RunResult.of(self.id, completed)
+        if schema is None or not result.ok:
+            return result
+        return RunResult.of(self.id, completed, schema.parse(result.final_response, result))
 
     def review(
         self,
@@ -661,4 +669,58 @@ class Turn:
         return self.completed
 
 
-__all__ = ["Input", "InputItem", "Thread", "Turn", "as_input", "image_input", "text_input"]
+@dataclass(frozen=True)
+class RunResult:
+    """What one turn produced (:meth:`Thread.run`, :func:`codexmini.run`).
+
+    ``final_response``: the text of the turn's last completed agent message
+    (``None`` if it had none).  ``items``: every completed item, in order of
+    completion.  ``usage``: the tokens it used.  ``status``: ``completed``,
+    ``interrupted`` or ``failed``, and ``error`` the wire's ``TurnError`` of
+    a failed one.  ``thread_id`` and ``turn_id``: where it ran
+    (``thread/resume`` continues the conversation on a client that still has
+    the thread).  ``value``: the parsed structured answer of a completed turn
+    run with an ``output_schema``, else ``None``."""
+
+    final_response: Optional[str]
+    items: Tuple[Mapping[str, Any], ...]
+    usage: Usage
+    status: str
+    error: Optional[Mapping[str, Any]]
+    thread_id: str
+    turn_id: str
+    value: Any = None
+
+    @property
+    def ok(self) -> bool:
+        """The turn completed (neither failed nor interrupted)."""
+        return self.status == "completed"
+
+    @property
+    def error_message(self) -> str:
+        """The turn error's message ("" without one)."""
+        return str((self.error or {}).get("message") or "")
+
+    @classmethod
+    def of(cls, thread_id: str, completed: TurnCompleted, value: Any = None) -> "RunResult":
+        return cls(
+            final_response=final_response(completed.items),
+            items=completed.items,
+            usage=completed.usage,
+            status=completed.status,
+            error=completed.error,
+            thread_id=thread_id,
+            turn_id=completed.turn_id,
+            value=value,
+        )
+
+
+def final_response(items: Sequence[Mapping[str, Any]]) -> Optional[str]:
+    """The text of the last ``agentMessage`` among ``items`` (``None`` if none)."""
+    for item in reversed(items):
+        if item.get("type") == "agentMessage":
+            return str(item.get("text") or "")
+    return None
+
+
+__all__ = ["EventListener", "RunResult", "Thread", "Turn", "final_response"]

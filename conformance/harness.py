@@ -47,7 +47,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from codexmini import CODEX_VERSION, Agent, AgentConfig, ModelEndpoint, __version__
+from codexmini import CODEX_VERSION, Agent, AgentConfig, Launch, ModelEndpoint, Timeouts, __version__
 from codexmini._client import AppServerClient
 from codexmini._events import Event
 from codexmini._permission import ApprovalRequest, Reply
@@ -189,18 +189,9 @@ class Run:
         the n-th one started is codex process n of the recording (``options``
         go to :meth:`AppServerClient.start`)."""
         cfg = self.config
-        config = (cfg.endpoint.config() if cfg.endpoint else []) + list(cfg.config)
-        env = dict(cfg.env)
-        env.update(cfg.endpoint.env() if cfg.endpoint else {})
-        env["CODEX_HOME"] = cfg.codex_home or ""
         client = await AppServerClient.start(
-            codex_bin=cfg.codex_bin,
-            config=config,
-            env=env,
-            cwd=cfg.cwd,
-            launcher=cfg.launcher,
+            cfg.launch.for_workspace(cfg.cwd),
             tap=functools.partial(self.record, len(self.clients)),
-            handler_timeout=cfg.handler_timeout,
             **options,
         )
         self.clients.append(client)
@@ -364,20 +355,22 @@ async def execute(
             mode,
             paths,
             AgentConfig(
+                launch=Launch(
+                    codex_bin=codex_bin,
+                    config=paths.substitute(list(scenario.config)),
+                    env=env,
+                    endpoint=endpoint,
+                    codex_home=paths.home,
+                    launcher=launcher,
+                    timeouts=Timeouts(handler=scenario.handler_timeout),
+                ),
                 cwd=paths.ws,
                 model=scenario.model,
-                codex_bin=codex_bin,
-                config=paths.substitute(list(scenario.config)),
-                env=env,
                 sandbox=scenario.sandbox,
                 approval_policy=scenario.approval_policy,
-                endpoint=endpoint,
-                codex_home=paths.home,
-                handler_timeout=scenario.handler_timeout,
-                launcher=launcher,
             ),
         )
-        run.config.tap = run.tap
+        run.config = dataclasses.replace(run.config, tap=run.tap)
         try:
             argv = await _drive(run)
         finally:

@@ -52,11 +52,10 @@ from codexmini._events import (
 )
 from codexmini._permission import ApprovalRequest, Reply
 from codexmini._prompt import derive_messages, serialize
-from codexmini._run import final_response
 from codexmini._structured import OutputSchema
-from codexmini._threads import Thread
+from codexmini._threads import Thread, final_response
 
-from .harness import DEADLINE, Run, ScenarioResult, Scenario
+from .harness import DEADLINE, Run, Scenario, ScenarioResult
 from .versions import ByVersion
 
 #: A model slug for which codex offers apply_patch (as a custom tool, §3.6).

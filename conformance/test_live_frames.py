@@ -23,7 +23,8 @@ import tempfile
 
 import pytest
 
-from codexmini._client import ALL, AppServerClient
+from codexmini import AppServerClient, Launch
+from codexmini._subscriptions import ALL
 from conformance.schema import SchemaBundle, fixture_versions, known_undeclared, validate_transcript
 from conformance.versions import live_codex
 
@@ -43,14 +44,16 @@ def _scratch_parent() -> str:
 async def _thread_start(home: str, workspace: str, tap) -> None:
     base_url = f"http://127.0.0.1:{_unused_port()}/v1"
     client = await AppServerClient.start(
-        config=[
-            'model_provider="codexmini"',
-            'model_providers.codexmini={name="codexmini",base_url="%s",wire_api="responses",env_key="CODEXMINI_API_KEY"}'
-            % base_url,
-            'model="gpt-fake"',
-        ],
-        env={"CODEX_HOME": home, "CODEXMINI_API_KEY": "sk-unused"},
-        cwd=workspace,
+        Launch(
+            config=[
+                'model_provider="codexmini"',
+                'model_providers.codexmini={name="codexmini",base_url="%s",wire_api="responses",env_key="CODEXMINI_API_KEY"}'
+                % base_url,
+                'model="gpt-fake"',
+            ],
+            env={"CODEX_HOME": home, "CODEXMINI_API_KEY": "sk-unused"},
+            cwd=workspace,
+        ),
         tap=tap,
     )
     try:

@@ -400,7 +400,7 @@ INNER_TESTS = textwrap.dedent(
     """
     import asyncio
     import pytest
-    from codexmini import AppServerClient
+    from codexmini import AppServerClient, Launch
     from codexmini.testing import FakeAppServer
 
     async def fake(server):
@@ -412,7 +412,7 @@ INNER_TESTS = textwrap.dedent(
 
     def exchange(cursor):
         async def main():
-            client = await AppServerClient.start(launcher=FakeAppServer(fake).launch)
+            client = await AppServerClient.start(Launch(launcher=FakeAppServer(fake).launch))
             try:
                 return await client.request("thread/loaded/list", {"cursor": cursor})
             finally:
@@ -486,8 +486,8 @@ def test_plugin_refuses_to_run_without_jsonschema(pytester):
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=str(pytester.path),
         env={**os.environ, "PYTHONPATH": ROOT},
+        cwd=str(pytester.path),
         capture_output=True,
         text=True,
         timeout=120,

@@ -32,7 +32,7 @@ from codexmini._errors import RequestTimeout, RpcError, ThreadNotFound, UsageLim
 from codexmini._events import RateLimitsUpdated, TurnCompleted
 from codexmini._threads import Thread
 
-from .harness import Run, ScenarioResult, Scenario
+from .harness import Run, Scenario, ScenarioResult
 from .scenarios import answer, message
 from .versions import ByVersion
 

@@ -2,7 +2,7 @@
 
 Each behaviour is ``async def name(server) -> exit status`` for
 :class:`codexmini.testing.FakeAppServer`: the same function runs in memory
-(``AppServerClient.start(launcher=FakeAppServer(name).launch)``) or, named
+(``AppServerClient.start(Launch(launcher=FakeAppServer(name).launch))``) or, named
 ``"behaviours:name"``, as a child process over real pipes
 (``FakeAppServer("behaviours:name").executable(dir)``, see
 :func:`tests.fake_client.codex_bin`).  Most run after :meth:`handshake`; the

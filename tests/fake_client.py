@@ -5,20 +5,48 @@ child process over real pipes (:func:`spawned`) -- and process checks."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Dict
 
+from codexmini import AgentConfig, Launch
 from codexmini._client import AppServerClient, Subscription
 from codexmini.testing import FakeAppServer
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
+_LAUNCH_FIELDS = frozenset(f.name for f in dataclasses.fields(Launch))
+
+
+def _start(launch: Dict[str, Any], options: Dict[str, Any]) -> Any:
+    """``AppServerClient.start`` with ``options`` shared out: the Launch's
+    fields (``timeouts=``, ``limits=``, ``env=`` …) to the launch, the rest
+    (``initialize=``, ``tap=`` …) to the call."""
+    launch.update((k, v) for k, v in options.items() if k in _LAUNCH_FIELDS)
+    return AppServerClient.start(Launch(**launch), **{k: v for k, v in options.items() if k not in _LAUNCH_FIELDS})
+
+
+def agent_config(**options: Any) -> AgentConfig:
+    """An AgentConfig from one flat set of options: the Launch's fields (but
+    ``cwd``, the agent's workspace) go to its ``launch`` (merged into one given
+    as ``launch=``), the rest to it."""
+    base = options.pop("launch", Launch())
+    launch = {f.name: getattr(base, f.name) for f in dataclasses.fields(Launch)}
+    launch.update((k, options.pop(k)) for k in list(options) if k in _LAUNCH_FIELDS and k != "cwd")
+    return AgentConfig(launch=Launch(**launch), **options)
+
+
+def reconfigured(base: AgentConfig, **launch: Any) -> AgentConfig:
+    """``base`` with its launch's fields ``launch`` changed."""
+    return dataclasses.replace(base, launch=dataclasses.replace(base.launch, **launch))
+
+
 async def started(behaviour: Any, **options: Any) -> AppServerClient:
     """An initialized client on an in-memory fake playing ``behaviour``
     (a behaviour of tests/behaviours.py, or any other)."""
-    return await AppServerClient.start(launcher=FakeAppServer(behaviour).launch, **options)
+    return await _start({"launcher": FakeAppServer(behaviour).launch}, options)
 
 
 def codex_bin(directory: Any, behaviour: str) -> str:
@@ -29,7 +57,7 @@ def codex_bin(directory: Any, behaviour: str) -> str:
 
 async def spawned(directory: Any, behaviour: str, **options: Any) -> AppServerClient:
     """An initialized client on a fake codex *process* playing ``behaviour``."""
-    return await AppServerClient.start(codex_bin=codex_bin(directory, behaviour), **options)
+    return await _start({"codex_bin": codex_bin(directory, behaviour)}, options)
 
 
 async def reported(sub: Subscription) -> Any:

@@ -17,10 +17,11 @@ import shutil
 import tempfile
 from typing import Any, Dict, List, Mapping
 
-from codexmini import ModelEndpoint
+from codexmini import Launch, ModelEndpoint
 from codexmini._binary import find_codex
-from codexmini._client import Transport, launch_process
 from codexmini._errors import BinaryNotFound
+from codexmini._process import ChildProcess
+from codexmini._transport import Transport
 from codexmini.testing.codex_like import USAGE_1, CodexLike, agent_message
 from codexmini.testing.scripted_model import ScriptedModel
 
@@ -85,19 +86,20 @@ class Live:
         self.model = ScriptedModel(dict(script)).start()
         self.pids: List[int] = []
 
-    def options(self) -> Dict[str, Any]:
-        """Process options for run() / sync.Client: endpoint, CODEX_HOME, HOME, a launcher that keeps the pid."""
-        return dict(
+    @property
+    def launch(self) -> Launch:
+        """The process for run() / sync.Client: endpoint, CODEX_HOME, HOME, a launcher that keeps the pid."""
+        return Launch(
             cwd=self.ws,
             endpoint=ModelEndpoint(self.model.url, "sk-test"),
             codex_home=self.home,
             env={"HOME": self.root},
-            launcher=self.launch,
+            launcher=self.spawn,
         )
 
-    async def launch(self, argv: Any, env: Any, cwd: Any) -> Transport:
+    async def spawn(self, argv: Any, env: Any, cwd: Any) -> Transport:
         # With a launcher the client looks no binary up: argv[0] is "codex".
-        transport = await launch_process([find_codex().path, *argv[1:]], env, cwd)
+        transport = await ChildProcess.spawn([find_codex().path, *argv[1:]], env, cwd)
         assert transport.pid is not None
         self.pids.append(transport.pid)
         return transport

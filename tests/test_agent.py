@@ -26,8 +26,9 @@ from typing import Any, Callable, Dict, List, Optional, cast
 
 import pytest
 import thread_behaviours as tb
+from fake_client import agent_config, reconfigured
 
-from codexmini import Agent, AgentConfig, Blocked, ModelEndpoint
+from codexmini import Agent, AgentConfig, Blocked, Launch, ModelEndpoint
 from codexmini import _agent as agent_mod
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError
@@ -111,7 +112,7 @@ class Setup:
     def config(self, **overrides: Any) -> AgentConfig:
         options = self.options()
         options.update(overrides)
-        return AgentConfig(**options)
+        return agent_config(**options)
 
     def agent(self, **kwargs: Any) -> Agent:
         config = kwargs.pop("config", None) or self.config()
@@ -243,11 +244,11 @@ def test_agent_model_endpoint_flags_and_env():
 def test_agent_config_refuses_invalid_pins_when_built(options, message):
     # A ConfigError up front, not an agent/error mid-turn (issue 9 item 5).
     with pytest.raises(ConfigError, match=message):
-        AgentConfig(cwd="/var/tmp", **options)
+        agent_config(cwd="/var/tmp", **options)
 
 
 def test_agent_config_accepts_valid_pins():
-    config = AgentConfig(cwd="/var/tmp", sandbox="read-only", approval_policy="never", config=["a=1"])
+    config = AgentConfig(launch=Launch(config=["a=1"]), cwd="/var/tmp", sandbox="read-only", approval_policy="never")
     assert (config.sandbox, config.approval_policy) == ("read-only", "never")
 
 
@@ -710,11 +711,11 @@ def test_agent_reuses_the_child_and_restarts_it_when_the_config_changes(offline)
             assert agent._client is first  # the compat name
             await agent.run("two")
             assert agent.child.client is first  # reused across turns
-            agent.config.endpoint = ModelEndpoint("http://127.0.0.1:9/v2", "sk-two")
+            agent.config = reconfigured(agent.config, endpoint=ModelEndpoint("http://127.0.0.1:9/v2", "sk-two"))
             await agent.run("three")
             second = agent.child.client
             assert second is not first and first.closed  # restarted for the new endpoint
-            agent.config.config = ['model_reasoning_effort="low"']
+            agent.config = reconfigured(agent.config, config=['model_reasoning_effort="low"'])
             await agent.run("four")
             assert agent.child.client is not second and second.closed  # and for new -c flags
             assert agent.child.restarts == 2
@@ -1209,7 +1210,7 @@ def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_when_idle
             await agent.run("two")
             assert agent.child.client is first  # reused across turns
             with ScriptedModel({"rules": [], "default": reply("other")}) as other:
-                agent.config.endpoint = ModelEndpoint(other.url, "sk-other")
+                agent.config = reconfigured(agent.config, endpoint=ModelEndpoint(other.url, "sk-other"))
                 await agent.run("three")
                 assert agent.child.client is not first and first.closed  # restarted for the new endpoint
                 assert other.requests
@@ -1221,7 +1222,7 @@ def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_when_idle
             await agent.wait_idle()
             assert agent.child.client is None and second.closed and second.returncode is not None
             assert agent.phase == agent_mod.IDLE
-            agent.config.endpoint = ModelEndpoint(s.model.url, "sk-test")
+            agent.config = reconfigured(agent.config, endpoint=ModelEndpoint(s.model.url, "sk-test"))
             await agent.run("four")  # a fresh child on demand
 
     run(main())

@@ -105,7 +105,7 @@ def test_find_codex_explicit_beats_env_local_and_path(tmp_path, package_home):
     from_env = executable(tmp_path / "env" / "codex")
     on_path = executable(tmp_path / "bin" / "codex")
     env = {ENV_VAR: str(from_env), "PATH": str(on_path.parent)}
-    assert find_codex(str(explicit), env=env, cwd=str(project)) == CodexBinary(str(explicit), "explicit")
+    assert find_codex(str(explicit), env=env, search_from=str(project)) == CodexBinary(str(explicit), "explicit")
 
 
 def test_find_codex_env_beats_local_and_path(tmp_path, package_home):
@@ -113,19 +113,19 @@ def test_find_codex_env_beats_local_and_path(tmp_path, package_home):
     from_env = executable(tmp_path / "env" / "codex")
     on_path = executable(tmp_path / "bin" / "codex")
     env = {ENV_VAR: str(from_env), "PATH": str(on_path.parent)}
-    assert find_codex(env=env, cwd=str(project)) == CodexBinary(str(from_env), "env")
+    assert find_codex(env=env, search_from=str(project)) == CodexBinary(str(from_env), "env")
 
 
 def test_find_codex_empty_env_var_is_ignored(tmp_path, package_home):
     project = npm_install(tmp_path / "project" / ".codex").parent
-    found = find_codex(env={ENV_VAR: "", "PATH": ""}, cwd=str(project))
+    found = find_codex(env={ENV_VAR: "", "PATH": ""}, search_from=str(project))
     assert found.source == "local"
 
 
 def test_find_codex_local_beats_path(tmp_path, package_home):
     project = npm_install(tmp_path / "project" / ".codex").parent
     on_path = executable(tmp_path / "bin" / "codex")
-    found = find_codex(env={"PATH": str(on_path.parent)}, cwd=str(project))
+    found = find_codex(env={"PATH": str(on_path.parent)}, search_from=str(project))
     assert found == CodexBinary(str(project / ".codex" / NATIVE), "local")
 
 
@@ -133,19 +133,19 @@ def test_find_codex_local_found_from_a_parent_directory(tmp_path, package_home):
     project = npm_install(tmp_path / "project" / ".codex").parent
     deep = project / "src" / "pkg" / "sub"
     deep.mkdir(parents=True)
-    found = find_codex(env={"PATH": ""}, cwd=str(deep))
+    found = find_codex(env={"PATH": ""}, search_from=str(deep))
     assert found == CodexBinary(str(project / ".codex" / NATIVE), "local")
 
 
 def test_find_codex_nearest_local_install_wins(tmp_path, package_home):
     outer = npm_install(tmp_path / "outer" / ".codex").parent
     inner = npm_install(outer / "inner" / ".codex").parent
-    assert find_codex(env={"PATH": ""}, cwd=str(inner)).path == str(inner / ".codex" / NATIVE)
+    assert find_codex(env={"PATH": ""}, search_from=str(inner)).path == str(inner / ".codex" / NATIVE)
 
 
 def test_find_codex_local_install_next_to_the_package(bare, package_home, empty_path):
     npm_install(package_home / ".codex")
-    found = find_codex(env={"PATH": empty_path}, cwd=str(bare))
+    found = find_codex(env={"PATH": empty_path}, search_from=str(bare))
     assert found == CodexBinary(str(package_home / ".codex" / NATIVE), "local")
 
 
@@ -154,12 +154,14 @@ def test_find_codex_dot_codex_without_install_is_skipped(tmp_path, bare, package
     # npm install must not stop the search.
     (bare / ".codex").mkdir()
     on_path = executable(tmp_path / "bin" / "codex")
-    assert find_codex(env={"PATH": str(on_path.parent)}, cwd=str(bare)) == CodexBinary(str(on_path), "path")
+    assert find_codex(env={"PATH": str(on_path.parent)}, search_from=str(bare)) == CodexBinary(str(on_path), "path")
 
 
 def test_find_codex_path_used_last(tmp_path, bare):
     on_path = executable(tmp_path / "bin" / "codex")
-    found = find_codex(env={"PATH": os.pathsep.join([str(tmp_path / "nothing"), str(on_path.parent)])}, cwd=str(bare))
+    found = find_codex(
+        env={"PATH": os.pathsep.join([str(tmp_path / "nothing"), str(on_path.parent)])}, search_from=str(bare)
+    )
     assert found == CodexBinary(str(on_path), "path")
 
 
@@ -178,7 +180,7 @@ def test_find_codex_relative_explicit_path_is_made_absolute(tmp_path, package_ho
     elsewhere = tmp_path / "workspace"
     elsewhere.mkdir()
     monkeypatch.chdir(tmp_path)
-    found = find_codex(os.path.join("bin", "codex"), env={"PATH": ""}, cwd=str(elsewhere))
+    found = find_codex(os.path.join("bin", "codex"), env={"PATH": ""}, search_from=str(elsewhere))
     assert found.path == str(tmp_path / "bin" / "codex")
 
 
@@ -192,7 +194,7 @@ def test_native_in_npm_root_prefers_native_over_launcher(tmp_path):
 
 def test_native_in_npm_root_launcher_when_no_native(tmp_path, package_home):
     project = npm_install(tmp_path / "project" / ".codex", native=False).parent
-    found = find_codex(env={"PATH": ""}, cwd=str(project))
+    found = find_codex(env={"PATH": ""}, search_from=str(project))
     assert found == CodexBinary(str(project / ".codex" / "node_modules" / ".bin" / "codex"), "local")
 
 
@@ -231,7 +233,7 @@ def test_find_codex_path_launcher_symlink_resolves_to_native(tmp_path, bare, lay
     link = prefix / "bin" / "codex"
     link.parent.mkdir(parents=True)
     link.symlink_to(os.path.relpath(js, link.parent))
-    found = find_codex(env={"PATH": str(link.parent)}, cwd=str(bare))
+    found = find_codex(env={"PATH": str(link.parent)}, search_from=str(bare))
     assert found == CodexBinary(str(native), "path")
 
 
@@ -240,13 +242,13 @@ def test_find_codex_path_launcher_without_native_stays_launcher(tmp_path, bare):
     # the only candidate is the launcher itself.
     root = npm_install(tmp_path / "elsewhere" / ".codex", native=False)
     bin_dir = root / "node_modules" / ".bin"
-    assert find_codex(env={"PATH": str(bin_dir)}, cwd=str(bare)) == CodexBinary(str(bin_dir / "codex"), "path")
+    assert find_codex(env={"PATH": str(bin_dir)}, search_from=str(bare)) == CodexBinary(str(bin_dir / "codex"), "path")
 
 
 def test_find_codex_path_project_bin_dir_resolves_to_native(tmp_path, bare):
     root = npm_install(tmp_path / "elsewhere" / ".codex")
     bin_dir = root / "node_modules" / ".bin"
-    assert find_codex(env={"PATH": str(bin_dir)}, cwd=str(bare)) == CodexBinary(str(root / NATIVE), "path")
+    assert find_codex(env={"PATH": str(bin_dir)}, search_from=str(bare)) == CodexBinary(str(root / NATIVE), "path")
 
 
 # -- nothing usable ----------------------------------------------------------
@@ -264,7 +266,7 @@ def test_find_codex_non_executable_explicit_raises_with_hint(tmp_path, package_h
     plain = tmp_path / "codex"
     plain.write_text(FAKE_CODEX)  # no x bit
     with pytest.raises(BinaryNotFound) as info:
-        find_codex(str(plain), env={"PATH": ""}, cwd=str(project))
+        find_codex(str(plain), env={"PATH": ""}, search_from=str(project))
     assert str(plain) in str(info.value) and "(explicit)" in str(info.value)
     assert_install_hint(str(info.value))
 
@@ -277,21 +279,21 @@ def test_find_codex_bad_env_var_raises_instead_of_falling_back(tmp_path, package
     if what == "directory":
         bad.mkdir()
     with pytest.raises(BinaryNotFound) as info:
-        find_codex(env={ENV_VAR: str(bad), "PATH": ""}, cwd=str(project))
+        find_codex(env={ENV_VAR: str(bad), "PATH": ""}, search_from=str(project))
     assert "(env)" in str(info.value)
     assert_install_hint(str(info.value))
 
 
 def test_find_codex_nothing_anywhere_raises_with_hint(bare, empty_path):
     with pytest.raises(BinaryNotFound) as info:
-        find_codex(env={"PATH": empty_path}, cwd=str(bare))
+        find_codex(env={"PATH": empty_path}, search_from=str(bare))
     assert str(info.value).startswith("codex not found")
     assert_install_hint(str(info.value))
 
 
 def test_find_codex_no_path_variable_raises(bare):
     with pytest.raises(BinaryNotFound):
-        find_codex(env={}, cwd=str(bare))
+        find_codex(env={}, search_from=str(bare))
 
 
 # -- versions ----------------------------------------------------------------
@@ -423,7 +425,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 def test_find_codex_real_local_install_is_native():
     if not (PROJECT / ".codex" / "node_modules").is_dir():
         pytest.skip("no project-local codex install (run `make setup`)")
-    found = find_codex(env={"PATH": ""}, cwd=str(PROJECT))
+    found = find_codex(env={"PATH": ""}, search_from=str(PROJECT))
     assert found.source == "local"
     assert "/vendor/" in found.path and ".bin" not in found.path, found.path
     assert os.path.realpath(found.path).startswith(str(PROJECT / ".codex"))

@@ -316,7 +316,7 @@ def test_cli_version_without_a_binary(tmp_path):
         (["run", "x", "--api-key-env", "K"], "--api-key-env needs --provider-url"),
         (["run", "x", "--provider-url", "http://127.0.0.1:1/v1", "--api-key-env", "UNSET_VAR_FOR_TEST"], "is not set"),
         (["run", "x", "--provider-url", "ftp://nope"], "http(s) URL"),
-        (["run", "x", "-c", "novalue"], "expected KEY=VALUE"),
+        (["run", "x", "-c", "novalue"], "config items must be KEY=VALUE, not 'novalue'"),
     ],
 )
 def test_cli_usage_errors_in_process(argv, message):
@@ -721,7 +721,7 @@ def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch)
 
 def test_cli_config_items_reach_the_agent_config_in_order(tmp_path):
     args = cli.build_parser().parse_args(["run", "x", "--cwd", str(tmp_path), "-c", 'model="m"', "-c", "a.b=1"])
-    assert list(cli.agent_config(args, {}).config) == ['model="m"', "a.b=1"]
+    assert list(cli.agent_config(args, {}).launch.config) == ['model="m"', "a.b=1"]
 
 
 def test_render_an_abandoned_stream_is_marked_and_a_committed_one_is_not():

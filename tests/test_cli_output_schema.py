@@ -19,7 +19,7 @@ from typing import Any, Dict, List
 import pytest
 from run_support import HAVE_CODEX, SCHEMA, Echo, Live, message
 
-from codexmini import Agent, AgentConfig, SchemaError, SessionLog
+from codexmini import Agent, AgentConfig, Launch, SchemaError, SessionLog
 from codexmini import _cli as cli
 from codexmini.testing import FakeAppServer
 
@@ -47,7 +47,7 @@ def call(argv: List[str], env: Any = None) -> Any:
 def test_agent_output_schema_goes_with_every_codex_turn(tmp_path):
     fake = FakeAppServer(Echo)
     log = SessionLog.open(str(tmp_path / "s.jsonl"))
-    config = AgentConfig(cwd=str(tmp_path), launcher=fake.launch, output_schema=SCHEMA, skills=False)
+    config = AgentConfig(launch=Launch(launcher=fake.launch), cwd=str(tmp_path), output_schema=SCHEMA, skills=False)
 
     async def main() -> None:
         async with Agent(log, config) as agent:

@@ -24,8 +24,8 @@ import behaviours as b
 import pytest
 from fake_client import reported, run, started, until
 
+from codexmini import Launch, Limits, Timeouts, _rpc
 from codexmini import _client as client_mod
-from codexmini import _rpc
 from codexmini._client import ALL, GLOBAL, AppServerClient
 from codexmini._errors import ClientClosed, CodexTimeout, ProtocolError, RequestTimeout, RpcError
 from codexmini.testing import FakeAppServer, MemoryTransport
@@ -131,7 +131,7 @@ def test_client_request_timeout_then_the_late_answer_is_counted():
 def test_client_request_deadline_covers_a_write_the_server_does_not_read():
     async def main():
         fake = FakeAppServer(b.stop_reading)
-        client = await AppServerClient.start(launcher=fake.launch, close_timeout=1.0)
+        client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=1.0)))
         try:
             assert await until(lambda: not fake.server.reading)
             # More than a pipe holds: the write itself blocks, and the deadline ends it.
@@ -148,7 +148,7 @@ def test_client_request_deadline_covers_a_write_the_server_does_not_read():
 def test_client_request_without_params_and_start_without_initialize():
     async def main():
         fake = FakeAppServer(b.handshake_then_report)
-        client = await AppServerClient.start(launcher=fake.launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
         try:
             assert client.server_info == {}
             await asyncio.sleep(0)
@@ -200,7 +200,7 @@ def test_client_reads_a_16_mib_line():
 
 def test_client_skips_a_line_over_the_cap_and_keeps_reading(caplog):
     async def main():
-        client = await started(b.over_cap, max_frame_bytes=1024 * 1024)
+        client = await started(b.over_cap, limits=Limits(max_frame_bytes=1024 * 1024))
         sub = client.subscribe(THREAD)
         try:
             await client.request("thread/loaded/list", {})
@@ -400,7 +400,9 @@ def test_client_handler_result_error_and_deadline(behaviour, expected_by, caplog
 
     async def main():
         fake = FakeAppServer(b.approval)
-        client = await AppServerClient.start(launcher=fake.launch, initialize=False, handler_timeout=0.2)
+        client = await AppServerClient.start(
+            Launch(launcher=fake.launch, timeouts=Timeouts(handler=0.2)), initialize=False
+        )
         client.on_request(APPROVAL, handler)
         bys = []
         client.on_answer(lambda m, p, f, by: bys.append(by))
@@ -426,7 +428,7 @@ def test_client_handler_for_an_unknown_method_that_raises_gets_internal_error(ca
         raise RuntimeError("the caller's own handler broke")
 
     async def main():
-        client = await AppServerClient.start(launcher=FakeAppServer(b.unknown_request).launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.unknown_request).launch), initialize=False)
         client.on_request("fake/unknownRequest", handler)
         bys = []
         client.on_answer(lambda method, params, frame, by: bys.append((method, by)))
@@ -450,7 +452,7 @@ def test_client_on_request_none_removes_the_handler():
         return {"decision": "accept"}
 
     async def main():
-        client = await AppServerClient.start(launcher=FakeAppServer(b.approval).launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
         client.on_request(APPROVAL, handler)
         client.on_request(APPROVAL, None)
         client.on_request(APPROVAL, None)  # removing twice is harmless
@@ -481,7 +483,7 @@ def test_client_resolved_request_cancels_its_handler():
         nonlocal running
         running = asyncio.Event()
         fake = FakeAppServer(b.approval_resolved)
-        client = await AppServerClient.start(launcher=fake.launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
         client.on_request("item/fileChange/requestApproval", handler)
         answers = []
         client.on_answer(lambda *a: answers.append(a))
@@ -520,7 +522,7 @@ def test_client_handler_that_ignores_its_cancellation_is_not_answered_after_the_
         nonlocal running
         running = asyncio.Event()
         fake = FakeAppServer(b.approval_resolved)
-        client = await AppServerClient.start(launcher=fake.launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
         client.on_request("item/fileChange/requestApproval", handler)
         answers = []
         client.on_answer(lambda *a: answers.append(a))
@@ -552,7 +554,7 @@ def test_client_handler_ending_in_cancelled_error_gets_the_fail_closed_answer():
         nonlocal running
         running = asyncio.Event()
         fake = FakeAppServer(b.approval_resolved)
-        client = await AppServerClient.start(launcher=fake.launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
         client.on_request("item/fileChange/requestApproval", handler)
         answers = []
         client.on_answer(lambda *a: answers.append(a))
@@ -572,7 +574,7 @@ def test_client_handler_ending_in_cancelled_error_gets_the_fail_closed_answer():
 def test_client_server_request_repeated_with_the_same_id_is_answered_once():
     async def main():
         fake = FakeAppServer(b.approval_twice)
-        client = await AppServerClient.start(launcher=fake.launch)
+        client = await AppServerClient.start(Launch(launcher=fake.launch))
         answers = []
         client.on_answer(lambda m, p, f, by: answers.append(f))
         sub = client.subscribe(THREAD)
@@ -590,7 +592,7 @@ def test_client_server_request_repeated_with_the_same_id_is_answered_once():
 
 def test_client_on_answer_unregister():
     async def main():
-        client = await AppServerClient.start(launcher=FakeAppServer(b.approval).launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
         kept, removed = [], []
         client.on_answer(lambda *a: kept.append(a[3]))
         remove = client.on_answer(lambda *a: removed.append(a[3]))
@@ -613,7 +615,7 @@ def test_client_an_observer_that_raises_is_logged_and_not_fatal(caplog):
         raise ValueError("observer broke")
 
     async def main():
-        client = await AppServerClient.start(launcher=FakeAppServer(b.approval).launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
         later = []
         client.on_answer(broken)
         client.on_answer(lambda m, p, f, by: later.append(f))
@@ -648,7 +650,9 @@ def test_client_close_cancels_a_handler_still_in_flight():
         nonlocal running
         running = asyncio.Event()
         fake = FakeAppServer(b.approval_then_wait)
-        client = await AppServerClient.start(launcher=fake.launch, initialize=False, close_timeout=2.0)
+        client = await AppServerClient.start(
+            Launch(launcher=fake.launch, timeouts=Timeouts(close=2.0)), initialize=False
+        )
         client.on_request(APPROVAL, handler)
         answered = []
         client.on_answer(lambda *a: answered.append(a))
@@ -679,7 +683,7 @@ def test_client_a_handler_running_when_the_server_exits_is_cancelled():
         fake = FakeAppServer(b.approval_then_wait)
         nonlocal running
         running = asyncio.Event()
-        client = await AppServerClient.start(launcher=fake.launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
         client.on_request(APPROVAL, handler)
         await client.initialize()
         await asyncio.wait_for(running.wait(), 10)
@@ -695,7 +699,7 @@ def test_client_a_handler_running_when_the_server_exits_is_cancelled():
 def test_client_answer_read_after_close_failed_its_request_is_ignored(behaviour):
     async def main():
         fake = FakeAppServer(behaviour)
-        client = await AppServerClient.start(launcher=fake.launch, close_timeout=2.0)
+        client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=2.0)))
         assert await until(lambda: not fake.server.reading)
         # Bigger than a pipe: the write blocks (the fake reads nothing), so
         # close() fails the request while it is still being written.
@@ -736,7 +740,7 @@ def test_client_close_gives_up_on_a_child_that_survives_sigkill():
     async def main():
         nonlocal running
         running = asyncio.Event()
-        client = await AppServerClient.start(launcher=launch, initialize=False, close_timeout=0.05)
+        client = await AppServerClient.start(Launch(launcher=launch, timeouts=Timeouts(close=0.05)), initialize=False)
         client.SIGNAL_GRACES = ((signal.SIGTERM, 0.05), (signal.SIGKILL, 0.05))
         client.on_request(APPROVAL, handler)
         await client.initialize()
@@ -825,7 +829,7 @@ def test_client_a_frame_whose_handling_fails_is_counted_and_the_next_one_read(ca
 def test_client_close_twice_and_requests_after_close():
     async def main():
         fake = FakeAppServer(b.echo)
-        client = await AppServerClient.start(launcher=fake.launch)
+        client = await AppServerClient.start(Launch(launcher=fake.launch))
         await client.close()
         await client.close()
         assert client.closed and not client.healthy
@@ -844,7 +848,7 @@ def test_client_close_twice_and_requests_after_close():
 def test_client_close_fails_pending_requests_with_client_closed():
     async def main():
         fake = FakeAppServer(b.never_answer)
-        client = await AppServerClient.start(launcher=fake.launch)
+        client = await AppServerClient.start(Launch(launcher=fake.launch))
         pending = asyncio.ensure_future(client.request("thread/loaded/list", {}))
         assert await until(lambda: sent(fake, "thread/loaded/list"))
         await client.close()
@@ -872,7 +876,9 @@ def test_client_resolution_with_no_handler_running_only_routes_the_notification(
     # done-callback not yet run) or that has none in flight: nothing is
     # cancelled, the notification reaches its subscribers all the same.
     async def main():
-        async with await AppServerClient.start(launcher=FakeAppServer(b.lists).launch, initialize=False) as client:
+        async with await AppServerClient.start(
+            Launch(launcher=FakeAppServer(b.lists).launch), initialize=False
+        ) as client:
             sub = client.subscribe(GLOBAL)
             finished = asyncio.get_running_loop().create_task(asyncio.sleep(0))
             await finished

@@ -28,9 +28,9 @@ import behaviours as b
 import pytest
 from fake_client import alive, codex_bin, gone, reported, run, spawned, started, until
 
-from codexmini import __version__
+from codexmini import Launch, Timeouts, __version__
 from codexmini._binary import INSTALL_HINT
-from codexmini._client import AppServerClient, launch_process
+from codexmini._client import AppServerClient
 from codexmini._errors import BinaryNotFound, ClientClosed, ConfigError, ProcessExited, RpcError, TransportError
 from codexmini._process import ChildProcess
 from codexmini.testing.fake_appserver import INIT_RESULT
@@ -62,17 +62,19 @@ def test_client_start_spawns_codex_app_server_with_config_args_env_and_capabilit
 
     async def main():
         client = await AppServerClient.start(
-            codex_bin=codex,
-            config=['model="gpt-5.1-codex"', "features.web_search=false"],
-            args=["--extra-flag", "value"],
-            env={"CODEXMINI_FAKE_MARK": "yes"},
-            parent_env={"PATH": os.environ.get("PATH", ""), "OPENAI_API_KEY": "sk-not-passed"},
-            cwd=str(workdir),
+            Launch(
+                codex_bin=codex,
+                config=['model="gpt-5.1-codex"', "features.web_search=false"],
+                args=["--extra-flag", "value"],
+                env={"CODEXMINI_FAKE_MARK": "yes"},
+                parent_env={"PATH": os.environ.get("PATH", ""), "OPENAI_API_KEY": "sk-not-passed"},
+                cwd=str(workdir),
+                timeouts=Timeouts(close=2.0),
+            ),
             client_name="codexmini-test",
             experimental_api=False,
             opt_out_notifications=["thread/started", "item/agentMessage/delta"],
             tap=lambda direction, frame: out.append(frame) if direction == "out" else None,
-            close_timeout=2.0,
         )
         try:
             assert client.argv == [
@@ -123,7 +125,9 @@ def test_client_start_closes_the_child_when_initialize_fails(tmp_path):
 
     async def main():
         with pytest.raises(RpcError) as info:
-            await Recorded.start(codex_bin=codex, env={"FAKE_PID_FILE": str(pid_file)}, initialize_timeout=10)
+            await Recorded.start(
+                Launch(codex_bin=codex, env={"FAKE_PID_FILE": str(pid_file)}, timeouts=Timeouts(initialize=10))
+            )
         assert (info.value.code, info.value.message, info.value.method) == (
             -32600,
             "fake: initialize refused",
@@ -143,7 +147,7 @@ def test_client_start_closes_the_child_when_initialize_fails(tmp_path):
 def test_client_start_of_a_missing_codex_bin_raises_binary_not_found(tmp_path):
     async def main():
         with pytest.raises(BinaryNotFound, match="is not an executable file"):
-            await AppServerClient.start(codex_bin=str(tmp_path / "nope"))
+            await AppServerClient.start(Launch(codex_bin=str(tmp_path / "nope")))
 
     run(main())
 
@@ -161,7 +165,7 @@ def test_client_start_of_a_binary_that_cannot_run_raises_binary_not_found(tmp_pa
     async def main():
         # The default launcher, without find_codex's own check in front of it.
         with pytest.raises(BinaryNotFound) as info:
-            await AppServerClient.start(codex_bin=str(path), launcher=launch_process)
+            await AppServerClient.start(Launch(codex_bin=str(path), launcher=ChildProcess.spawn))
         assert repr(str(path)) in str(info.value)
         assert INSTALL_HINT in str(info.value)
         assert isinstance(info.value.__cause__, OSError)
@@ -172,7 +176,7 @@ def test_client_start_of_a_binary_that_cannot_run_raises_binary_not_found(tmp_pa
 def test_client_start_in_a_missing_working_directory_is_a_config_error(tmp_path):
     async def main():
         with pytest.raises(ConfigError, match="does not exist"):
-            await AppServerClient.start(codex_bin=codex_bin(tmp_path, "echo"), cwd=str(tmp_path / "nowhere"))
+            await AppServerClient.start(Launch(codex_bin=codex_bin(tmp_path, "echo"), cwd=str(tmp_path / "nowhere")))
 
     run(main())
 
@@ -182,7 +186,7 @@ def test_client_start_in_a_missing_working_directory_is_a_config_error(tmp_path)
 
 def test_client_child_exit_fails_pending_request_with_exit_code_and_stderr(via):
     async def main():
-        client = await via("exit_mid_request", request_timeout=60)
+        client = await via("exit_mid_request", timeouts=Timeouts(request=60))
         sub = client.subscribe(THREAD)
         with pytest.raises(ProcessExited) as info:
             await client.request("thread/loaded/list", {})
@@ -208,7 +212,7 @@ def test_client_child_exit_fails_pending_request_with_exit_code_and_stderr(via):
 
 def test_client_close_kills_a_child_that_ignores_stdin_close_and_sigterm(tmp_path):
     async def main():
-        client = await spawned(tmp_path, "ignore_stdin_close", close_timeout=0.2)
+        client = await spawned(tmp_path, "ignore_stdin_close", timeouts=Timeouts(close=0.2))
         pid = client.pid
         await client.close()
         assert await gone(pid)
@@ -268,7 +272,7 @@ def stderr_tail_of(lines: int):
 def test_client_stderr_drain_survives_long_lines_and_keeps_a_tail(tmp_path):
     async def main():
         codex = codex_bin(tmp_path, "stderr_flood")
-        client = await AppServerClient.start(codex_bin=codex, launcher=stderr_tail_of(5))
+        client = await AppServerClient.start(Launch(codex_bin=codex, launcher=stderr_tail_of(5)))
         try:
             assert await client.request("thread/loaded/list", {})
             await client.close()
@@ -313,7 +317,7 @@ def test_client_last_line_without_newline_is_delivered_then_exit_is_seen(via):
 
 def test_client_kills_a_child_that_closes_stdout_but_keeps_running(via):
     async def main():
-        client = await via("close_stdout_on_request", close_timeout=0.3, request_timeout=30)
+        client = await via("close_stdout_on_request", timeouts=Timeouts(close=0.3, request=30))
         pid = client.pid
         try:
             with pytest.raises(ProcessExited) as info:
@@ -352,7 +356,7 @@ def test_client_broken_stdin_fails_the_request_with_process_exited(tmp_path, cap
 
 def test_client_broken_stdin_without_an_exit_fails_the_request_after_the_close_timeout(via):
     async def main():
-        client = await via("close_stdin_and_linger", close_timeout=0.3)
+        client = await via("close_stdin_and_linger", timeouts=Timeouts(close=0.3))
         sub = client.subscribe(THREAD)
         try:
             assert (await sub.get(timeout=10))["params"]["delta"] == "stdin closed"
@@ -415,7 +419,7 @@ def test_client_answer_to_a_child_that_stopped_reading_is_dropped_quietly(via, c
     caplog.set_level(logging.INFO, logger="codexmini.client")
 
     async def main():
-        client = await via("close_stdin_then_approval", close_timeout=0.3)
+        client = await via("close_stdin_then_approval", timeouts=Timeouts(close=0.3))
         answered = []
         client.on_answer(lambda *a: answered.append(a))
         try:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from codexmini import Launch
 from codexmini import _environment as environment
 from codexmini._client import AppServerClient
 from codexmini._environment import (
@@ -217,8 +218,8 @@ def env_dumper(tmp_path: Path) -> Path:
     return script
 
 
-async def child_sees(codex: Path, **start) -> dict:
-    client = await AppServerClient.start(codex_bin=str(codex), cwd=str(codex.parent), **start)
+async def child_sees(codex: Path, **launch) -> dict:
+    client = await AppServerClient.start(Launch(codex_bin=str(codex), cwd=str(codex.parent), **launch))
     try:
         seen = json.loads(client.server_info["userAgent"])
     finally:

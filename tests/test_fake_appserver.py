@@ -20,6 +20,7 @@ import behaviours as b
 import pytest
 from fake_client import reported, run, started, until
 
+from codexmini import Launch, Timeouts
 from codexmini._client import AppServerClient
 from codexmini._errors import ConfigError, ProcessExited
 from codexmini.testing import FakeAppServer
@@ -66,7 +67,7 @@ def test_fake_error_exits_3_and_says_what_it_expected():
 
 def test_fake_recv_timeout_is_none_and_expect_then_fails():
     async def main_():
-        client = await AppServerClient.start(launcher=FakeAppServer(b.silent_client).launch, initialize=False)
+        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.silent_client).launch), initialize=False)
         await asyncio.wait_for(client.wait_closed(), 10)
         assert client.returncode == 3
         assert client.stderr_tail == "fake app-server: expected 'initialize' from the client, got None"
@@ -109,7 +110,7 @@ def test_fake_memory_transport_aclose_cancels_a_running_behaviour():
 def test_fake_stop_reading_drops_what_fits_in_the_pipe():
     async def main_():
         fake = FakeAppServer(b.stop_reading)
-        client = await AppServerClient.start(launcher=fake.launch, close_timeout=0.1)
+        client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=0.1)))
         try:
             assert await until(lambda: not fake.server.reading)
             await client.notify("initialized", {"unread": True})  # small: the "pipe" takes it
@@ -123,7 +124,7 @@ def test_fake_stop_reading_drops_what_fits_in_the_pipe():
 def test_fake_launch_imports_a_spec_and_instantiates_a_class_per_launch():
     async def main_():
         by_name = FakeAppServer("behaviours:echo")
-        client = await AppServerClient.start(launcher=by_name.launch)
+        client = await AppServerClient.start(Launch(launcher=by_name.launch))
         assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
         await client.close()
 
@@ -131,7 +132,7 @@ def test_fake_launch_imports_a_spec_and_instantiates_a_class_per_launch():
         fake = FakeAppServer(b.Numbered, "x", "y")
         reports = []
         for _ in range(2):
-            client = await AppServerClient.start(launcher=fake.launch)
+            client = await AppServerClient.start(Launch(launcher=fake.launch))
             reports.append(await reported(client.subscribe(b.THREAD)))
             await client.close()
         assert reports == [{"args": ["x", "y"], "instance": 1}, {"args": ["x", "y"], "instance": 2}]

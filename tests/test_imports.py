@@ -59,6 +59,10 @@ PURE = (
     "_extras",
     "_jsontext",
     "_version",
+    "_launch",
+    "_knobs",
+    "_inputs",
+    "_transport",
     # the protocol: typing only, so importing it never starts anything
     "protocol",
     "_generated.__init__",

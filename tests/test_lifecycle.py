@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import pytest
 
-from codexmini import NO_RETRY, RetryPolicy
+from codexmini import NO_RETRY, Launch, RetryPolicy
 from codexmini._client import AppServerClient
 from codexmini._errors import (
     ConfigError,
@@ -102,7 +102,7 @@ class Canned(CodexLike):
 
 
 async def client_for(fake: Canned, **options: Any) -> AppServerClient:
-    return await AppServerClient.start(launcher=FakeAppServer(fake).launch, **options)
+    return await AppServerClient.start(Launch(launcher=FakeAppServer(fake).launch), **options)
 
 
 class Sleeps:
@@ -536,7 +536,7 @@ def test_compact_without_a_turn_started_times_out() -> None:
 
 
 async def client_for_behaviour(behaviour: Any) -> AppServerClient:
-    return await AppServerClient.start(launcher=FakeAppServer(behaviour).launch)
+    return await AppServerClient.start(Launch(launcher=FakeAppServer(behaviour).launch))
 
 
 # -- rate limits and usage limits -----------------------------------------------------------

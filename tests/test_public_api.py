@@ -33,6 +33,10 @@ DOCUMENTED: List[str] = [
     "ModelEndpoint",
     "SessionLog",
     "read_log",
+    # how codex is started
+    "Launch",
+    "Timeouts",
+    "Limits",
     # the client, its threads and turns
     "AppServerClient",
     "Thread",

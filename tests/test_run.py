@@ -23,6 +23,7 @@ from codexmini import (
     AgentMessageDelta,
     AppServerClient,
     ConfigError,
+    Launch,
     ModelEndpoint,
     OutputValidationError,
     RpcError,
@@ -33,7 +34,7 @@ from codexmini import (
     run,
 )
 from codexmini._permission import Reply
-from codexmini._run import final_response
+from codexmini._threads import final_response
 from codexmini.testing import FakeAppServer
 from codexmini.testing.codex_like import THREAD, TURN, TURN_ERROR
 
@@ -70,7 +71,7 @@ class Fake:
 def test_run_returns_the_final_answer_items_usage_and_ids():
     fake = Fake(Echo)
     events: List[Any] = []
-    result = go(run("Hello there", launcher=fake.launch, on_event=events.append))
+    result = go(run("Hello there", launch=Launch(launcher=fake.launch), on_event=events.append))
     assert result == RunResult(
         final_response="Hello there",
         items=result.items,
@@ -97,7 +98,7 @@ def test_run_passes_thread_options_and_raw_params():
     go(
         run(
             "hi",
-            launcher=fake.launch,
+            launch=Launch(launcher=fake.launch),
             cwd="/var/tmp",
             model="gpt-fake",
             sandbox="read-only",
@@ -118,12 +119,14 @@ def test_run_starts_the_process_with_endpoint_config_env_and_codex_home():
     go(
         run(
             "hi",
-            launcher=fake.launch,
-            endpoint=endpoint,
-            config=["model_reasoning_effort=low"],
-            env={"EXTRA": "1"},
-            codex_home="/var/tmp/run-home",
-            codex_bin="codex-x",
+            launch=Launch(
+                launcher=fake.launch,
+                endpoint=endpoint,
+                config=["model_reasoning_effort=low"],
+                env={"EXTRA": "1"},
+                codex_home="/var/tmp/run-home",
+                codex_bin="codex-x",
+            ),
         )
     )
     server = fake.fake.server
@@ -139,7 +142,7 @@ def test_run_starts_the_process_with_endpoint_config_env_and_codex_home():
 
 def test_run_with_an_output_schema_parses_and_validates_the_answer():
     fake = Fake(Echo)
-    result = go(run(ANSWER, launcher=fake.launch, output_schema=SCHEMA))
+    result = go(run(ANSWER, launch=Launch(launcher=fake.launch), output_schema=SCHEMA))
     assert result.value == {"answer": 42, "why": "six times seven"} and result.final_response == ANSWER
     assert fake.sent("turn/start")[0]["outputSchema"] == SCHEMA
 
@@ -160,7 +163,7 @@ def test_run_with_an_output_schema_parses_and_validates_the_answer():
 def test_run_answer_breaking_the_schema_is_a_typed_error_and_the_process_is_closed(prompt, text, reason):
     fake = Fake(Echo)
     with pytest.raises(OutputValidationError) as caught:
-        go(run(prompt, launcher=fake.launch, output_schema=SCHEMA))
+        go(run(prompt, launch=Launch(launcher=fake.launch), output_schema=SCHEMA))
     error = caught.value
     assert error.text == text
     if reason is not None:
@@ -172,7 +175,7 @@ def test_run_answer_breaking_the_schema_is_a_typed_error_and_the_process_is_clos
 
 def test_run_failed_turn_is_an_outcome_not_an_output_error():
     fake = Fake(tb.Failed, "with-error")
-    result = go(run("hi", launcher=fake.launch, output_schema=SCHEMA))
+    result = go(run("hi", launch=Launch(launcher=fake.launch), output_schema=SCHEMA))
     assert (result.status, result.error, result.value, result.ok) == ("failed", TURN_ERROR, None, False)
     assert result.error_message == TURN_ERROR["message"] and result.final_response is None
 
@@ -183,11 +186,10 @@ def test_run_invalid_options_are_refused_before_anything_starts():
         (SchemaError, dict(output_schema={"type": "object", "multipleOf": 2})),
         (ConfigError, dict(sandbox="sometimes")),
         (ConfigError, dict(approval_policy="always")),
-        (ConfigError, dict(config=["no-equals"])),
     ]
     for error, options in cases:
         with pytest.raises(error):
-            go(run("hi", launcher=fake.launch, **options))
+            go(run("hi", launch=Launch(launcher=fake.launch), **options))
     assert fake.transports == []
 
 
@@ -195,13 +197,18 @@ def test_run_on_a_given_client_leaves_it_open_and_refuses_process_options():
     fake = Fake(Echo)
 
     async def main() -> None:
-        async with await AppServerClient.start(launcher=fake.launch) as client:
+        async with await AppServerClient.start(Launch(launcher=fake.launch)) as client:
             first = await run("one", client=client)
             second = await run("two", client=client, model="gpt-fake")
             assert (first.final_response, second.final_response) == ("one", "two")
             assert not client.closed
-            with pytest.raises(ConfigError, match="^endpoint, config, approvals: options of a process"):
-                await run("x", client=client, endpoint=ModelEndpoint("http://h/v1"), config=["a=b"], approvals=accept)
+            with pytest.raises(ConfigError, match="^launch, approvals: options of a process"):
+                await run(
+                    "x",
+                    launch=Launch(endpoint=ModelEndpoint("http://h/v1"), config=["a=b"]),
+                    client=client,
+                    approvals=accept,
+                )
 
     go(main())
     assert len(fake.sent("thread/start")) == 2 and len(fake.transports) == 1
@@ -218,10 +225,12 @@ def test_run_installs_the_approval_handler_on_the_process_it_starts():
         seen.append(request.kind)
         return Reply("accept")
 
-    result = go(run("approve it", launcher=Fake(tb.Approving).launch, approvals=handler))
+    result = go(run("approve it", launch=Launch(launcher=Fake(tb.Approving).launch), approvals=handler))
     assert result.final_response == "decision: accept" and seen == ["command"]
     # Without a handler, codex gets the fail-closed answer.
-    assert go(run("approve it", launcher=Fake(tb.Approving).launch)).final_response == "decision: decline"
+    assert (
+        go(run("approve it", launch=Launch(launcher=Fake(tb.Approving).launch))).final_response == "decision: decline"
+    )
 
 
 def test_run_cancelled_interrupts_the_turn_and_closes_the_process():
@@ -234,7 +243,7 @@ def test_run_cancelled_interrupts_the_turn_and_closes_the_process():
             if isinstance(event, AgentMessageDelta):
                 task.cancel()
 
-        task = asyncio.ensure_future(run("hi", launcher=fake.launch, on_event=on_event))
+        task = asyncio.ensure_future(run("hi", launch=Launch(launcher=fake.launch), on_event=on_event))
         with pytest.raises(asyncio.CancelledError):
             await task
 
@@ -246,7 +255,7 @@ def test_run_cancelled_interrupts_the_turn_and_closes_the_process():
 def test_run_refused_thread_start_raises_and_closes_the_process():
     fake = Fake(tb.RejectThread)
     with pytest.raises(RpcError, match="Invalid request"):
-        go(run("hi", launcher=fake.launch))
+        go(run("hi", launch=Launch(launcher=fake.launch)))
     assert fake.all_closed()
 
 
@@ -254,7 +263,7 @@ def test_thread_run_twice_on_one_thread_schema_per_turn():
     fake = Fake(Echo)
 
     async def main() -> None:
-        async with await AppServerClient.start(launcher=fake.launch) as client:
+        async with await AppServerClient.start(Launch(launcher=fake.launch)) as client:
             thread = await Thread.start(client)
             first = await thread.run(ANSWER, output_schema=SCHEMA, params={"effort": "low"})
             second = await thread.run("plain")
@@ -301,7 +310,9 @@ def live_model():
 @live
 def test_run_live_plain_answer(live_model):
     s = live_model({"rules": [], "default": message("Hel", "lo!")})
-    result = go(run("say hi", model="gpt-fake", sandbox="read-only", approval_policy="never", **s.options()))
+    result = go(
+        run("say hi", model="gpt-fake", sandbox="read-only", approval_policy="never", cwd=s.ws, launch=s.launch)
+    )
     assert (result.final_response, result.status, result.error) == ("Hello!", "completed", None)
     assert [i["type"] for i in result.items] == ["userMessage", "agentMessage"]
     assert result.usage.total_tokens == 15 and result.thread_id and result.turn_id
@@ -313,7 +324,7 @@ def test_run_live_plain_answer(live_model):
 @live
 def test_run_live_output_schema_valid_answer(live_model):
     s = live_model({"rules": [], "default": message('{"answer": 42, ', '"why": "six times seven"}')})
-    result = go(run("six times seven?", model="gpt-fake", output_schema=SCHEMA, **s.options()))
+    result = go(run("six times seven?", model="gpt-fake", output_schema=SCHEMA, cwd=s.ws, launch=s.launch))
     assert result.value == {"answer": 42, "why": "six times seven"}
     # What codex 0.149.1 sends the model for turn/start.outputSchema: verbatim, strict, its own name.
     (body,) = s.bodies()
@@ -336,7 +347,7 @@ def test_run_live_output_schema_valid_answer(live_model):
 def test_run_live_output_schema_invalid_answer(live_model, answer, first_reason):
     s = live_model({"rules": [], "default": message(answer)})
     with pytest.raises(OutputValidationError) as caught:
-        go(run("six times seven?", model="gpt-fake", output_schema=SCHEMA, **s.options()))
+        go(run("six times seven?", model="gpt-fake", output_schema=SCHEMA, cwd=s.ws, launch=s.launch))
     error = caught.value
     # codex completes the turn whatever the model said: the check is codexmini's.
     assert error.text == answer and error.result.status == "completed" and error.result.thread_id

@@ -15,13 +15,10 @@ from codexmini import _session as session_mod
 from codexmini._jsontext import Encoder
 from codexmini._session import (
     EVENT_TYPES,
-    KNOB_TYPES,
     LOG_VERSION,
     SessionLog,
     encode_event,
     has_header,
-    last_endpoint,
-    last_model,
     next_turn_number,
     read_log,
 )
@@ -519,39 +516,6 @@ def test_session_log_append_many_after_earlier_events_continues_seq_in_one_write
     assert [e["seq"] for e in events] == [2, 3, 4]
     assert lines_of(path)[2:] == [encode_event(event) for event in events]
     assert [e["seq"] for e in read_log(path).events] == [0, 1, 2, 3, 4]
-
-
-def test_knob_types_are_the_settings_a_resumed_session_keeps():
-    assert KNOB_TYPES == {"sandbox/mode", "approval/policy", "model/choice", "model/endpoint"}
-    assert KNOB_TYPES <= set(EVENT_TYPES)
-
-
-def test_last_model_is_the_last_non_empty_choice():
-    assert last_model([]) is None
-    assert last_model([e("turn/start", {"model": "not a choice"})]) is None
-    events = [
-        e("model/choice", {"model": "gpt-a"}),
-        e("turn/start"),
-        e("model/choice", {"model": "gpt-b"}),
-        e("model/choice", {"model": ""}),
-        e("model/choice", {"model": 7}),
-        {"type": "model/choice", "data": None},
-    ]
-    assert last_model(events) == "gpt-b"
-    assert last_model([e("model/choice", {"model": None})]) is None
-
-
-def test_last_endpoint_is_the_last_choice_with_a_url_or_null():
-    chosen = {"baseUrl": "http://127.0.0.1:9/v1", "wireApi": "responses", "apiKeyEnv": "K"}
-    assert last_endpoint([]) is None
-    assert last_endpoint([e("model/choice", {"baseUrl": "http://x/v1"})]) is None
-    assert last_endpoint([e("model/endpoint", chosen), e("turn/start")]) == chosen
-    # baseUrl null: back to codex's own configuration, returned as such.
-    own = {"baseUrl": None, "wireApi": None, "apiKeyEnv": None}
-    assert last_endpoint([e("model/endpoint", chosen), e("model/endpoint", own)]) == own
-    # A baseUrl of the wrong type is no choice: the one before stands.
-    assert last_endpoint([e("model/endpoint", chosen), e("model/endpoint", {"baseUrl": 5})]) == chosen
-    assert last_endpoint([e("model/endpoint", chosen), {"type": "model/endpoint", "data": None}]) == {}
 
 
 def test_session_log_open_of_a_bare_file_name_creates_no_directory(tmp_path, monkeypatch):

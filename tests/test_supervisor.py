@@ -12,6 +12,7 @@ from typing import Any, List
 
 import pytest
 
+from codexmini import Launch
 from codexmini._client import AppServerClient
 from codexmini._errors import RequestTimeout
 from codexmini._supervisor import ChildSupervisor
@@ -30,24 +31,27 @@ def run(coro: Any) -> Any:
 
 
 class Starter:
-    """Starts in-memory clients and remembers them."""
+    """Launch values over one in-memory fake (one per key: the key is an
+    argument), and the clients the supervisor started from them."""
 
     def __init__(self, behaviour: Any = CodexLike) -> None:
         self.fake = FakeAppServer(behaviour)
         self.started: List[AppServerClient] = []
 
-    async def __call__(self) -> AppServerClient:
-        client = await AppServerClient.start(launcher=self.fake.launch)
-        self.started.append(client)
-        return client
+    def __call__(self, key: str) -> Launch:
+        return Launch(launcher=self.fake.launch, args=[key])
+
+    def supervisor(self, idle_s: float = 0.0) -> ChildSupervisor:
+        return ChildSupervisor(idle_s, prepare=self.started.append)
 
 
 def test_supervisor_reuses_a_healthy_child_for_the_same_key():
     async def main():
-        start, sup = Starter(), ChildSupervisor()
-        first = await sup.ensure("key", start)
-        assert await sup.ensure("key", start) is first
-        assert (len(start.started), sup.restarts, sup.key) == (1, 0, "key")
+        start = Starter()
+        sup = start.supervisor()
+        first = await sup.ensure(start("key"))
+        assert await sup.ensure(start("key")) is first
+        assert (start.started, sup.restarts, sup.launch) == ([first], 0, start("key"))
         await sup.close()
         assert sup.client is None and first.closed
 
@@ -56,11 +60,12 @@ def test_supervisor_reuses_a_healthy_child_for_the_same_key():
 
 def test_supervisor_replaces_the_child_for_a_new_key(caplog):
     async def main():
-        start, sup = Starter(), ChildSupervisor()
-        first = await sup.ensure("a", start)
-        second = await sup.ensure("b", start)
+        start = Starter()
+        sup = start.supervisor()
+        first = await sup.ensure(start("a"))
+        second = await sup.ensure(start("b"))
         assert second is not first and first.closed
-        assert (sup.restarts, sup.key) == (1, "b")
+        assert (start.started, sup.restarts, sup.launch) == ([first, second], 1, start("b"))
         await sup.close()
 
     with caplog.at_level(logging.INFO, logger="codexmini.agent"):
@@ -70,12 +75,13 @@ def test_supervisor_replaces_the_child_for_a_new_key(caplog):
 
 def test_supervisor_replaces_a_child_that_stopped_answering(caplog):
     async def main():
-        start, sup = Starter(Deaf), ChildSupervisor()
-        first = await sup.ensure("key", start)
+        start = Starter(Deaf)
+        sup = start.supervisor()
+        first = await sup.ensure(start("key"))
         with pytest.raises(RequestTimeout):
             await first.request("thread/start", {}, timeout=0.05)
         assert not first.healthy and not first.closed
-        second = await sup.ensure("key", start)
+        second = await sup.ensure(start("key"))
         assert second is not first and first.closed and sup.restarts == 1
         await sup.close()
 
@@ -86,10 +92,11 @@ def test_supervisor_replaces_a_child_that_stopped_answering(caplog):
 
 def test_supervisor_replaces_a_child_that_ended_without_saying_so(caplog):
     async def main():
-        start, sup = Starter(), ChildSupervisor()
-        first = await sup.ensure("key", start)
+        start = Starter()
+        sup = start.supervisor()
+        first = await sup.ensure(start("key"))
         await first.close()  # as if it died: nothing left to close
-        second = await sup.ensure("key", start)
+        second = await sup.ensure(start("key"))
         assert second is not first and sup.restarts == 1
         await sup.close()
 
@@ -100,14 +107,15 @@ def test_supervisor_replaces_a_child_that_ended_without_saying_so(caplog):
 
 def test_supervisor_idle_timer_closes_the_child_in_a_maintenance_task():
     async def main():
-        start, sup = Starter(), ChildSupervisor(idle_s=0.01)
-        first = await sup.ensure("key", start)
+        start = Starter()
+        sup = start.supervisor(idle_s=0.01)
+        first = await sup.ensure(start("key"))
         sup.arm_idle(lambda: True)
         await asyncio.wait_for(first.wait_closed(), 30)
         await sup.wait_maintenance()
         assert sup.client is None and not sup.maintaining
         # The next ensure starts a fresh child; an idle shutdown is no restart.
-        second = await sup.ensure("key", start)
+        second = await sup.ensure(start("key"))
         assert second is not first and sup.restarts == 0
         await sup.close()
 
@@ -116,8 +124,9 @@ def test_supervisor_idle_timer_closes_the_child_in_a_maintenance_task():
 
 def test_supervisor_idle_timer_keeps_a_child_that_is_busy_again():
     async def main():
-        start, sup = Starter(), ChildSupervisor(idle_s=0.01)
-        first = await sup.ensure("key", start)
+        start = Starter()
+        sup = start.supervisor(idle_s=0.01)
+        first = await sup.ensure(start("key"))
         asked = asyncio.Event()
 
         def is_idle() -> bool:
@@ -134,11 +143,12 @@ def test_supervisor_idle_timer_keeps_a_child_that_is_busy_again():
 
 def test_supervisor_ensure_waits_for_an_idle_shutdown_under_way():
     async def main():
-        start, sup = Starter(), ChildSupervisor(idle_s=3600)
-        first = await sup.ensure("key", start)
+        start = Starter()
+        sup = start.supervisor(idle_s=3600)
+        first = await sup.ensure(start("key"))
         sup._idle_shutdown(lambda: True)  # as the timer would
         assert sup.maintaining
-        second = await sup.ensure("key", start)  # never races the shutdown
+        second = await sup.ensure(start("key"))  # never races the shutdown
         assert first.closed and second is not first and not sup.maintaining
         await sup.close()
 
@@ -148,8 +158,8 @@ def test_supervisor_ensure_waits_for_an_idle_shutdown_under_way():
 def test_supervisor_arms_no_timer_without_idle_s_or_without_a_child():
     async def main():
         start = Starter()
-        never = ChildSupervisor(idle_s=0)
-        client = await never.ensure("key", start)
+        never = start.supervisor(idle_s=0)
+        client = await never.ensure(start("key"))
         never.arm_idle(lambda: True)
         assert never._idle_timer is None
         await never.close()
@@ -165,12 +175,25 @@ def test_supervisor_arms_no_timer_without_idle_s_or_without_a_child():
 
 def test_supervisor_close_cancels_the_idle_timer():
     async def main():
-        start, sup = Starter(), ChildSupervisor(idle_s=3600)
-        await sup.ensure("key", start)
+        start = Starter()
+        sup = start.supervisor(idle_s=3600)
+        await sup.ensure(start("key"))
         sup.arm_idle(lambda: True)
         timer = sup._idle_timer
         assert timer is not None
         await sup.close()
         assert timer.cancelled() and sup._idle_timer is None and sup.client is None
+
+    run(main())
+
+
+def test_supervisor_without_a_prepare_hook_starts_a_bare_client():
+    async def main():
+        start = Starter()
+        sup = ChildSupervisor()
+        client = await sup.ensure(start("key"))
+        assert client is sup.client and start.started == [] and not client.closed
+        await sup.close()
+        assert client.closed
 
     run(main())

@@ -29,15 +29,19 @@ from run_support import HAVE_CODEX, SCHEMA, Echo, Live, command, message
 from codexmini import (
     AgentConfig,
     AgentMessageDelta,
+    BinaryNotFound,
     ClientClosed,
     CodexminiError,
     CodexTimeout,
     ConfigError,
     ItemCompleted,
     ItemStarted,
+    Launch,
     OutputValidationError,
     SessionLog,
+    Timeouts,
     TurnCompleted,
+    _portal,
     sync,
 )
 from codexmini._permission import ApprovalRequest, Reply
@@ -58,7 +62,7 @@ def nothing_left_behind():
     before = set(portal_threads())
     yield
     assert set(portal_threads()) - before == set(), "a codexmini.sync loop thread outlived its test"
-    assert not sync._open, f"left open: {list(sync._open)}"
+    assert not _portal._open, f"left open: {list(_portal._open)}"
 
 
 def sent(fake: FakeAppServer, method: str) -> List[Dict[str, Any]]:
@@ -196,7 +200,7 @@ def test_sync_call_waits_in_slices_the_caller_never_sees(monkeypatch):
     # before it blocks is still seen; with a timeout or without, the call
     # returns the coroutine's result.  The coroutine here cannot finish
     # before the caller has waited twice: a slice has surely run out.
-    monkeypatch.setattr(sync, "_POLL", 0.001)
+    monkeypatch.setattr(_portal, "_POLL", 0.001)
     waits: List[Optional[float]] = []
     result = concurrent.futures.Future.result
 
@@ -308,11 +312,11 @@ def test_sync_close_all_closes_newest_first_and_survives_a_failing_close():
             raise RuntimeError("cannot close")
 
     portal, broken = sync.Portal(), Broken()
-    sync._opened(broken)
+    _portal.hold(broken)
     try:
         sync.close_all()
     finally:
-        sync._closed(broken)
+        _portal.release(broken)
     assert closed == ["broken"] and portal.closed
 
 
@@ -326,7 +330,7 @@ def test_sync_approval_handler_runs_in_a_worker_thread():
         where.append(threading.current_thread())
         return Reply("accept")
 
-    with sync.Client(launcher=FakeAppServer(tb.Approving).launch, approvals=handler) as client:
+    with sync.Client(launch=Launch(launcher=FakeAppServer(tb.Approving).launch), approvals=handler) as client:
         assert client.run("approve it").final_response == "decision: accept"
         assert where[0].name == "codexmini-approval" and where[0] is not client.portal.loop_thread
 
@@ -343,7 +347,7 @@ def test_sync_approval_handler_that_raises_or_is_late_gets_the_fail_closed_answe
         return Reply("accept")
 
     fake = FakeAppServer(tb.Approving)
-    with sync.Client(launcher=fake.launch, approvals=handler, handler_timeout=0.05) as client:
+    with sync.Client(launch=Launch(launcher=fake.launch, timeouts=Timeouts(handler=0.05)), approvals=handler) as client:
         assert client.run("approve it").final_response == "decision: decline"
         assert client.run("approve again").final_response == "decision: decline"
         release.set()  # the late reply finds its future done: dropped
@@ -360,7 +364,7 @@ def test_sync_approval_reply_after_the_loop_closed_is_dropped():
         finished.set()
         return Reply("accept")
 
-    client = sync.Client(launcher=FakeAppServer(tb.Approving).launch, approvals=handler)
+    client = sync.Client(launch=Launch(launcher=FakeAppServer(tb.Approving).launch), approvals=handler)
     runner = threading.Thread(target=lambda: pytest.raises(CodexminiError, client.run, "approve it"))
     runner.start()
     assert asked.wait(BOUND)
@@ -378,7 +382,7 @@ def test_sync_approval_reply_after_the_loop_closed_is_dropped():
 
 def test_sync_client_thread_and_turn_stream_events_one_by_one():
     fake = FakeAppServer(tb.Interruptible)
-    with sync.Client(launcher=fake.launch) as client:
+    with sync.Client(launch=Launch(launcher=fake.launch)) as client:
         assert client.pid is None and not client.closed  # in memory: no process id
         thread = client.thread(cwd="/var/tmp", model="gpt-fake", sandbox="read-only", approval_policy="never")
         assert thread.id == THREAD and thread.info["thread"]["id"] == THREAD
@@ -404,7 +408,7 @@ def test_sync_client_thread_and_turn_stream_events_one_by_one():
 def test_sync_turn_interrupted_from_another_thread():
     fake = FakeAppServer(tb.Interruptible)
     streaming = threading.Event()
-    with sync.Client(launcher=fake.launch) as client:
+    with sync.Client(launch=Launch(launcher=fake.launch)) as client:
         turn = client.thread().turn("hi")
         stopper = threading.Thread(target=lambda: (streaming.wait(BOUND), turn.interrupt()))
         stopper.start()
@@ -421,7 +425,7 @@ def test_sync_turn_interrupted_from_another_thread():
 
 def test_sync_turn_interrupt_before_it_starts_takes_effect_when_it_does():
     fake = FakeAppServer(tb.Interruptible)
-    with sync.Client(launcher=fake.launch) as client:
+    with sync.Client(launch=Launch(launcher=fake.launch)) as client:
         turn = client.thread().turn("hi")
         turn.interrupt()  # nothing sent yet: remembered
         assert turn.run(timeout=BOUND).status == "interrupted"
@@ -431,7 +435,7 @@ def test_sync_turn_interrupt_before_it_starts_takes_effect_when_it_does():
 
 def test_sync_turn_left_early_interrupts_it():
     fake = FakeAppServer(tb.Interruptible)
-    with sync.Client(launcher=fake.launch) as client:
+    with sync.Client(launch=Launch(launcher=fake.launch)) as client:
         thread = client.thread()
         for event in thread.turn("one"):  # no with: leaving the loop ends the iterator, which interrupts
             if isinstance(event, AgentMessageDelta):
@@ -447,7 +451,7 @@ def test_sync_turn_left_early_interrupts_it():
 
 def test_sync_turn_dropped_after_the_client_closed_is_quiet():
     fake = FakeAppServer(tb.Interruptible)
-    client = sync.Client(launcher=fake.launch)
+    client = sync.Client(launch=Launch(launcher=fake.launch))
     events = iter(client.thread().turn("hi"))
     next(events)
     client.close()
@@ -456,7 +460,7 @@ def test_sync_turn_dropped_after_the_client_closed_is_quiet():
 
 def test_sync_turn_collected_on_the_loop_thread_schedules_its_close():
     fake = FakeAppServer(tb.Interruptible)
-    with sync.Client(launcher=fake.launch) as client:
+    with sync.Client(launch=Launch(launcher=fake.launch)) as client:
         turn = client.thread().turn("hi")
         events = iter(turn)
         next(events)
@@ -473,7 +477,7 @@ def test_sync_turn_collected_on_the_loop_thread_schedules_its_close():
 
 def test_sync_thread_run_steer_and_interrupt():
     fake = FakeAppServer(tb.Steer)
-    with sync.Client(launcher=fake.launch) as client:
+    with sync.Client(launch=Launch(launcher=fake.launch)) as client:
         thread = client.thread()
         with thread.turn("start") as turn:
             for event in turn:
@@ -489,8 +493,10 @@ def test_sync_thread_run_steer_and_interrupt():
 
 def test_sync_run_and_client_run_with_an_output_schema():
     answer = '{"answer": 42, "why": "six times seven"}'
-    assert sync.run(answer, launcher=FakeAppServer(Echo).launch, output_schema=SCHEMA).value["answer"] == 42
-    with sync.Client(launcher=FakeAppServer(Echo).launch) as client:
+    assert (
+        sync.run(answer, launch=Launch(launcher=FakeAppServer(Echo).launch), output_schema=SCHEMA).value["answer"] == 42
+    )
+    with sync.Client(launch=Launch(launcher=FakeAppServer(Echo).launch)) as client:
         assert client.run("plain", model="gpt-fake").final_response == "plain"
         assert sync.run("via client", client=client).final_response == "via client"
         thread = client.thread()
@@ -498,20 +504,22 @@ def test_sync_run_and_client_run_with_an_output_schema():
         with pytest.raises(OutputValidationError) as caught:
             thread.run('{"answer": "x"}', output_schema=SCHEMA)
         assert caught.value.result.thread_id == thread.id
-        with pytest.raises(ConfigError, match="codex_bin: options of a process"):
-            sync.run("x", client=client, codex_bin="codex")
+        with pytest.raises(ConfigError, match="launch: options of a process"):
+            sync.run("x", launch=Launch(codex_bin="codex"), client=client)
         assert client.request("thread/loaded/list", {})["nextCursor"] is None
 
 
-def test_sync_client_that_fails_to_start_leaves_nothing():
-    with pytest.raises(ConfigError, match="KEY=VALUE"):
-        sync.Client(launcher=FakeAppServer(Echo).launch, config=["nope"])
+def test_sync_client_that_fails_to_start_leaves_nothing(tmp_path):
+    before = set(threading.enumerate())
+    with pytest.raises(BinaryNotFound, match="not an executable file"):  # raised on the loop thread
+        sync.Client(Launch(codex_bin=str(tmp_path / "no-codex")))
+    assert set(threading.enumerate()) <= before and not _portal._open  # its loop thread ended, nothing held
     with pytest.raises(ConfigError):  # sync.run closes its own loop too
-        sync.run("x", launcher=FakeAppServer(Echo).launch, sandbox="sometimes")
+        sync.run("x", launch=Launch(launcher=FakeAppServer(Echo).launch), sandbox="sometimes")
 
 
 def test_sync_client_close_is_idempotent():
-    client = sync.Client(launcher=FakeAppServer(Echo).launch)
+    client = sync.Client(launch=Launch(launcher=FakeAppServer(Echo).launch))
     client.close()
     client.close()
     assert client.closed
@@ -521,7 +529,7 @@ def test_sync_runs_inside_a_running_event_loop():
     async def notebook_cell() -> Optional[str]:
         # A blocking call inside a coroutine: the caller's loop waits, the
         # private loop works; no nesting (asyncio.run would refuse).
-        return sync.run("from a cell", launcher=FakeAppServer(Echo).launch).final_response
+        return sync.run("from a cell", launch=Launch(launcher=FakeAppServer(Echo).launch)).final_response
 
     assert asyncio.run(asyncio.wait_for(notebook_cell(), BOUND)) == "from a cell"
 
@@ -537,7 +545,7 @@ def session(tmp_path):
 
 
 def config(fake: FakeAppServer, **more: Any) -> AgentConfig:
-    return AgentConfig(cwd="/var/tmp", model="gpt-fake", launcher=fake.launch, skills=False, **more)
+    return AgentConfig(launch=Launch(launcher=fake.launch), cwd="/var/tmp", model="gpt-fake", skills=False, **more)
 
 
 def test_sync_agent_runs_turns_with_a_sync_approval_handler(session):
@@ -630,8 +638,8 @@ def test_sync_live_from_plain_code(live_model):
             "default": message("Hel", "lo!"),
         }
     )
-    assert sync.run("say hi", model="gpt-fake", **s.options()).final_response == "Hello!"
-    with sync.Client(**s.options()) as client:
+    assert sync.run("say hi", model="gpt-fake", cwd=s.ws, launch=s.launch).final_response == "Hello!"
+    with sync.Client(s.launch) as client:
         thread = client.thread(model="gpt-fake", sandbox="read-only", approval_policy="never")
         events = list(thread.turn("say hi"))
         assert [type(e).__name__ for e in events if isinstance(e, (AgentMessageDelta, TurnCompleted))] == [
@@ -649,8 +657,8 @@ def test_sync_live_from_inside_a_running_event_loop(live_model):
     s = live_model({"rules": [], "default": message("from ", "the cell")})
 
     async def cell() -> List[Optional[str]]:
-        answers = [sync.run("hi", model="gpt-fake", **s.options()).final_response]
-        with sync.Client(**s.options()) as client:
+        answers = [sync.run("hi", model="gpt-fake", cwd=s.ws, launch=s.launch).final_response]
+        with sync.Client(s.launch) as client:
             turn = client.thread(model="gpt-fake").turn("hi")
             answers += [
                 e.item.get("text") for e in turn if isinstance(e, ItemCompleted) and e.item_type == "agentMessage"
@@ -666,7 +674,7 @@ def test_sync_live_from_inside_a_running_event_loop(live_model):
 def test_sync_live_turn_interrupted_from_another_thread(live_model):
     s = live_model({"rules": [], "default": command("sleep 30")})
     running = threading.Event()
-    with sync.Client(**s.options()) as client:
+    with sync.Client(s.launch) as client:
         thread = client.thread(model="gpt-fake", sandbox="read-only", approval_policy="never")
         with thread.turn("sleep please", idle_timeout=60) as turn:
             stopper = threading.Thread(target=lambda: (running.wait(60), turn.interrupt()))
@@ -681,9 +689,9 @@ def test_sync_live_turn_interrupted_from_another_thread(live_model):
 
 EXIT_WITHOUT_CLOSING = """
 import json, sys
-from codexmini import ModelEndpoint, sync
+from codexmini import Launch, ModelEndpoint, sync
 url, ws, home, root = sys.argv[1:5]
-client = sync.Client(cwd=ws, endpoint=ModelEndpoint(url, "k"), codex_home=home, env={"HOME": root})
+client = sync.Client(Launch(cwd=ws, endpoint=ModelEndpoint(url, "k"), codex_home=home, env={"HOME": root}))
 events = iter(client.thread(model="gpt-fake").turn("hi"))
 next(events)
 print(json.dumps({"pid": client.pid}), flush=True)

@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator, Dict, List, Optional, Tuple
 import pytest
 import thread_behaviours as tb
 
+from codexmini import Launch, Timeouts
 from codexmini._client import AppServerClient
 from codexmini._errors import CodexminiError, ProcessExited, RpcError, TurnTimeout
 from codexmini._events import (
@@ -35,7 +36,8 @@ from codexmini._events import (
     Unmapped,
     Usage,
 )
-from codexmini._threads import Thread, Turn, as_input, image_input, text_input
+from codexmini._inputs import image_input, text_input
+from codexmini._threads import Thread, Turn
 from codexmini.testing import CodexLike, FakeAppServer
 from codexmini.testing.codex_like import THREAD, TURN, TURN_ERROR, TURNS, USAGE_1, USAGE_2, USER_ITEM
 
@@ -58,7 +60,8 @@ async def server(
     seen: Frames = []
     launcher = None if codex_bin else FakeAppServer(behaviour, *args).launch
     client = await AppServerClient.start(
-        codex_bin=codex_bin, launcher=launcher, tap=lambda d, f: seen.append((d, f)), initialize_timeout=30
+        Launch(codex_bin=codex_bin, launcher=launcher, timeouts=Timeouts(initialize=30)),
+        tap=lambda d, f: seen.append((d, f)),
     )
     try:
         yield client, seen
@@ -93,28 +96,6 @@ async def first_delta(turn: Turn) -> AgentMessageDelta:
 
 
 # -- input --------------------------------------------------------------------------
-
-
-def test_thread_as_input_text():
-    assert as_input("hi") == [{"type": "text", "text": "hi"}]
-    assert text_input("x") == {"type": "text", "text": "x"}
-
-
-def test_thread_as_input_list_of_strings_and_items():
-    image = image_input("/abs/pixel.png")
-    assert image == {"type": "localImage", "path": "/abs/pixel.png"}
-    items = as_input(["look at this", image, {"type": "image", "url": "data:image/png;base64,AAAA"}])
-    assert items == [
-        {"type": "text", "text": "look at this"},
-        {"type": "localImage", "path": "/abs/pixel.png"},
-        {"type": "image", "url": "data:image/png;base64,AAAA"},
-    ]
-    # Items are copied: normalising never aliases the caller's dicts.
-    assert items[1] is not image
-
-
-def test_thread_as_input_empty_list():
-    assert as_input([]) == []
 
 
 def test_thread_turn_sends_image_input():

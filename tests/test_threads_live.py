@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from codexmini import AppServerClient, ModelEndpoint, Thread, ThreadNotFound
+from codexmini import AppServerClient, Launch, ModelEndpoint, Thread, ThreadNotFound
 from codexmini.testing.scripted_model import ScriptedModel
 from conformance.harness import scratch_base
 from conformance.versions import live_codex
@@ -75,10 +75,14 @@ class Codex:
         self.endpoint = ModelEndpoint(model.url, "sk-fake")
 
     async def process(self) -> AppServerClient:
-        env = {"CODEX_HOME": self.codex_home, "HOME": self.root, **self.endpoint.env()}
-        return await AppServerClient.start(
-            codex_bin=self.binary, config=self.endpoint.config(), env=env, cwd=self.workspace
+        launch = Launch(
+            codex_bin=self.binary,
+            endpoint=self.endpoint,
+            env={"HOME": self.root},
+            codex_home=self.codex_home,
+            cwd=self.workspace,
         )
+        return await AppServerClient.start(launch)
 
     async def thread(self, client: AppServerClient) -> Thread:
         return await Thread.start(

@@ -83,17 +83,14 @@ CHILD = textwrap.dedent(
     decoder = LineDecoder(1024)
     report["decoded"] = decoder.feed(b'{"method":"x",') + decoder.feed(b'"params":{}}\\n')
 
-    from _vendor.cm._client import AppServerClient
+    from _vendor.cm import AppServerClient, Launch, Timeouts
 
     async def drive():
         frames = []
-        client = await AppServerClient.start(
-            codex_bin=sys.argv[1],
-            parent_env={"PATH": os.defpath},
-            cwd=os.getcwd(),
-            tap=lambda direction, frame: frames.append([direction, frame]),
-            request_timeout=60,
+        launch = Launch(
+            codex_bin=sys.argv[1], parent_env={"PATH": os.defpath}, cwd=os.getcwd(), timeouts=Timeouts(request=60)
         )
+        client = await AppServerClient.start(launch, tap=lambda direction, frame: frames.append([direction, frame]))
         try:
             report["server_info"] = client.server_info
             report["listed"] = await client.request("thread/loaded/list", {})
@@ -124,8 +121,8 @@ def test_vendoring_copy_imports_and_works(tmp_path):
     }
     done = subprocess.run(
         [sys.executable, "-S", "-c", CHILD, str(fake)],
-        cwd=str(tmp_path),
         env=env,
+        cwd=str(tmp_path),
         capture_output=True,
         timeout=120,
         check=False,
@@ -183,8 +180,8 @@ def test_vendoring_copy_runs_the_smoke_with_every_frame_validated(tmp_path):
     }
     done = subprocess.run(
         [sys.executable, "-S", "-m", "cm", "smoke"],
-        cwd=str(tmp_path),
         env=env,
+        cwd=str(tmp_path),
         capture_output=True,
         text=True,
         timeout=240,

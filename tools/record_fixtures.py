@@ -40,7 +40,7 @@ sys.path.insert(0, REPO)
 
 from codexmini import CODEX_VERSION  # noqa: E402
 from codexmini._binary import codex_version, find_codex  # noqa: E402
-from conformance.harness import ScenarioResult, Scenario, execute, fixture_path  # noqa: E402
+from conformance.harness import Scenario, ScenarioResult, execute, fixture_path  # noqa: E402
 from conformance.scenarios import SCENARIOS, comparable_live_session  # noqa: E402
 from conformance.schema import FrameValidator, SchemaBundle  # noqa: E402
 from conformance.versions import fixtures_dir  # noqa: E402

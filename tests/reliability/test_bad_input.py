@@ -30,10 +30,13 @@ from codexmini import (
     AppServerClient,
     CodexminiError,
     ItemCompleted,
+    Launch,
+    Limits,
     ProtocolError,
     Reply,
     SessionLog,
     Thread,
+    Timeouts,
     Unmapped,
     read_log,
 )
@@ -74,7 +77,7 @@ TABLE = [
     Kind("invalid_utf8", "skip"),
     Kind("nul_and_control_bytes", "skip"),
     Kind("deeply_nested_json", "skip"),
-    Kind("over_the_frame_cap", "skip", options={"max_frame_bytes": MIB}),
+    Kind("over_the_frame_cap", "skip", options={"limits": Limits(max_frame_bytes=MIB)}),
     Kind("object_without_jsonrpc_shape", "skip", ("needs method",)),
     # odd ids and answers nobody asked for: skipped the same way
     Kind("id_null", "skip", ("response to unknown request id None",)),
@@ -107,7 +110,7 @@ TABLE = [
     # frames that are fine, however they come: delivered intact
     Kind("line_of_16_mib", "delivered"),
     Kind("crlf_and_split_writes", "delivered"),
-    Kind("delta_flood_over_the_queue", "dropped", options={"queue_size": 50}),
+    Kind("delta_flood_over_the_queue", "dropped", options={"limits": Limits(queue_size=50)}),
     # server requests: every one with an id and a method is answered
     Kind("approval_params_null", "answered", ("item/commandExecution/requestApproval",), answer=DECLINE),
     Kind("approval_params_missing", "answered", ("item/commandExecution/requestApproval",), answer=DECLINE),
@@ -123,7 +126,7 @@ TABLE = [
         "answered",
         handler="hang",
         answer=DECLINE,
-        options={"handler_timeout": HANDLER_TIMEOUT},
+        options={"timeouts": Timeouts(handler=HANDLER_TIMEOUT)},
     ),
     Kind("approval_handler_raises_cancelled", "answered", handler="cancel", answer=DECLINE),
     Kind("approval_string_id", "answered", handler="accept", answer={"result": {"decision": "accept"}}),
@@ -189,10 +192,10 @@ async def play_client(kind: Kind, exe: str) -> Played:
     errors: List[BaseException] = []
     if kind.name == "initialize_result_not_object":
         with pytest.raises(CodexminiError) as raised:
-            await AppServerClient.start(codex_bin=exe, **kind.options)
+            await AppServerClient.start(Launch(codex_bin=exe, **kind.options))
         errors.append(raised.value)
         return Played(None, [], None, None, errors)  # type: ignore[arg-type]
-    client = await AppServerClient.start(codex_bin=exe, **kind.options)
+    client = await AppServerClient.start(Launch(codex_bin=exe, **kind.options))
     try:
         if kind.handler:
             client.on_request(hostile.APPROVAL, lambda m, p: client_handler(kind.handler, m, p))
@@ -278,7 +281,9 @@ def check_client(kind: Kind, played: Played, warnings: List[logging.LogRecord]) 
 
 async def play_agent(kind: Kind, exe: str, path: str, cwd: str) -> Tuple[Dict[str, Any], Optional[Dict[str, Any]]]:
     config = AgentConfig(
-        cwd=cwd, codex_bin=exe, skills=False, handler_timeout=HANDLER_TIMEOUT, request_timeout=DEADLINE
+        launch=Launch(codex_bin=exe, timeouts=Timeouts(handler=HANDLER_TIMEOUT, request=DEADLINE)),
+        cwd=cwd,
+        skills=False,
     )
     approvals = (lambda request: agent_handler(kind.handler, request)) if kind.handler else None
     with SessionLog.open(path) as log:
@@ -354,7 +359,7 @@ def test_bad_input_a_flood_for_threads_nobody_claimed_is_bounded_in_bytes(tmp_pa
     sent = hostile.UNCLAIMED_THREADS * hostile.UNCLAIMED_FRAMES
 
     async def main() -> Tuple[int, int]:
-        async with await AppServerClient.start(codex_bin=exe) as client:
+        async with await AppServerClient.start(Launch(codex_bin=exe)) as client:
             await client.request("thread/loaded/list", {})  # answered after the flood: all of it was read
             held = held_bytes = 0
             for n in range(hostile.UNCLAIMED_THREADS):

@@ -30,11 +30,13 @@ from codexmini import (
     AppServerClient,
     ClientClosed,
     ItemCompleted,
+    Launch,
     ProcessExited,
     Reply,
     RequestTimeout,
     SessionLog,
     Thread,
+    Timeouts,
     read_log,
 )
 from codexmini.testing import FakeAppServer
@@ -145,15 +147,13 @@ async def client_fault(setup: Setup) -> Tuple[BaseException, List[Any]]:
     """The fault, through AppServerClient + Thread: the typed error and what
     was delivered before it."""
     point = setup.point
-    options: Dict[str, Any] = dict(
-        codex_bin=setup.exe, env=setup.env, request_timeout=REQUEST_TIMEOUT, close_timeout=0.5
-    )
+    launch = Launch(codex_bin=setup.exe, env=setup.env, timeouts=Timeouts(request=REQUEST_TIMEOUT, close=0.5))
     events: List[Any] = []
     if point == "before_initialize":
         with pytest.raises(ProcessExited) as raised:
-            await AppServerClient.start(**options)
+            await AppServerClient.start(launch)
         return raised.value, events
-    client = await AppServerClient.start(**options)
+    client = await AppServerClient.start(launch)
     try:
         if point == "approval_pending":
             client.on_request(faulty.APPROVAL, lambda m, p: setup.killing_handler())
@@ -214,7 +214,7 @@ def test_fault_through_the_client(point, tmp_path):
             assert [e.delta for e in events if isinstance(e, AgentMessageDelta)][-1] == "half a mess"
         await nothing_left(setup.dir, setup.token)
         # the next turn works, on a fresh child
-        async with await AppServerClient.start(codex_bin=setup.exe, env=setup.env) as client:
+        async with await AppServerClient.start(Launch(codex_bin=setup.exe, env=setup.env)) as client:
             completed = await (await Thread.start(client)).turn("again").run()
             assert completed.status == "completed"
             assert client.pid == child_pid(setup.dir, 1)
@@ -245,12 +245,9 @@ def test_fault_through_the_agent(point, tmp_path):
     async def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
         setup = Setup(tmp_path, point)
         config = AgentConfig(
+            launch=Launch(codex_bin=setup.exe, env=setup.env, timeouts=Timeouts(request=REQUEST_TIMEOUT, close=0.5)),
             cwd=setup.cwd,
-            codex_bin=setup.exe,
-            env=setup.env,
             skills=False,
-            request_timeout=REQUEST_TIMEOUT,
-            close_timeout=0.5,
         )
 
         async def approvals(request: Any) -> Reply:
@@ -313,7 +310,7 @@ def test_fault_a_listener_raising_mid_turn_keeps_what_was_committed(tmp_path):
             raise RuntimeError("the listener's own bug")
 
     async def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
-        config = AgentConfig(cwd=str(tmp_path), codex_bin=exe, skills=False)
+        config = AgentConfig(launch=Launch(codex_bin=exe), cwd=str(tmp_path), skills=False)
         with SessionLog.open(path) as log:
             async with Agent(log, config, on_event=listener) as agent:
                 first = await agent.run("go")

@@ -16,7 +16,7 @@ from typing import Any, List
 
 import pytest
 
-from codexmini import Agent, AgentConfig, AppServerClient, SessionLog, Thread, _rpc, read_log
+from codexmini import Agent, AgentConfig, AppServerClient, Launch, Limits, SessionLog, Thread, Timeouts, _rpc, read_log
 from codexmini.testing import CodexLike, FakeAppServer, ServerSide
 from codexmini.testing.codex_like import THREAD
 
@@ -65,7 +65,9 @@ async def flood(server: ServerSide) -> None:
 def test_fixes_a_flood_of_turn_shaping_notifications_is_bounded(caplog):
     # item/started passes a full queue (it shapes the turn), but not forever.
     async def main() -> None:
-        async with await AppServerClient.start(launcher=FakeAppServer(flood).launch, queue_size=100) as client:
+        async with await AppServerClient.start(
+            Launch(launcher=FakeAppServer(flood).launch, limits=Limits(queue_size=100))
+        ) as client:
             sub = client.subscribe(THREAD)
             await client.request("thread/loaded/list", {})
             assert sub.pending() == 200
@@ -100,7 +102,9 @@ def test_fixes_a_handler_that_ignores_its_cancel_does_not_delay_the_answer():
     async def main() -> None:
         nonlocal release
         release = asyncio.Event()
-        client = await AppServerClient.start(launcher=FakeAppServer(approval_then_report).launch, handler_timeout=0.05)
+        client = await AppServerClient.start(
+            Launch(launcher=FakeAppServer(approval_then_report).launch, timeouts=Timeouts(handler=0.05))
+        )
         client.on_request(APPROVAL, stubborn)
         answers = []
         client.on_answer(lambda *a: answers.append(a[3]))
@@ -124,7 +128,7 @@ class SteerShapes(CodexLike):
 @pytest.mark.frame_problems("turn/steer")
 def test_fixes_a_steer_answer_that_is_not_an_object_keeps_the_expected_turn():
     async def main() -> str:
-        async with await AppServerClient.start(launcher=FakeAppServer(SteerShapes).launch) as client:
+        async with await AppServerClient.start(Launch(launcher=FakeAppServer(SteerShapes).launch)) as client:
             thread = await Thread.start(client)
             return await thread.steer("more", "turn-9")
 
@@ -139,7 +143,9 @@ def test_fixes_an_agent_whose_launcher_has_a_bug_logs_the_turn(tmp_path, caplog)
 
     async def main() -> Any:
         with SessionLog.open(path) as log:
-            async with Agent(log, AgentConfig(cwd=str(tmp_path), launcher=broken, skills=False)) as agent:
+            async with Agent(
+                log, AgentConfig(launch=Launch(launcher=broken), cwd=str(tmp_path), skills=False)
+            ) as agent:
                 return await agent.run("hello")
 
     end = run(main())

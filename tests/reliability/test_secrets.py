@@ -27,7 +27,7 @@ import figures
 import hostile
 import pytest
 
-from codexmini import Agent, AgentConfig, AppServerClient, ProcessExited, SessionLog, Thread, read_log
+from codexmini import Agent, AgentConfig, AppServerClient, Launch, ProcessExited, SessionLog, Thread, Timeouts, read_log
 from codexmini.testing import FakeAppServer
 
 PLANTED = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN")
@@ -63,7 +63,7 @@ NAMED = [pytest.param([], id="none named"), pytest.param(["OPENAI_API_KEY"], id=
 @pytest.mark.parametrize("named", NAMED)
 def test_secrets_a_started_client_passes_only_the_named(named, secrets, tmp_path):
     async def main() -> str:
-        async with await AppServerClient.start(codex_bin=executable(tmp_path), pass_env=named) as client:
+        async with await AppServerClient.start(Launch(codex_bin=executable(tmp_path), pass_env=named)) as client:
             completed = await (await Thread.start(client)).turn("who are you").run()
             return str(completed.items[-1]["text"])
 
@@ -76,7 +76,9 @@ def test_secrets_the_agent_passes_only_the_named(named, secrets, tmp_path):
     path = str(tmp_path / "session.jsonl")
 
     async def main() -> None:
-        config = AgentConfig(cwd=str(tmp_path), codex_bin=executable(tmp_path), pass_env=named, skills=False)
+        config = AgentConfig(
+            launch=Launch(codex_bin=executable(tmp_path), pass_env=named), cwd=str(tmp_path), skills=False
+        )
         with SessionLog.open(path) as log:
             async with Agent(log, config) as agent:
                 assert (await agent.run("who are you"))["reason"] == "completed"
@@ -97,7 +99,7 @@ def test_secrets_the_cli_run_passes_only_the_named(named, secrets, tmp_path):
     for name in named:
         argv += ["--pass-env", name]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=DEADLINE, stdin=subprocess.DEVNULL)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=DEADLINE, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     messages = [e for e in events if e["type"] == "assistant/message"]
@@ -122,12 +124,14 @@ def test_secrets_a_child_printing_its_environment_leaks_nothing(secrets, tmp_pat
     path = str(tmp_path / "session.jsonl")
 
     async def main() -> ProcessExited:
-        async with await AppServerClient.start(codex_bin=exe, pass_env=named) as client:
+        async with await AppServerClient.start(Launch(codex_bin=exe, pass_env=named)) as client:
             with pytest.raises(ProcessExited) as raised:
                 await (await Thread.start(client)).turn("who are you").run()
             assert_nowhere(secrets, client.stderr_tail)
             assert "OPENAI_API_KEY=***" in client.stderr_tail
-        config = AgentConfig(cwd=str(tmp_path), codex_bin=exe, pass_env=named, skills=False, close_timeout=0.5)
+        config = AgentConfig(
+            launch=Launch(codex_bin=exe, pass_env=named, timeouts=Timeouts(close=0.5)), cwd=str(tmp_path), skills=False
+        )
         with SessionLog.open(path) as log:
             async with Agent(log, config) as agent:
                 end = await agent.run("who are you")

@@ -28,7 +28,7 @@ import figures
 import hostile
 import pytest
 
-from codexmini import Agent, AgentConfig, AppServerClient, SessionLog, Thread, _client, _rpc, read_log
+from codexmini import Agent, AgentConfig, AppServerClient, Launch, SessionLog, Thread, _client, _rpc, read_log
 from codexmini.testing import FakeAppServer
 
 TURNS = 2000
@@ -142,7 +142,7 @@ async def client_soak(client: AppServerClient, turns: int) -> Dict[int, Dict[str
 
 def test_soak_2000_turns_on_one_client_in_memory(unobserved):
     async def main() -> Dict[int, Dict[str, Any]]:
-        async with await AppServerClient.start(launcher=FakeAppServer(hostile.Steady).launch) as client:
+        async with await AppServerClient.start(Launch(launcher=FakeAppServer(hostile.Steady).launch)) as client:
             seen = await client_soak(client, TURNS)
             assert_flat(seen[CHECKPOINT], seen[TURNS], client)
             return seen
@@ -156,7 +156,7 @@ def test_soak_200_turns_on_one_client_over_a_real_pipe(unobserved, tmp_path):
     exe = FakeAppServer("hostile:Steady").executable(str(tmp_path), pythonpath=[hostile.HERE])
 
     async def main() -> Dict[int, Dict[str, Any]]:
-        async with await AppServerClient.start(codex_bin=exe) as client:
+        async with await AppServerClient.start(Launch(codex_bin=exe)) as client:
             seen = await client_soak(client, PIPE_TURNS)
             assert_flat(seen[CHECKPOINT], seen[PIPE_TURNS], client)
             return seen
@@ -172,7 +172,7 @@ def test_soak_200_agent_turns_on_one_log(unobserved, tmp_path):
 
     async def main() -> Dict[int, Dict[str, Any]]:
         seen: Dict[int, Dict[str, Any]] = {}
-        config = AgentConfig(cwd=str(tmp_path), launcher=fake.launch, skills=False)
+        config = AgentConfig(launch=Launch(launcher=fake.launch), cwd=str(tmp_path), skills=False)
         with SessionLog.open(path) as log:
             async with Agent(log, config) as agent:
                 for n in range(1, AGENT_TURNS + 1):

@@ -123,11 +123,17 @@ async def _close_group(rpc: RawRpc) -> None:
 
 
 async def _codexmini_turn(scene: Scene, codex: str) -> dict[str, Any]:
-    from codexmini import AppServerClient, Thread
+    from codexmini import AppServerClient, Launch, Thread
 
     start = time.perf_counter()
     client = await AppServerClient.start(
-        codex_bin=codex, config=scene.endpoint.config(), env=scene.extra_env, parent_env=scene.parent_env, cwd=scene.ws
+        Launch(
+            codex_bin=codex,
+            config=scene.endpoint.config(),
+            env=scene.extra_env,
+            parent_env=scene.parent_env,
+            cwd=scene.ws,
+        )
     )
     try:
         p = scene.thread_params()

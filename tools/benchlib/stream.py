@@ -154,9 +154,9 @@ async def raw(opts: Options) -> dict[str, Any]:
 
 
 async def client(opts: Options) -> dict[str, Any]:
-    from codexmini import AgentMessageDelta, AppServerClient, Thread
+    from codexmini import AgentMessageDelta, AppServerClient, Launch, Thread
 
-    app = await AppServerClient.start(codex_bin=opts["codex"], cwd=opts["scratch"])
+    app = await AppServerClient.start(Launch(codex_bin=opts["codex"], cwd=opts["scratch"]))
     try:
         thread = await Thread.start(app)
         turns = []
@@ -219,14 +219,14 @@ class _Watch:
 
 def _agent(opts: Options, watch: _Watch) -> Any:
     """An agent on a fresh log in a fresh directory under ``opts["scratch"]``."""
-    from codexmini import Agent, AgentConfig, SessionLog
+    from codexmini import Agent, AgentConfig, Launch, SessionLog
 
     scratch = tempfile.mkdtemp(prefix="agent-", dir=opts["scratch"])
     ws, home = os.path.join(scratch, "ws"), os.path.join(scratch, "home")
     for d in (ws, home):
         os.makedirs(d, exist_ok=True)
     log = SessionLog.open(os.path.join(scratch, "session.jsonl"), fsync=False)
-    config = AgentConfig(cwd=ws, codex_bin=opts["codex"], codex_home=home)
+    config = AgentConfig(launch=Launch(codex_bin=opts["codex"], codex_home=home), cwd=ws)
     return Agent(log, config, on_event=watch.listener()), log
 
 

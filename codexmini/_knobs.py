@@ -1,0 +1,153 @@
+"""The session's knobs: what the log has chosen for the next step.  Pure.
+
+A knob is a log entry that changes how later steps run: ``sandbox/mode``,
+``approval/policy``, ``model/choice`` and ``model/endpoint``.  They are logged
+like every other entry, so a resumed session keeps them; the last *valid* one
+of each kind wins, and an invalid value counts as absent.  :class:`Knobs`
+holds a session's knob entries (fed as they are appended) and answers what
+they amount to: the model, the endpoint, and the permission pair a thread is
+started with -- folded again every step, so a knob change acts on the next one.
+
+The permission fold: full access wins; ``ask`` means ``workspace-write`` with
+``on-request`` approvals; anything else is the fail-closed default
+(``read-only``, ``never``).  A configured pin (``AgentConfig.sandbox`` /
+``approval_policy``) overrides its own field only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, List, Mapping, Optional
+
+from ._errors import ConfigError
+from ._permission import APPROVAL_POLICIES, SANDBOX_MODES
+
+#: The knob entries' types.
+KNOB_TYPES = frozenset({"sandbox/mode", "approval/policy", "model/choice", "model/endpoint"})
+#: What an ``approval/policy`` knob may say (the CLI's ``--approval-policy``).
+APPROVAL_KNOBS = ("ask", "never")
+
+
+@dataclass(frozen=True)
+class ThreadPermissions:
+    """The pair passed to ``thread/start`` (``sandbox``, ``approvalPolicy``)."""
+
+    sandbox: str
+    approval_policy: str
+
+
+#: Nothing recorded, or nothing valid: read-only and never ask.
+DEFAULT_PERMISSIONS = ThreadPermissions("read-only", "never")
+
+_PERMISSION_KNOBS = {"sandbox/mode": ("mode", SANDBOX_MODES), "approval/policy": ("policy", APPROVAL_KNOBS)}
+
+
+def last_knob(entries: Iterable[Mapping[str, Any]], kind: str) -> Optional[str]:
+    """The last *valid* value of a permission knob (``sandbox/mode`` or
+    ``approval/policy``) among ``entries``, or ``None``."""
+    key, allowed = _PERMISSION_KNOBS[kind]
+    value = None
+    for entry in entries:
+        if entry.get("type") == kind:
+            candidate = (entry.get("data") or {}).get(key)
+            if candidate in allowed:
+                value = candidate
+    return value
+
+
+def fold(sandbox_knob: Optional[str], approval_knob: Optional[str]) -> ThreadPermissions:
+    """Full access wins; ``ask`` means workspace-write + on-request; anything
+    else is the fail-closed default."""
+    if sandbox_knob == "danger-full-access":
+        return ThreadPermissions("danger-full-access", "never")
+    if approval_knob == "ask":
+        return ThreadPermissions("workspace-write", "on-request")
+    return DEFAULT_PERMISSIONS
+
+
+def resolve_permissions(
+    entries: Iterable[Mapping[str, Any]],
+    pin_sandbox: Optional[str] = None,
+    pin_approval: Optional[str] = None,
+) -> ThreadPermissions:
+    """Fold the knobs among ``entries``, then let each pin override its own field."""
+    entries = list(entries)
+    folded = fold(last_knob(entries, "sandbox/mode"), last_knob(entries, "approval/policy"))
+    if pin_sandbox is not None and pin_sandbox not in SANDBOX_MODES:
+        raise ConfigError(f"sandbox pin must be one of {SANDBOX_MODES}, not {pin_sandbox!r}")
+    if pin_approval is not None and pin_approval not in APPROVAL_POLICIES:
+        raise ConfigError(f"approval pin must be one of {APPROVAL_POLICIES}, not {pin_approval!r}")
+    return ThreadPermissions(pin_sandbox or folded.sandbox, pin_approval or folded.approval_policy)
+
+
+def last_model(entries: Iterable[Mapping[str, Any]]) -> Optional[str]:
+    """The model the session chose last (``model/choice``), if any: a
+    non-empty string; anything else counts as absent."""
+    model = None
+    for entry in entries:
+        if entry.get("type") == "model/choice":
+            value = (entry.get("data") or {}).get("model")
+            if isinstance(value, str) and value:
+                model = value
+    return model
+
+
+def last_endpoint(entries: Iterable[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The model endpoint the session chose last (``model/endpoint``: its
+    ``baseUrl``, ``wireApi`` and the *name* of the variable holding the key,
+    never the key), or ``None``; a ``baseUrl`` of ``null`` means codex's own
+    configuration and is returned as such."""
+    endpoint: Optional[Mapping[str, Any]] = None
+    for entry in entries:
+        if entry.get("type") == "model/endpoint":
+            data = entry.get("data") or {}
+            url = data.get("baseUrl")
+            if url is None or isinstance(url, str):
+                endpoint = data
+    return endpoint
+
+
+class Knobs:
+    """A session's knob entries, in log order: fed every appended entry
+    (:meth:`feed` keeps the knobs, ignores the rest), asked what they amount to."""
+
+    def __init__(self, entries: Iterable[Mapping[str, Any]] = ()) -> None:
+        self._entries: List[Mapping[str, Any]] = []
+        for entry in entries:
+            self.feed(entry)
+
+    def feed(self, entry: Mapping[str, Any]) -> None:
+        """Keep ``entry`` if it is a knob."""
+        if entry.get("type") in KNOB_TYPES:
+            self._entries.append(entry)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def model(self) -> Optional[str]:
+        """The session's model choice, if any."""
+        return last_model(self._entries)
+
+    @property
+    def endpoint(self) -> Optional[Mapping[str, Any]]:
+        """The session's endpoint choice (see :func:`last_endpoint`), if any."""
+        return last_endpoint(self._entries)
+
+    def permissions(self, pin_sandbox: Optional[str] = None, pin_approval: Optional[str] = None) -> ThreadPermissions:
+        """The thread's (sandbox, approval policy), the pins over the knobs."""
+        return resolve_permissions(self._entries, pin_sandbox, pin_approval)
+
+
+__all__ = [
+    "APPROVAL_KNOBS",
+    "DEFAULT_PERMISSIONS",
+    "KNOB_TYPES",
+    "Knobs",
+    "ThreadPermissions",
+    "fold",
+    "last_endpoint",
+    "last_knob",
+    "last_model",
+    "resolve_permissions",
+]

@@ -1,0 +1,295 @@
+"""The loop portal: a private event loop in a daemon thread, and blocking calls into it.
+
+:mod:`codexmini.sync` is built on this.  A :class:`Portal` runs one asyncio
+loop in a daemon thread (``codexmini-sync-N``); :meth:`Portal.call` submits a
+coroutine to it (``call_soon_threadsafe``) and blocks the calling thread on a
+``concurrent.futures.Future`` until it is done.  The calling thread's own
+event loop, if it has one (a notebook cell), is never used, entered or
+nested, so nothing can deadlock on it.  The one call that cannot work is a
+blocking call from the loop's own thread: it would wait for itself, so it
+raises :class:`~codexmini.CodexminiError` instead.
+
+A ``KeyboardInterrupt`` (or the call's ``timeout``) while a call blocks
+cancels its task on the loop, waits a bounded time for it to settle, then
+raises.  :meth:`Portal.close` cancels what is left, stops the loop and joins
+its thread; a call still blocked in another thread gets
+:class:`~codexmini.ClientClosed`.  Every open object is held in a registry
+(:func:`hold`, :func:`release`) and an ``atexit`` hook closes what is still
+open at interpreter exit, newest first.  Approval handlers given as plain
+functions run in a daemon worker thread each (:func:`in_worker_thread`), so
+one that waits for a human never stalls the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import itertools
+import logging
+import threading
+import time
+from typing import Any, Callable, Coroutine, Dict, List, Optional, Protocol, Set, TypeVar
+
+from ._errors import ClientClosed, CodexminiError, CodexTimeout
+from ._permission import ApprovalHandler, ApprovalRequest, Reply
+
+log = logging.getLogger("codexmini.sync")
+
+T = TypeVar("T")
+#: Answers one approval (or question) codex asks, in a worker thread: ``handler(request)`` → a reply.
+BlockingApprovalHandler = Callable[[ApprovalRequest], Reply]
+
+_names = itertools.count(1)
+
+
+class _Closeable(Protocol):  # pragma: no cover - a typing Protocol: its stub never runs
+    def close(self) -> None: ...
+
+
+#: What is open, oldest first (a dict as an ordered set); closed at exit, newest first.
+_open: Dict[_Closeable, None] = {}
+_open_lock = threading.Lock()
+
+
+def hold(owner: _Closeable) -> None:
+    with _open_lock:
+        _open[owner] = None
+
+
+def release(owner: _Closeable) -> None:
+    with _open_lock:
+        _open.pop(owner, None)
+
+
+def shut(owner: _Closeable, portal: "Portal", aclose: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """``owner.close()``: ``aclose()`` on the loop, then the loop thread, once."""
+    if not portal.closed:
+        try:
+            portal.call(aclose())
+        finally:
+            release(owner)
+            portal.close()
+
+
+def close_all() -> None:
+    """Close every facade object still open, newest first (the ``atexit`` hook)."""
+    with _open_lock:
+        owners = list(_open)
+    for owner in reversed(owners):
+        try:
+            owner.close()
+        except Exception:  # at exit nobody can act on it: log and go on
+            log.exception("closing %r at exit failed", owner)
+
+
+atexit.register(close_all)
+
+
+#: How often a waiting call wakes (seconds).  CPython runs a signal's handler
+#: between bytecodes, and its lock wait does not look for one pending before it
+#: blocks: a Ctrl-C landing in that instant would wait for the call to end.
+#: Waking bounds that to this long.
+_POLL = 0.25
+
+
+def _wait(outcome: "concurrent.futures.Future[T]", timeout: Optional[float]) -> T:
+    """``outcome.result(timeout)``, in slices of at most :data:`_POLL`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = _POLL if deadline is None else min(_POLL, deadline - time.monotonic())
+        try:
+            return outcome.result(max(left, 0.0))
+        except concurrent.futures.TimeoutError:
+            if outcome.done() or (deadline is not None and time.monotonic() >= deadline):
+                raise  # the coroutine's own TimeoutError (the same class on 3.11+), or the deadline
+
+
+class Portal:
+    """A private event loop in a daemon thread, and blocking calls into it.
+
+    :meth:`call` runs a coroutine there and returns its result (or raises its
+    error) in the calling thread.  ``cancel_grace`` bounds the wait for a
+    cancelled call (a ``KeyboardInterrupt``, a timeout) to settle, and for
+    :meth:`close` to cancel what is left.
+    """
+
+    def __init__(self, *, cancel_grace: float = 30.0) -> None:
+        self.cancel_grace = cancel_grace
+        self._loop = asyncio.new_event_loop()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._pending: Set["concurrent.futures.Future[Any]"] = set()  # outcomes not delivered yet
+        self._loop_thread = threading.Thread(target=self._serve, name=f"codexmini-sync-{next(_names)}", daemon=True)
+        self._loop_thread.start()
+        hold(self)
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def loop_thread(self) -> threading.Thread:
+        """The thread the loop runs in."""
+        return self._loop_thread
+
+    def in_loop_thread(self) -> bool:
+        return threading.current_thread() is self._loop_thread
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
+        """Run ``coro`` on the loop and wait for it.  A ``timeout`` (seconds)
+        cancels it and raises :class:`~codexmini.CodexTimeout`;
+        :class:`~codexmini.ClientClosed` once the portal is closed."""
+        if self.in_loop_thread():
+            coro.close()
+            raise CodexminiError(
+                "a blocking codexmini.sync call from its own event loop's thread (an on_event listener?) "
+                "would wait for itself; use the async API there"
+            )
+        outcome: "concurrent.futures.Future[T]" = concurrent.futures.Future()
+        tasks: List["asyncio.Task[None]"] = []
+        try:  # from here on a KeyboardInterrupt, wherever it lands, stops the call too
+            with self._lock:
+                if self._closed:
+                    raise ClientClosed("the codexmini.sync object is closed")
+                self._pending.add(outcome)
+                self._loop.call_soon_threadsafe(self._start, coro, outcome, tasks)
+            return _wait(outcome, timeout)
+        except concurrent.futures.TimeoutError:
+            if outcome.done():  # the coroutine's own TimeoutError (the same class on 3.11+)
+                raise
+            self._abandon(coro, outcome, tasks)
+            raise CodexTimeout(f"the call did not finish within {timeout:g}s", float(timeout or 0)) from None
+        except BaseException:
+            if not outcome.done():
+                self._abandon(coro, outcome, tasks)
+            raise
+
+    def _start(self, coro: Coroutine[Any, Any, T], outcome: "concurrent.futures.Future[T]", tasks: List[Any]) -> None:
+        if outcome.set_running_or_notify_cancel():  # not abandoned before it could start
+            tasks.append(self._loop.create_task(self._deliver(coro, outcome)))
+
+    async def _deliver(self, coro: Coroutine[Any, Any, T], outcome: "concurrent.futures.Future[T]") -> None:
+        """Run ``coro`` and hand its outcome to the waiting thread.  Whatever it
+        raises goes there -- also ``KeyboardInterrupt`` or ``SystemExit``, which
+        would otherwise escape the task and stop the loop for every caller."""
+        try:
+            result = await coro
+        except asyncio.CancelledError:
+            self._pending.discard(outcome)
+            outcome.set_exception(ClientClosed("the call was cancelled (the codexmini.sync object closed)"))
+            raise
+        except (Exception, KeyboardInterrupt, SystemExit) as exc:  # not GeneratorExit: a dropped task just ends
+            self._pending.discard(outcome)
+            outcome.set_exception(exc)
+        else:
+            self._pending.discard(outcome)
+            outcome.set_result(result)
+
+    def _abandon(
+        self, coro: Coroutine[Any, Any, Any], outcome: "concurrent.futures.Future[Any]", tasks: List[Any]
+    ) -> None:
+        """The caller stops waiting: cancel the call, and wait (bounded) for it to settle."""
+        if outcome.cancel():  # _start has not run, and now never will: the coroutine never started
+            self._pending.discard(outcome)
+            coro.close()
+            return
+        # Running: _start has run (it made the outcome running), so the task exists.
+        self._loop.call_soon_threadsafe(lambda: tasks[0].cancel())
+        done, _ = concurrent.futures.wait([outcome], timeout=self.cancel_grace)
+        if not done:
+            log.warning("a cancelled codexmini.sync call did not settle within %gs", self.cancel_grace)
+
+    def close(self) -> None:
+        """Cancel what still runs on the loop, stop it and join its thread.  Idempotent."""
+        if self.in_loop_thread():
+            raise CodexminiError("a codexmini.sync object cannot be closed from its own event loop's thread")
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        release(self)
+        done = asyncio.run_coroutine_threadsafe(self._cancel_all(), self._loop)
+        concurrent.futures.wait([done], timeout=self.cancel_grace + 1.0)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop_thread.join(self.cancel_grace)
+        if not self._loop_thread.is_alive():  # pragma: no branch - a stuck loop is left to the daemon thread
+            self._loop.close()
+            # Calls that ignored their cancellation: nobody will finish them now.
+            for outcome in list(self._pending):
+                outcome.set_exception(ClientClosed("the codexmini.sync object closed before the call settled"))
+
+    async def _cancel_all(self) -> None:
+        me = asyncio.current_task()
+        left = [task for task in asyncio.all_tasks() if task is not me]
+        for task in left:
+            task.cancel()
+        if left:
+            await asyncio.wait(left, timeout=self.cancel_grace)
+        await self._loop.shutdown_asyncgens()
+
+    def __enter__(self) -> "Portal":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+async def call_soon(fn: Callable[..., T], *args: Any) -> T:
+    """Run a plain function on the loop's thread (what touches loop state must)."""
+    return fn(*args)
+
+
+def in_worker_thread(handler: BlockingApprovalHandler) -> ApprovalHandler:
+    """The async handler the core wants, running the blocking ``handler`` in a
+    daemon thread per request (a human may take minutes; the loop must not wait)."""
+
+    async def answer(request: ApprovalRequest) -> Reply:
+        loop = asyncio.get_running_loop()
+        future: "asyncio.Future[Reply]" = loop.create_future()
+
+        def deliver(reply: Optional[Reply], error: Optional[BaseException]) -> None:
+            if future.done():  # the client's deadline or the server's resolve came first
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(reply)  # type: ignore[arg-type]
+
+        def work() -> None:
+            reply: Optional[Reply] = None
+            error: Optional[BaseException] = None
+            try:
+                reply = handler(request)
+            except BaseException as exc:  # delivered to the client, which answers fail-closed
+                error = exc
+            try:
+                loop.call_soon_threadsafe(deliver, reply, error)
+            except RuntimeError:  # the loop closed meanwhile: nobody waits for the answer
+                pass
+
+        threading.Thread(target=work, name="codexmini-approval", daemon=True).start()
+        return await future
+
+    return answer
+
+
+def worker(handler: Optional[BlockingApprovalHandler]) -> Optional[ApprovalHandler]:
+    return None if handler is None else in_worker_thread(handler)
+
+
+__all__ = [
+    "BlockingApprovalHandler",
+    "Portal",
+    "call_soon",
+    "close_all",
+    "release",
+    "in_worker_thread",
+    "hold",
+    "shut",
+    "worker",
+]

@@ -1,0 +1,54 @@
+"""What carries the JSON-RPC bytes: the transport interface.  Typing only.
+
+The client (:mod:`._client`) reads and writes bytes through a
+:class:`Transport` and knows nothing else of the other side.  The child
+process (:class:`._process.ChildProcess`) is today's one implementation;
+:mod:`codexmini.testing` has an in-memory one.  A :data:`Launcher` starts a
+server side from the argv, environment and working directory a
+:class:`~codexmini.Launch` plans, and returns its transport.
+"""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable, Mapping, Optional, Protocol, Sequence
+
+
+class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs never run
+    """A byte stream each way, an exit, signals.
+
+    ``read()`` returns the next bytes, ``b""`` once the other side ended;
+    ``write(data)`` raises ``OSError`` (or ``ConnectionError``) once the other
+    side stopped reading; ``close_input()`` ends what we send;
+    ``wait_exited()`` returns once the other side is gone, and ``returncode``
+    and ``stderr_tail`` then say how it ended; ``signal(sig)`` and
+    ``aclose(timeout)`` end it by force and release what it holds.
+    """
+
+    @property
+    def pid(self) -> Optional[int]: ...
+
+    @property
+    def returncode(self) -> Optional[int]: ...
+
+    @property
+    def stderr_tail(self) -> str: ...
+
+    async def read(self) -> bytes: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    def close_input(self) -> None: ...
+
+    async def wait_exited(self) -> None: ...
+
+    def signal(self, sig: int) -> None: ...
+
+    async def aclose(self, timeout: float) -> None: ...
+
+
+#: Starts the server side: ``await launcher(argv, env, cwd)`` → its transport.
+#: ``argv[0]`` is the codex binary found (or given), the rest its arguments.
+Launcher = Callable[[Sequence[str], Mapping[str, str], Optional[str]], Awaitable[Transport]]
+
+
+__all__ = ["Launcher", "Transport"]
