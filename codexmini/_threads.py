@@ -285,7 +285,9 @@ class Thread:
         before anything is sent.  ``params`` adds raw ``turn/start`` fields,
         ``on_event`` sees each event as it arrives and ``idle_timeout`` bounds
         the silence between two.  Cancelling the caller interrupts the turn."""
-        return await self._run(input, check_output_schema(output_schema), params, idle_timeout, interrupt_grace, on_event)
+        return await self._run(
+            input, check_output_schema(output_schema), params, idle_timeout, interrupt_grace, on_event
+        )
 
     async def _run(
         self,

@@ -432,7 +432,9 @@ class Agent:
             options["new_id"] = new_id
         try:
             # Built on the loop: on Python 3.9 asyncio primitives bind to the loop current at creation.
-            self.aio: _agent.Agent = self.portal.call(call_soon(functools.partial(_agent.Agent, log_, config, **options)))
+            self.aio: _agent.Agent = self.portal.call(
+                call_soon(functools.partial(_agent.Agent, log_, config, **options))
+            )
         except BaseException:
             self.portal.close()
             raise
