@@ -80,6 +80,11 @@ schema: setup
 protocol: setup
 	$(PY) tools/gen_protocol.py
 
+# The type checkers' view of codexmini/__init__.py from its _EXPORTS table.
+.PHONY: public
+public: setup
+	$(PY) tools/gen_public.py
+
 # Schema drift from the pin to TO, and every recorded scenario run live against TO.
 drift: setup
 	$(PY) tools/schema_drift.py $(CODEX_VERSION) $(TO) --behaviour

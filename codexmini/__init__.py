@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Dict, List
 
 from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION, __version__
 
-#: Public name → the internal module that defines it.  One table: ``__all__``
-#: is derived from it, and a test checks it against the documented list.
+#: Public name → the internal module that defines it: the one list of the public
+#: face.  ``__all__`` is derived from it; so is the type checkers' view at the end
+#: of this file (``make public`` writes it; a test fails when it is stale).
 _EXPORTS: Dict[str, str] = {
     # one call for the common case
     "run": "_run",
@@ -115,7 +116,7 @@ def __dir__() -> List[str]:
     return sorted(set(globals()) | set(__all__))
 
 
-if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explicit re-exports)
+if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public): do not edit
     from ._agent import Agent as Agent
     from ._agent import AgentConfig as AgentConfig
     from ._agent import Blocked as Blocked
@@ -123,8 +124,8 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._endpoint import ModelEndpoint as ModelEndpoint
     from ._errors import BinaryNotFound as BinaryNotFound
     from ._errors import ClientClosed as ClientClosed
-    from ._errors import CodexminiError as CodexminiError
     from ._errors import CodexTimeout as CodexTimeout
+    from ._errors import CodexminiError as CodexminiError
     from ._errors import ConfigError as ConfigError
     from ._errors import MethodNotFound as MethodNotFound
     from ._errors import OutputValidationError as OutputValidationError
@@ -151,8 +152,8 @@ if TYPE_CHECKING:  # what the lazy table resolves to, for type checkers (explici
     from ._events import MessageStreamEnd as MessageStreamEnd
     from ._events import PlanDelta as PlanDelta
     from ._events import PlanUpdated as PlanUpdated
-    from ._events import RateLimitsUpdated as RateLimitsUpdated
     from ._events import RateLimitWindow as RateLimitWindow
+    from ._events import RateLimitsUpdated as RateLimitsUpdated
     from ._events import ReasoningSummaryDelta as ReasoningSummaryDelta
     from ._events import ReasoningTextDelta as ReasoningTextDelta
     from ._events import RetryingError as RetryingError

@@ -17,6 +17,7 @@ from typing import List
 import pytest
 
 import codexmini
+from tools import gen_public
 
 #: The documented public names, grouped as the README groups them.
 DOCUMENTED: List[str] = [
@@ -105,6 +106,33 @@ def test_public_api_name_imports_and_is_documented(name: str) -> None:
     if name == "Event":  # a Union alias: documented in its module
         return
     assert inspect.getdoc(value), f"codexmini.{name} has no docstring"
+
+
+def test_public_api_type_checkers_see_what_the_table_exports() -> None:
+    # The TYPE_CHECKING block is written from _EXPORTS (make public), never by hand.
+    with open(gen_public.INIT, encoding="utf-8") as fh:
+        source = fh.read()
+    assert gen_public.render(source) == source, "stale: run `make public`"
+    assert gen_public.exports(source.partition(gen_public.MARK)[0]) == codexmini._EXPORTS
+    assert gen_public.main(["--check"]) == 0
+
+
+def test_public_api_block_follows_a_changed_table(tmp_path, monkeypatch, capsys) -> None:
+    with open(gen_public.INIT, encoding="utf-8") as fh:
+        source = fh.read()
+    changed = source.replace('    "Agent": "_agent",\n', '    "Agent": "_agent",\n    "Extra": "_agent",\n')
+    assert changed != source
+    block = gen_public.render(changed).partition(gen_public.MARK)[2]
+    assert "    from ._agent import Extra as Extra\n" in block
+    copy = tmp_path / "__init__.py"
+    copy.write_text(changed, encoding="utf-8")
+    monkeypatch.setattr(gen_public, "INIT", str(copy))
+    assert gen_public.main(["--check"]) == 1 and "run `make public`" in capsys.readouterr().err
+    assert gen_public.main([]) == 0 and gen_public.main(["--check"]) == 0
+    with pytest.raises(SystemExit, match="is missing"):
+        gen_public.render(source.replace(gen_public.MARK, ""))
+    with pytest.raises(SystemExit, match="has no `_EXPORTS"):
+        gen_public.exports("x = 1\n")
 
 
 def test_public_api_unknown_name_is_an_attribute_error() -> None:
