@@ -124,8 +124,8 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._endpoint import ModelEndpoint as ModelEndpoint
     from ._errors import BinaryNotFound as BinaryNotFound
     from ._errors import ClientClosed as ClientClosed
-    from ._errors import CodexTimeout as CodexTimeout
     from ._errors import CodexminiError as CodexminiError
+    from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
     from ._errors import MethodNotFound as MethodNotFound
     from ._errors import OutputValidationError as OutputValidationError
@@ -152,8 +152,8 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._events import MessageStreamEnd as MessageStreamEnd
     from ._events import PlanDelta as PlanDelta
     from ._events import PlanUpdated as PlanUpdated
-    from ._events import RateLimitWindow as RateLimitWindow
     from ._events import RateLimitsUpdated as RateLimitsUpdated
+    from ._events import RateLimitWindow as RateLimitWindow
     from ._events import ReasoningSummaryDelta as ReasoningSummaryDelta
     from ._events import ReasoningTextDelta as ReasoningTextDelta
     from ._events import RetryingError as RetryingError

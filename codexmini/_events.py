@@ -32,7 +32,17 @@ def _usage(counts: "Iterable[int]") -> "Usage":
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts, as in the wire's ``TokenUsageBreakdown``."""
+    """Token counts, as in the wire's ``TokenUsageBreakdown`` (a missing or
+    null count is 0): two in each :class:`TokenUsage`, the turn's sum in
+    :attr:`TurnCompleted.usage`.  Two usages add up with ``+``.  Each count
+    is the wire's field of the same name in camelCase:
+
+    * ``input_tokens``: ``inputTokens``.
+    * ``cached_input_tokens``: ``cachedInputTokens``.
+    * ``output_tokens``: ``outputTokens``.
+    * ``reasoning_output_tokens``: ``reasoningOutputTokens``.
+    * ``total_tokens``: ``totalTokens``.
+    """
 
     input_tokens: int = 0
     cached_input_tokens: int = 0
@@ -82,12 +92,28 @@ class Usage:
 
 @dataclass(frozen=True)
 class AgentMessageDelta:
+    """A piece of an agent message's text as codex streams it
+    (``item/agentMessage/delta``, most frames of a turn); the finished text
+    comes with the item's :class:`ItemCompleted`.
+
+    * ``item_id``: the ``agentMessage`` item the text belongs to.
+    * ``delta``: the text, to append to the item's earlier deltas.
+    """
+
     item_id: str
     delta: str
 
 
 @dataclass(frozen=True)
 class ReasoningSummaryDelta:
+    """A piece of a reasoning item's summary as codex streams it
+    (``item/reasoning/summaryTextDelta``).
+
+    * ``item_id``: the ``reasoning`` item.
+    * ``delta``: the text, to append to the part's earlier deltas.
+    * ``summary_index``: which part of the summary it extends (``summaryIndex``; 0 when absent).
+    """
+
     item_id: str
     delta: str
     summary_index: int = 0
@@ -95,6 +121,14 @@ class ReasoningSummaryDelta:
 
 @dataclass(frozen=True)
 class ReasoningTextDelta:
+    """A piece of a reasoning item's raw text (its ``content``) as codex
+    streams it (``item/reasoning/textDelta``).
+
+    * ``item_id``: the ``reasoning`` item.
+    * ``delta``: the text, to append to the part's earlier deltas.
+    * ``content_index``: which part of the content it extends (``contentIndex``; 0 when absent).
+    """
+
     item_id: str
     delta: str
     content_index: int = 0
@@ -102,18 +136,41 @@ class ReasoningTextDelta:
 
 @dataclass(frozen=True)
 class PlanDelta:
+    """A piece of a proposed plan item's text as codex streams it
+    (``item/plan/delta``, experimental in codex: the completed ``plan`` item
+    is authoritative and may not match the deltas put together).
+
+    * ``item_id``: the ``plan`` item.
+    * ``delta``: the text, to append to the item's earlier deltas.
+    """
+
     item_id: str
     delta: str
 
 
 @dataclass(frozen=True)
 class PlanUpdated:
+    """The turn's plan, whole, each time codex updates it (``turn/plan/updated``).
+
+    * ``explanation``: codex's explanation, or ``None``.
+    * ``plan``: the steps, in order, each a ``(step, status)`` pair of strings;
+      the status is ``pending``, ``inProgress`` or ``completed``.
+    """
+
     explanation: Optional[str]
     plan: Tuple[Tuple[str, str], ...]  # (step, status)
 
 
 @dataclass(frozen=True)
 class CommandOutputDelta:
+    """Output of a running command as codex streams it
+    (``item/commandExecution/outputDelta``); the finished item has it all
+    (``aggregatedOutput``).
+
+    * ``item_id``: the ``commandExecution`` item.
+    * ``delta``: the output text, to append to the item's earlier deltas.
+    """
+
     item_id: str
     delta: str
 
@@ -135,17 +192,34 @@ class _ItemEvent:
 
 @dataclass(frozen=True)
 class ItemStarted(_ItemEvent):
-    pass
+    """An item of the turn has started (``item/started``): a message,
+    reasoning, a command, a file change, a tool call ...
+
+    * ``item``: the wire's ``ThreadItem`` as sent, an object whose ``id`` and
+      ``type`` are strings (:attr:`item_id`, :attr:`item_type`).
+    """
 
 
 @dataclass(frozen=True)
 class ItemCompleted(_ItemEvent):
-    pass
+    """An item of the turn has finished (``item/completed``), in its final
+    form.  An id can complete more than once (a retried response): in
+    :attr:`TurnCompleted.items` the last completion wins.
+
+    * ``item``: the wire's ``ThreadItem`` as sent, an object whose ``id`` and
+      ``type`` are strings (:attr:`item_id`, :attr:`item_type`).
+    """
 
 
 @dataclass(frozen=True)
 class TokenUsage:
-    """``last``: the latest model call; ``total``: the thread so far."""
+    """Token usage, after each model call (``thread/tokenUsage/updated``).
+
+    * ``last``: the latest model call's (``tokenUsage.last``).
+    * ``total``: the thread's so far (``tokenUsage.total``).
+    * ``context_window``: the model's context window in tokens
+      (``modelContextWindow``), or ``None``.
+    """
 
     last: Usage
     total: Usage
@@ -154,12 +228,24 @@ class TokenUsage:
 
 @dataclass(frozen=True)
 class DiffUpdated:
+    """The turn's diff has changed (``turn/diff/updated``).
+
+    * ``diff``: the latest unified diff of all the turn's file changes, whole.
+    """
+
     diff: str
 
 
 @dataclass(frozen=True)
 class RetryingError:
-    """An ``error`` with ``willRetry: true``: codex is retrying; not fatal."""
+    """An ``error`` with ``willRetry: true``: codex is retrying; not fatal,
+    the turn goes on.  (An error codex will not retry is no event: the
+    ``turn/completed`` of the failed turn carries it.)
+
+    * ``message``: the error's ``message`` (``""`` when null).
+    * ``details``: its ``additionalDetails``, or ``None``.
+    * ``info``: its ``codexErrorInfo`` as sent (the kind of error), or ``None``.
+    """
 
     message: str
     details: Optional[str] = None
@@ -168,11 +254,25 @@ class RetryingError:
 
 @dataclass(frozen=True)
 class TurnCompleted:
-    """The end of a turn, whatever its status (``completed``, ``interrupted``,
-    ``failed``).  ``items`` is the turn's history built from ``item/*``
-    notifications -- not the wire's ``turn.items``, which holds only the last
-    agent message -- with the last completion of each item id winning;
-    ``abandoned`` lists the ids that started but never completed."""
+    """The end of a turn, whatever its status (``turn/completed``): a turn's
+    last event.  ``items``, ``abandoned`` and ``usage`` are the books of the
+    turn that saw the ``item/*`` and usage notifications; ``error_message`` is
+    the error's message (``""`` when none).
+
+    * ``turn_id``: the turn's id.
+    * ``status``: ``completed``, ``interrupted`` or ``failed``.
+    * ``error``: the wire's ``TurnError``: the turn's own, else (a failed turn)
+      the last ``error`` codex did not retry; ``None`` when there is neither.
+    * ``items``: the turn's history built from ``item/*`` notifications -- not
+      the wire's ``turn.items``, which holds only the last agent message --
+      in order of first completion, the last completion of each id winning;
+      empty for a turn started with ``keep_items=False`` (the agent's).
+    * ``abandoned``: the ids of the items that started but never completed.
+    * ``usage``: the turn's token usage, each model call's ``last`` summed.
+    * ``rate_limits``: the account's last rate-limit snapshot when the turn
+      failed on a usage limit (:attr:`failure` reads the reset time from it);
+      else ``None``.
+    """
 
     turn_id: str
     status: str
@@ -213,9 +313,13 @@ USAGE_LIMIT_EXCEEDED = "usageLimitExceeded"
 
 @dataclass(frozen=True)
 class RateLimitWindow:
-    """One window of a rate-limit snapshot (the wire's ``RateLimitWindow``):
-    ``used_percent`` of it is used; it spans ``window_minutes`` and resets at
-    ``resets_at`` (Unix seconds) -- each ``None`` when codex did not say."""
+    """One window of a rate-limit snapshot (the wire's ``RateLimitWindow``),
+    in :class:`RateLimitsUpdated`.
+
+    * ``used_percent``: how much of it is used, in percent (``usedPercent``).
+    * ``window_minutes``: how long it spans, in minutes (``windowDurationMins``), or ``None``.
+    * ``resets_at``: when it resets, in Unix seconds (``resetsAt``), or ``None``.
+    """
 
     used_percent: int
     window_minutes: Optional[int] = None
@@ -226,8 +330,14 @@ class RateLimitWindow:
 class RateLimitsUpdated:
     """``account/rateLimits/updated``: the account's rate-limit snapshot, which
     codex sends (a global notification, no thread) when a model response
-    carries rate-limit headers.  ``snapshot`` is the wire's
-    ``RateLimitSnapshot``; the windows are read out of it."""
+    carries rate-limit headers.  A turn never yields it; a subscription to
+    global notifications does.
+
+    * ``limit_id``: the snapshot's ``limitId``, or ``None``.
+    * ``primary``: its ``primary`` window, or ``None``.
+    * ``secondary``: its ``secondary`` window, or ``None``.
+    * ``snapshot``: the wire's ``RateLimitSnapshot`` as sent; the windows are read out of it.
+    """
 
     limit_id: Optional[str]
     primary: Optional[RateLimitWindow]
@@ -258,9 +368,14 @@ def resets_at(snapshot: Optional["RateLimitSnapshot"]) -> Optional[int]:
 @dataclass(frozen=True)
 class MessageDelta:
     """Streamed agent text, tied to the durable assistant message it is
-    becoming: ``message_id`` is that message's id in the session log (an
-    agent event: the :class:`~codexmini.Agent` emits it beside the raw
-    :class:`AgentMessageDelta`)."""
+    becoming (an agent event, no notification of its own: the
+    :class:`~codexmini.Agent` emits it beside each raw
+    :class:`AgentMessageDelta`).
+
+    * ``message_id``: that message's id in the session log.
+    * ``item_id``: the ``agentMessage`` item streaming (the delta's).
+    * ``delta``: the text (the delta's).
+    """
 
     message_id: str
     item_id: str
@@ -269,11 +384,16 @@ class MessageDelta:
 
 @dataclass(frozen=True)
 class MessageStreamEnd:
-    """The end of one streamed agent message (an agent event): ``committed``
-    when its text is in the ``assistant/message`` ``message_id`` just written;
-    not committed when the stream was *abandoned* -- cut and retried by codex,
-    superseded, or cut short by the end of the turn -- so what was shown of it
-    is not in the log."""
+    """The end of one streamed agent message (an agent event, after its
+    :class:`MessageDelta` events).
+
+    * ``message_id``: the message its deltas named.
+    * ``item_id``: the ``agentMessage`` item that streamed.
+    * ``committed``: true when its text is in the ``assistant/message``
+      ``message_id`` just written; false when the stream was *abandoned* --
+      cut and retried by codex, superseded, or cut short by the end of the
+      turn -- so what was shown of it is not in the log.
+    """
 
     message_id: str
     item_id: str
@@ -285,7 +405,13 @@ class InvalidNotification:
     """A notification the turn understands, but whose fields break the schema
     (a delta that is not a string, an item that is not an object, a token
     count that is not a number).  Skipped by every reader and counted
-    (``turn.books.invalid``); the turn goes on."""
+    (``turn.books.invalid``); the turn goes on.
+
+    * ``method``: the notification's method.
+    * ``params``: its params, as sent.
+    * ``reason``: what is wrong, naming the method and the field
+      (``"item/agentMessage/delta: delta is int, not a string"``).
+    """
 
     method: str
     params: Mapping[str, Any]
@@ -294,7 +420,12 @@ class InvalidNotification:
 
 @dataclass(frozen=True)
 class Unmapped:
-    """A notification :mod:`.mapping` has no row for (a newer codex)."""
+    """A notification the mapping (:mod:`._mapping`) neither maps nor ignores
+    (a newer codex): kept, not dropped.
+
+    * ``method``: the notification's method.
+    * ``params``: its params, as sent.
+    """
 
     method: str
     params: Mapping[str, Any]

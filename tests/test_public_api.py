@@ -3,13 +3,18 @@
 ``__all__`` is pinned to the documented list (the README's "Library" section
 lists the same names), every name imports and has a docstring, and importing
 the package stays cheap: no ``asyncio`` or ``subprocess`` until a name that
-needs them is used.
+needs them is used.  Every public class has a docstring of its own -- not
+inherited, not the ``Name(field: type, ...)`` one ``dataclasses`` generates for
+a class without one -- and every public dataclass names each of its fields in
+it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
+import re
 import subprocess
 import sys
 from typing import List
@@ -133,6 +138,27 @@ def test_public_api_block_follows_a_changed_table(tmp_path, monkeypatch, capsys)
         gen_public.render(source.replace(gen_public.MARK, ""))
     with pytest.raises(SystemExit, match="has no `_EXPORTS"):
         gen_public.exports("x = 1\n")
+
+
+@pytest.mark.parametrize("name", DOCUMENTED)
+def test_public_api_class_docstring_is_its_own(name: str) -> None:
+    value = getattr(codexmini, name)
+    if not inspect.isclass(value):
+        return
+    doc = value.__dict__.get("__doc__")
+    assert doc, f"codexmini.{name} has no docstring of its own"
+    # dataclasses gives a class without a docstring "Name(field: type, ...)".
+    assert not doc.startswith(f"{value.__name__}("), f"codexmini.{name} has only the docstring dataclasses generates"
+
+
+@pytest.mark.parametrize("name", DOCUMENTED)
+def test_public_api_dataclass_docstring_names_its_fields(name: str) -> None:
+    value = getattr(codexmini, name)
+    if not (inspect.isclass(value) and dataclasses.is_dataclass(value)):
+        return
+    doc = value.__dict__.get("__doc__") or ""
+    missing = [f.name for f in dataclasses.fields(value) if not re.search(rf"\b{re.escape(f.name)}\b", doc)]
+    assert not missing, f"codexmini.{name}'s docstring does not name {missing}"
 
 
 def test_public_api_unknown_name_is_an_attribute_error() -> None:

@@ -20,7 +20,7 @@ import argparse
 import ast
 import os
 import sys
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INIT = os.path.join(ROOT, "codexmini", "__init__.py")
@@ -37,10 +37,17 @@ def exports(source: str) -> Dict[str, str]:
     raise SystemExit("gen_public: codexmini/__init__.py has no `_EXPORTS: Dict[str, str] = {...}` table")
 
 
+def _isort_key(name: str) -> Tuple[int, str]:
+    """The order ruff's isort keeps names in (``order-by-type``): constants,
+    then classes, then the rest, each by name with case aside."""
+    kind = 0 if name.isupper() else 1 if name[:1].isupper() else 2
+    return kind, name.lower()
+
+
 def block(table: Dict[str, str]) -> str:
     """The ``TYPE_CHECKING`` block: one explicit re-export per name, by module then name."""
     lines = [MARK]
-    for name, module in sorted(table.items(), key=lambda item: (item[1], item[0])):
+    for name, module in sorted(table.items(), key=lambda item: (item[1], *_isort_key(item[0]))):
         lines.append(f"    from .{module} import {name} as {name}\n")
     return "".join(lines)
 
