@@ -642,7 +642,7 @@ class Agent:
         return parse_version(str(agent).split(" ")[0]) or CODEX_VERSION
 
     def _model(self) -> Optional[str]:
-        """The session's choice, else the configured model (seed 003 §4.5)."""
+        """The session's choice (``model/choice``), else the configured model."""
         return self._knobs.model or self.config.model
 
     def _model_label(self) -> str:

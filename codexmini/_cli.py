@@ -1,6 +1,6 @@
 """``python -m codexmini`` (also the ``codexmini`` console script).
 
-The contract is SPEC §4.9; other tools script against it:
+The contract (``docs/cli.md``); other tools script against it:
 
 * ``smoke``   -- the offline end-to-end check (see :mod:`.smoke`);
 * ``run PROMPT`` -- one agent turn against the configured model, streamed;

@@ -1,4 +1,4 @@
-"""Where codex sends model requests: the model handover (SPEC §4.7).  Pure.
+"""Where codex sends model requests: the model handover.  Pure.
 
 ``ModelEndpoint(base_url, api_key)`` becomes two ``-c`` flags naming a model
 provider of codexmini's own, plus the key in the child's environment under
@@ -27,8 +27,13 @@ def _toml(value: str) -> str:
 
 @dataclass(frozen=True)
 class ModelEndpoint:
-    """Where codex should send model requests: a Responses API ``base_url``
-    and its ``api_key`` (kept out of ``repr``, argv and the log)."""
+    """Where codex should send model requests.
+
+    ``base_url``: a Responses API endpoint (``http://`` or ``https://``).
+    ``api_key``: its key, kept out of ``repr``, argv and the session log (it
+    travels in the child's environment; "" for a keyless local server).
+    ``wire_api``: the wire protocol, ``"responses"`` -- the only one every
+    supported codex accepts."""
 
     base_url: str
     api_key: str = field(default="", repr=False)
@@ -48,7 +53,7 @@ class ModelEndpoint:
 
     def config(self) -> List[str]:
         """The ``-c`` items that select this endpoint."""
-        # codex rejects a provider without a name at config load (seed 003 §4.5).
+        # codex rejects a provider without a name at config load (both ends of the range).
         # env_key only when there is a key: codex fails a turn whose env_key
         # variable is missing or empty, while a keyless local endpoint is fine.
         key = f',env_key="{API_KEY_ENV}"' if self.api_key else ""

@@ -117,7 +117,7 @@ def _path(name: str, value: Any) -> None:
         raise ConfigError(f"Launch.{name} must be a non-empty path string or None, not {value!r}")
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True)
 class Launch:
     """How to start ``codex app-server``: everything about the child, checked once.
 
@@ -156,7 +156,7 @@ class Launch:
         set_ = object.__setattr__  # frozen: the checked, immutable forms replace what was given
         _path("codex_bin", self.codex_bin)
         set_(self, "config", _strings("config", self.config))
-        bad = [item for item in self.config if "=" not in item or not item.split("=", 1)[0].strip()]
+        bad = [item for item in self.config if "=" not in item or not item.partition("=")[0].strip()]
         if bad:
             raise ConfigError(f"config items must be KEY=VALUE, not {bad[0]!r}")
         set_(self, "args", _strings("args", self.args))
@@ -175,7 +175,7 @@ class Launch:
         if not isinstance(self.limits, Limits):
             raise ConfigError(f"Launch.limits must be a Limits, not {type(self.limits).__name__}")
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> str:  # (defined here, so the dataclass writes none)
         # What differs from the defaults; of the environments only the names
         # (a value may be a secret).
         shown = []

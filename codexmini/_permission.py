@@ -91,7 +91,19 @@ class Reply:
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """A server request as a caller sees it."""
+    """A server request as a caller (an approval handler) sees it.
+
+    ``method`` and ``params``: the request as codex sent it.  ``kind``: what
+    it asks for -- ``command``, ``file_change``, ``permissions``,
+    ``user_input``, ``elicitation``, ``mcp_tool_call``, ``dynamic_tool``, the
+    legacy ``legacy_patch`` / ``legacy_command``, or one codexmini refuses by
+    itself (``auth_refresh``, ``attestation``, ``current_time``).
+    ``summary``: one line for a human (the command, the reason, the
+    questions).  ``item_id``, ``thread_id``, ``turn_id``: what it is about,
+    when the request says.  ``questions``: the questions of a
+    ``user_input`` request that have a text (one without can be answered by
+    nobody, so it is not shown).
+    """
 
     method: str
     params: Mapping[str, Any]
@@ -147,7 +159,7 @@ def _question_ids(params: "ToolRequestUserInputParams") -> List[str]:
 
 def _user_input(params: "ToolRequestUserInputParams", reply: Reply) -> Answer:
     # Answers are keyed by the question ids codex asked: inventing an id would
-    # answer a question nobody saw (seed 003 §6.4).
+    # answer a question nobody saw.
     asked = _question_ids(params)
     given = reply.answers or {}
     answers = {}
@@ -278,7 +290,7 @@ def describe(method: str, params: Mapping[str, Any]) -> ApprovalRequest:
     kind = row.kind
     meta = params.get("_meta")
     if kind == "elicitation" and isinstance(meta, Mapping) and meta.get("codex_approval_kind") == "mcp_tool_call":
-        # MCP tool approvals arrive as elicitations (protocol reference §3.9).
+        # MCP tool approvals arrive as elicitations (recorded: fixtures/<version>/mcp_elicitation).
         kind = "mcp_tool_call"
     # A question with no text cannot be answered by anyone: not shown.  It is
     # still counted as unanswered where the answer is logged.

@@ -129,7 +129,7 @@ class ChildProcess:
         await stdin.drain()
 
     def close_input(self) -> None:
-        """Close stdin: codex exits at once, even mid-turn (reference §0.10)."""
+        """Close stdin: codex exits at once, even mid-turn (every supported version does)."""
         stdin = self._proc.stdin
         if stdin is not None and not stdin.is_closing():
             stdin.close()

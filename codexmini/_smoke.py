@@ -28,8 +28,8 @@ standard-library validator (:mod:`._jsonschema`): a vendored copy with nothing
 installed validates as much as a checkout.  A check that could not run fails;
 it is never printed as ``ok``.  What the model received is checked in the
 scripted model's request log: codex 0.149.1 can drop a command's first output
-chunk from what it reports to the client (protocol reference §0.6) but always
-sends the model the whole output.
+chunk from what it reports to the client (its ``outputDelta`` notifications)
+but always sends the model the whole output.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import os
 import shutil
-import tempfile
 import time
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -55,6 +54,7 @@ from ._schema import FrameValidator, bundle_for_binary
 from ._session import SessionLog, read_log
 from ._threads import Thread
 from .testing import ScriptedModel
+from .testing.live import scratch_dir
 from .testing.scripted_model import ToolKey, offered_tools
 
 NOTE = "hello from the codexmini smoke run\n"
@@ -128,14 +128,6 @@ SCRIPT: Dict[str, Any] = {
         "usage": USAGE,
     },
 }
-
-
-def scratch_dir() -> str:
-    """A temporary root that is not under /tmp."""
-    for base in (os.environ.get("CODEXMINI_SCRATCH"), "/var/tmp", os.path.join(os.path.expanduser("~"), ".cache")):
-        if base and os.path.isdir(base) and os.access(base, os.W_OK):
-            return tempfile.mkdtemp(prefix="codexmini-smoke-", dir=base)
-    return tempfile.mkdtemp(prefix="codexmini-smoke-")  # pragma: no cover - no writable base at all
 
 
 def pick_model(slugs: Sequence[str], offers: Mapping[str, Any], needed: Sequence[ToolKey] = TOOLS) -> Optional[str]:
@@ -397,7 +389,7 @@ class Smoke:
 
 
 def smoke(args: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
-    root = scratch_dir()
+    root = scratch_dir("codexmini-smoke-")
     try:
         return asyncio.run(Smoke(out, env, args.codex_bin).run(root))
     finally:

@@ -43,7 +43,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -53,6 +52,7 @@ from codexmini._events import Event
 from codexmini._permission import ApprovalRequest, Reply
 from codexmini._session import SessionLog
 from codexmini.testing import FakeAppServer
+from codexmini.testing.live import scratch_dir
 from codexmini.testing.normalize import Normaliser, normalise_argv
 from codexmini.testing.replay import Replay, load_transcript
 from codexmini.testing.scripted_model import ScriptedModel
@@ -61,18 +61,12 @@ from .versions import ByVersion, at_version, fixtures_dir
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = fixtures_dir(CODEX_VERSION)
-SCRATCH_ENV = "CODEXMINI_SCRATCH"
 
 #: A step of a scenario: a user message for a new turn, or a coroutine.
 Prompt = Union[str, Sequence[Mapping[str, Any]], Callable[["Run"], Awaitable[None]]]
 #: How a scenario answers a server request of one kind.
 Answer = Union[Reply, str, Callable[[ApprovalRequest], Awaitable[Reply]]]
 DEADLINE = "deadline"  # never answer: the client's handler deadline answers fail-closed
-
-
-def scratch_base() -> str:
-    base = os.environ.get(SCRATCH_ENV) or ("/var/tmp" if os.path.isdir("/var/tmp") else tempfile.gettempdir())
-    return base
 
 
 @dataclass
@@ -84,7 +78,7 @@ class Paths:
 
     @classmethod
     def create(cls, name: str) -> "Paths":
-        root = tempfile.mkdtemp(prefix=f"codexmini-{name}-", dir=scratch_base())
+        root = scratch_dir(f"codexmini-{name}-")
         paths = cls(root, os.path.join(root, "ws"), os.path.join(root, "codex-home"), os.path.join(root, "outside"))
         for d in (paths.ws, paths.home, paths.outside):
             os.makedirs(d)

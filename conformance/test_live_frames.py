@@ -19,12 +19,12 @@ import asyncio
 import os
 import shutil
 import socket
-import tempfile
 
 import pytest
 
 from codexmini import AppServerClient, Launch
 from codexmini._subscriptions import ALL
+from codexmini.testing.live import scratch_dir
 from conformance.schema import SchemaBundle, fixture_versions, known_undeclared, validate_transcript
 from conformance.versions import live_codex
 
@@ -35,10 +35,6 @@ def _unused_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def _scratch_parent() -> str:
-    return "/var/tmp" if os.path.isdir("/var/tmp") else os.path.expanduser("~")
 
 
 async def _thread_start(home: str, workspace: str, tap) -> None:
@@ -75,7 +71,7 @@ def test_live_thread_start_frames_pass_strict_validation(conformance_frames):
         pytest.skip(codex)
     if codex.version not in fixture_versions():
         pytest.skip(f"codex {codex.version} has no schema fixtures")
-    home = tempfile.mkdtemp(prefix="codexmini-live-", dir=_scratch_parent())
+    home = scratch_dir("codexmini-live-")
     workspace = os.path.join(home, "ws")
     os.mkdir(workspace)
     transcript = []

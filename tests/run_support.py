@@ -5,25 +5,18 @@
   starting ``none`` finishes without any agent message.  Every frame it
   sends has the real binary's shapes and is validated by the conformance
   plugin.
-* :class:`Live` -- a scratch root under ``/var/tmp`` (codex refuses to create
-  helper binaries under ``/tmp``), a :class:`ScriptedModel` and the options
-  that point the pinned codex at it.
+* :class:`Live` -- :class:`~codexmini.testing.live.LiveCodex`: a scratch root,
+  a :class:`ScriptedModel` and the Launch that points the pinned codex at it.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from typing import Any, Dict, List, Mapping
 
-from codexmini import Launch, ModelEndpoint
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound
-from codexmini._process import ChildProcess
-from codexmini._transport import Transport
 from codexmini.testing.codex_like import USAGE_1, CodexLike, agent_message
-from codexmini.testing.scripted_model import ScriptedModel
+from codexmini.testing.live import LiveCodex
 
 try:
     find_codex()
@@ -74,50 +67,11 @@ def command(cmd: str) -> Dict[str, Any]:
     return {"output": [call], "usage": USAGE}
 
 
-class Live:
-    """The pinned codex pointed at a scripted model, in a scratch root."""
+class Live(LiveCodex):
+    """The pinned codex pointed at a scripted model, in a scratch root (:class:`LiveCodex`)."""
 
     def __init__(self, script: Mapping[str, Any]) -> None:
-        self.root = tempfile.mkdtemp(prefix="codexmini-run-", dir="/var/tmp")
-        self.ws = os.path.join(self.root, "ws")
-        self.home = os.path.join(self.root, "home")
-        os.makedirs(self.ws)
-        os.makedirs(self.home)
-        self.model = ScriptedModel(dict(script)).start()
-        self.pids: List[int] = []
-
-    @property
-    def launch(self) -> Launch:
-        """The process for run() / sync.Client: endpoint, CODEX_HOME, HOME, a launcher that keeps the pid."""
-        return Launch(
-            cwd=self.ws,
-            endpoint=ModelEndpoint(self.model.url, "sk-test"),
-            codex_home=self.home,
-            env={"HOME": self.root},
-            launcher=self.spawn,
-        )
-
-    async def spawn(self, argv: Any, env: Any, cwd: Any) -> Transport:
-        # With a launcher the client looks no binary up: argv[0] is "codex".
-        transport = await ChildProcess.spawn([find_codex().path, *argv[1:]], env, cwd)
-        assert transport.pid is not None
-        self.pids.append(transport.pid)
-        return transport
-
-    def alive(self) -> List[int]:
-        """The codex processes started here that still exist."""
-        left = []
-        for pid in self.pids:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                continue
-            left.append(pid)  # pragma: no cover - only when a test is about to fail
-        return left
+        super().__init__(script, prefix="codexmini-run-")
 
     def bodies(self) -> List[Dict[str, Any]]:
         return [r["body"] for r in self.model.requests]
-
-    def close(self) -> None:
-        self.model.stop()
-        shutil.rmtree(self.root, ignore_errors=True)

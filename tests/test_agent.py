@@ -21,7 +21,6 @@ import logging
 import os
 import shutil
 import signal
-import tempfile
 from typing import Any, Callable, Dict, List, Optional, cast
 
 import pytest
@@ -38,6 +37,7 @@ from codexmini._prompt import derive_messages, serialize
 from codexmini._session import SessionLog, read_log
 from codexmini.testing import CodexLike, FakeAppServer
 from codexmini.testing.codex_like import TURN, TURN_ERROR, USAGE_1
+from codexmini.testing.live import LiveCodex, scratch_dir
 from codexmini.testing.scripted_model import ScriptedModel
 
 try:
@@ -88,14 +88,14 @@ class Watch:
 
 
 class Setup:
-    """A scratch root (not under /tmp: codex refuses it), a session log, the frames."""
+    """A scratch root (``root``, with ``ws`` and ``home`` in it), a session log, the frames."""
 
-    def __init__(self) -> None:
-        self.root = tempfile.mkdtemp(prefix="codexmini-agent-", dir="/var/tmp")
+    def __init__(self, root: str) -> None:
+        self.root = root
         self.ws = os.path.join(self.root, "ws")
         self.home = os.path.join(self.root, "home")
-        os.makedirs(self.ws)
-        os.makedirs(self.home)
+        os.makedirs(self.ws, exist_ok=True)
+        os.makedirs(self.home, exist_ok=True)
         self.log = SessionLog.open(os.path.join(self.root, "session.jsonl"))
         self.frames: List[Any] = []
         self.ids = iter(range(1, 10**6))
@@ -140,7 +140,7 @@ class Offline(Setup):
     """The agent on the in-memory fake app-server playing ``behaviour``."""
 
     def __init__(self, behaviour: Any = None, *args: str) -> None:
-        super().__init__()
+        super().__init__(scratch_dir("codexmini-agent-"))
         self.fake = FakeAppServer(behaviour, *args)
 
     def options(self) -> Dict[str, Any]:
@@ -148,18 +148,19 @@ class Offline(Setup):
 
 
 class Live(Setup):
-    """The agent on the pinned codex and a scripted model."""
+    """The agent on the pinned codex and a scripted model (:class:`LiveCodex`)."""
 
     def __init__(self, script: Dict[str, Any]) -> None:
-        super().__init__()
-        self.model = ScriptedModel(script).start()
+        self.live = LiveCodex(script, prefix="codexmini-agent-")
+        self.model = self.live.model
+        super().__init__(self.live.root)
 
     def options(self) -> Dict[str, Any]:
-        return dict(super().options(), env={"HOME": self.root}, endpoint=ModelEndpoint(self.model.url, "sk-test"))
+        return dict(super().options(), launch=self.live.launch)
 
     def close(self) -> None:
-        self.model.stop()
         super().close()
+        self.live.close()
 
 
 @pytest.fixture

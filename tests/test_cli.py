@@ -34,6 +34,7 @@ from codexmini._events import (
 from codexmini._permission import ApprovalRequest
 from codexmini._render import Console, EventPrinter, command_of, use_color
 from codexmini._session import read_log
+from codexmini.testing.live import scratch_dir
 from codexmini.testing.scripted_model import ScriptedModel
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,11 +76,9 @@ def command_then(cmd, final="Done.", **args):
 
 @pytest.fixture
 def scratch(tmp_path_factory):
-    # Not under /tmp: codex refuses to create helper binaries there.
     import shutil
-    import tempfile
 
-    root = tempfile.mkdtemp(prefix="codexmini-cli-", dir="/var/tmp")
+    root = scratch_dir("codexmini-cli-")  # not under /tmp: codex refuses to create helper binaries there
     os.makedirs(os.path.join(root, "ws"))
     os.makedirs(os.path.join(root, "home"))
     yield root

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from codexmini._inbox import Inbox
+from codexmini._inbox import Inbox, content_blocks, message_images, message_input
 
 
 def msg(text: str) -> Dict[str, Any]:
@@ -130,3 +130,70 @@ def test_inbox_len_counts_followups_and_current_messages():
     inbox.add(msg("a"))
     inbox.add(msg("b"))
     assert len(inbox) == 3
+
+
+# -- building the messages ---------------------------------------------------------
+
+
+def test_inbox_content_of_a_string_is_one_text_block():
+    assert content_blocks("hello", "/ws") == ([{"type": "text", "text": "hello"}], [])
+    assert content_blocks("", "/ws") == ([{"type": "text", "text": ""}], [])
+
+
+def test_inbox_content_blocks_keep_text_and_make_image_paths_absolute():
+    given = [
+        {"type": "text", "text": "look"},
+        {"type": "image", "path": "shot.png"},
+        {"type": "image", "path": "/abs/pic.png"},
+        {"type": "custom", "x": 1},
+    ]
+    kept, skipped = content_blocks(given, "/ws")
+    assert kept == [
+        {"type": "text", "text": "look"},
+        {"type": "image", "path": "/ws/shot.png"},
+        {"type": "image", "path": "/abs/pic.png"},
+        {"type": "custom", "x": 1},
+    ]
+    assert skipped == []
+    assert given[1] == {"type": "image", "path": "shot.png"}  # the caller's blocks are not changed
+
+
+def test_inbox_content_blocks_skip_an_image_without_a_usable_path():
+    given = [
+        {"type": "image"},
+        {"type": "image", "path": ""},
+        {"type": "image", "path": 7},
+        {"type": "text", "text": "t"},
+    ]
+    kept, skipped = content_blocks(given, "/ws")
+    assert kept == [{"type": "text", "text": "t"}]
+    assert skipped == [{"type": "image"}, {"type": "image", "path": ""}, {"type": "image", "path": 7}]
+
+
+def test_inbox_message_input_is_the_text_and_images_in_order():
+    message = {
+        "id": "m",
+        "content": [
+            {"type": "text", "text": "a"},
+            {"type": "image", "path": "/ws/p.png"},
+            {"type": "image", "path": ""},
+            {"type": "reasoning", "text": "not input"},
+            {"type": "text", "text": "b"},
+        ],
+    }
+    assert message_input(message) == [
+        {"type": "text", "text": "a"},
+        {"type": "localImage", "path": "/ws/p.png"},
+        {"type": "text", "text": "b"},
+    ]
+    assert message_input({"content": []}) == []
+
+
+def test_inbox_message_images_are_every_image_of_the_messages():
+    first = {"content": [{"type": "text", "text": "a"}, {"type": "image", "path": "/1.png"}]}
+    second = {"content": [{"type": "image", "path": "/2.png"}, {"type": "image"}]}
+    assert message_images([first, second]) == [
+        {"type": "localImage", "path": "/1.png"},
+        {"type": "localImage", "path": "/2.png"},
+    ]
+    assert message_images([]) == []

@@ -46,13 +46,15 @@ def test_launch_is_a_frozen_value_compared_by_value():
     assert one != Launch(config=["a=2"], env={"X": "1"})
     with pytest.raises(dataclasses.FrozenInstanceError):
         one.cwd = "/elsewhere"  # type: ignore[misc]
-    # What was given is copied: changing the caller's list or dict changes nothing.
-    config, env = ["a=1"], {"X": "1"}
-    copied = Launch(config=config, env=env)
-    config.append("b=2")
-    env["Y"] = "2"
-    assert (copied.config, dict(copied.env)) == (("a=1",), {"X": "1"})
-    assert isinstance(copied.env, MappingProxyType)
+    # What was given is copied: changing the caller's lists or dicts changes nothing.
+    config, args, names, env, parent = ["a=1"], ["--x"], ["K"], {"X": "1"}, {"PATH": "/p"}
+    copied = Launch(config=config, args=args, pass_env=names, env=env, parent_env=parent)
+    for given in (config, args, names):
+        given.append("more=1")
+    env["Y"] = parent["Y"] = "2"
+    assert (copied.config, copied.args, copied.pass_env) == (("a=1",), ("--x",), ("K",))
+    assert (dict(copied.env), dict(copied.parent_env or {})) == ({"X": "1"}, {"PATH": "/p"})
+    assert isinstance(copied.env, MappingProxyType) and isinstance(copied.parent_env, MappingProxyType)
     with pytest.raises(TypeError):
         copied.env["Z"] = "3"  # type: ignore[index]
     assert dataclasses.replace(one, cwd="/w") == Launch(config=["a=1"], env={"X": "1"}, cwd="/w")
@@ -94,7 +96,8 @@ def test_launch_for_workspace_sets_the_cwd_only_when_it_has_none():
         ({"config": ["=value"]}, "config items must be KEY=VALUE, not '=value'"),
         ({"config": ["  =value"]}, "config items must be KEY=VALUE, not '  =value'"),
         ({"config": "model=x"}, "Launch.config must be a sequence of strings, not 'model=x'"),
-        ({"config": ["a=1", 3]}, "Launch.config items must be non-empty strings, not 3"),
+        ({"config": ["a=1", 3, ""]}, "Launch.config items must be non-empty strings, not 3"),
+        ({"config": ["a=1", "x", "y"]}, "config items must be KEY=VALUE, not 'x'"),
         ({"config": None}, "Launch.config must be a sequence of strings, not None"),
         ({"args": "--flag"}, "Launch.args must be a sequence of strings"),
         ({"args": [""]}, "Launch.args items must be non-empty strings, not ''"),

@@ -16,13 +16,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from typing import Dict, Iterator, List, Tuple
 
 import pytest
 
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound
+from codexmini.testing.live import scratch_dir
 from codexmini.testing.scripted_model import ScriptedModel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -83,7 +83,7 @@ def world() -> Iterator[Dict[str, str]]:
         codex = find_codex().path
     except BinaryNotFound:  # pragma: no cover - make test installs it
         pytest.skip("the pinned codex is not installed (make setup)")
-    root = tempfile.mkdtemp(prefix="codexmini-readme-", dir="/var/tmp")  # not /tmp: see README
+    root = scratch_dir("codexmini-readme-")  # not under /tmp: codex refuses it
     model = ScriptedModel(SCRIPT).start()
     try:
         ws, home = os.path.join(root, "ws"), os.path.join(root, "home")

@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -23,6 +22,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import pytest
 
 from codexmini._errors import CodexminiError, ConfigError
+from codexmini.testing.live import scratch_dir
 from codexmini.testing.scripted_model import (
     RequestView,
     ScriptedModel,
@@ -1094,7 +1094,7 @@ def live() -> Iterator[Any]:
         pytest.skip(LIVE)
     if not LIVE.recorded:
         pytest.skip(not_recorded(LIVE))
-    root = tempfile.mkdtemp(dir="/var/tmp", prefix="codexmini-scripted-")
+    root = scratch_dir("codexmini-scripted-")
     runs = 0
 
     def run(

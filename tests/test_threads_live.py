@@ -14,16 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import tempfile
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
-from codexmini import AppServerClient, Launch, ModelEndpoint, Thread, ThreadNotFound
-from codexmini.testing.scripted_model import ScriptedModel
-from conformance.harness import scratch_base
+from codexmini import AppServerClient, Thread, ThreadNotFound
+from codexmini.testing.live import LiveCodex
 from conformance.versions import live_codex
 
 pytestmark = pytest.mark.live
@@ -42,79 +38,49 @@ SCRIPT = {
 
 
 @pytest.fixture
-def codex() -> str:
+def live() -> Iterator[LiveCodex]:
     found = live_codex()
     if isinstance(found, str):
         pytest.skip(found)
-    return found.path
-
-
-@pytest.fixture
-def home() -> Any:
-    root = tempfile.mkdtemp(prefix="codexmini-resume-", dir=scratch_base())  # not under /tmp: codex refuses it
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with LiveCodex(SCRIPT, codex_bin=found.path, prefix="codexmini-resume-") as live:
+        yield live
 
 
 def run(coro: Any) -> Any:
     return asyncio.run(asyncio.wait_for(coro, 180))
 
 
-class Codex:
-    """Starts codex app-server processes on one CODEX_HOME and one scripted model."""
+async def process(live: LiveCodex) -> AppServerClient:
+    return await AppServerClient.start(live.launch)
 
-    def __init__(self, binary: str, root: str, model: ScriptedModel) -> None:
-        self.binary = binary
-        self.root = root
-        self.codex_home = os.path.join(root, "codex-home")
-        self.workspace = os.path.join(root, "ws")
-        os.makedirs(self.codex_home, exist_ok=True)
-        os.makedirs(self.workspace, exist_ok=True)
-        self.endpoint = ModelEndpoint(model.url, "sk-fake")
 
-    async def process(self) -> AppServerClient:
-        launch = Launch(
-            codex_bin=self.binary,
-            endpoint=self.endpoint,
-            env={"HOME": self.root},
-            codex_home=self.codex_home,
-            cwd=self.workspace,
-        )
-        return await AppServerClient.start(launch)
-
-    async def thread(self, client: AppServerClient) -> Thread:
-        return await Thread.start(
-            client, cwd=self.workspace, model="gpt-fake", sandbox="read-only", approval_policy="never"
-        )
+async def new_thread(live: LiveCodex, client: AppServerClient) -> Thread:
+    return await Thread.start(client, cwd=live.ws, model="gpt-fake", sandbox="read-only", approval_policy="never")
 
 
 def _input_of(request: Dict[str, Any]) -> str:
     return json.dumps((request["body"] or {}).get("input"), ensure_ascii=False)
 
 
-def test_live_resume_in_a_fresh_process_carries_the_first_turn(codex: str, home: str) -> None:
+def test_live_resume_in_a_fresh_process_carries_the_first_turn(live: LiveCodex) -> None:
     async def go() -> Tuple[List[Dict[str, Any]], int, int]:
-        with ScriptedModel(SCRIPT) as model:
-            codex_ = Codex(codex, home, model)
-            first = await codex_.process()
-            try:
-                thread = await codex_.thread(first)
-                done = await thread.turn(REMEMBER).run()
-                assert done.status == "completed"
-                first_pid = first.pid
-            finally:
-                await first.close()
-            second = await codex_.process()  # a fresh codex process, same CODEX_HOME
-            try:
-                resumed = await Thread.resume(second, thread.id)
-                assert resumed.id == thread.id
-                done = await resumed.turn(RECALL).run()
-                assert done.status == "completed"
-                return list(model.requests), first_pid or 0, second.pid or 0
-            finally:
-                await second.close()
+        first = await process(live)
+        try:
+            thread = await new_thread(live, first)
+            done = await thread.turn(REMEMBER).run()
+            assert done.status == "completed"
+            first_pid = first.pid
+        finally:
+            await first.close()
+        second = await process(live)  # a fresh codex process, same CODEX_HOME
+        try:
+            resumed = await Thread.resume(second, thread.id)
+            assert resumed.id == thread.id
+            done = await resumed.turn(RECALL).run()
+            assert done.status == "completed"
+            return live.requests, first_pid or 0, second.pid or 0
+        finally:
+            await second.close()
 
     requests, first_pid, second_pid = run(go())
     assert first_pid != second_pid
@@ -125,24 +91,22 @@ def test_live_resume_in_a_fresh_process_carries_the_first_turn(codex: str, home:
     assert REMEMBER in _input_of(recall[0]) and "Noted, heron." in _input_of(recall[0])
 
 
-def test_live_resume_of_a_thread_that_ran_no_turn_raises_thread_not_found(codex: str, home: str) -> None:
+def test_live_resume_of_a_thread_that_ran_no_turn_raises_thread_not_found(live: LiveCodex) -> None:
     async def go() -> ThreadNotFound:
-        with ScriptedModel(SCRIPT) as model:
-            codex_ = Codex(codex, home, model)
-            first = await codex_.process()
-            try:
-                thread = await codex_.thread(first)  # no turn: never written to disk
-            finally:
-                await first.close()
-            second = await codex_.process()
-            try:
-                with pytest.raises(ThreadNotFound) as caught:
-                    await Thread.resume(second, thread.id)
-                assert caught.value.thread_id == thread.id
-                assert model.requests == []
-                return caught.value
-            finally:
-                await second.close()
+        first = await process(live)
+        try:
+            thread = await new_thread(live, first)  # no turn: never written to disk
+        finally:
+            await first.close()
+        second = await process(live)
+        try:
+            with pytest.raises(ThreadNotFound) as caught:
+                await Thread.resume(second, thread.id)
+            assert caught.value.thread_id == thread.id
+            assert live.requests == []
+            return caught.value
+        finally:
+            await second.close()
 
     error = run(go())
     assert "ran no turn" in str(error) and "no rollout found for thread id" in str(error)

@@ -37,6 +37,9 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "_structured": ("tests/test_structured.py",),
     # The client's retries (tests/test_lifecycle.py) run a client; these are the policy's own.
     "_retry": ("tests/test_retry.py",),
+    "_launch": ("tests/test_launch.py",),
+    "_knobs": ("tests/test_knobs.py",),
+    "_inputs": ("tests/test_inputs.py",),
 }
 
 

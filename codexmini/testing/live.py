@@ -1,0 +1,126 @@
+"""The real codex against the scripted model, in a scratch root of its own.
+
+:class:`LiveCodex` is what a test needs to run the real binary offline: a
+scratch root (not under ``/tmp``, where codex refuses to create its helper
+binaries), a ``CODEX_HOME`` and a workspace in it, a :class:`ScriptedModel`
+on 127.0.0.1, and the :class:`~codexmini.Launch` that points codex at them::
+
+    with LiveCodex({"rules": [], "default": {"output": [...]}}) as live:
+        result = await codexmini.run("hi", cwd=live.ws, launch=live.launch)
+        assert live.alive() == []  # every process it started has ended
+
+Every child started through :attr:`LiveCodex.launch` is remembered
+(:attr:`pids`), so a test can prove that none is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from .._binary import find_codex
+from .._endpoint import ModelEndpoint
+from .._launch import Launch
+from .._process import ChildProcess
+from .._transport import Transport
+from .scripted_model import ScriptedModel
+
+#: Where scratch roots go, when set (else ``/var/tmp``, else ``~/.cache``).
+SCRATCH_ENV = "CODEXMINI_SCRATCH"
+
+
+def scratch_dir(prefix: str = "codexmini-") -> str:
+    """A new temporary directory that is not under ``/tmp``: under
+    ``$CODEXMINI_SCRATCH``, else ``/var/tmp``, else ``~/.cache``."""
+    for base in (os.environ.get(SCRATCH_ENV), "/var/tmp", os.path.join(os.path.expanduser("~"), ".cache")):
+        if base and os.path.isdir(base) and os.access(base, os.W_OK):
+            return tempfile.mkdtemp(prefix=prefix, dir=base)
+    return tempfile.mkdtemp(prefix=prefix)  # pragma: no cover - no writable base at all
+
+
+class LiveCodex:
+    """The codex binary (``codex_bin``, else :func:`~codexmini._binary.find_codex`'s)
+    pointed at a :class:`ScriptedModel` playing ``script``, in a scratch root.
+
+    ``root`` holds ``ws`` (the workspace) and ``home`` (``CODEX_HOME``);
+    ``HOME`` is ``root`` too, so no login profile of this machine plays a
+    part.  Raises :class:`~codexmini.BinaryNotFound` when there is no codex.
+    Close it (or use ``with``) to stop the model and remove the root.
+    """
+
+    def __init__(
+        self,
+        script: Mapping[str, Any],
+        *,
+        codex_bin: Optional[str] = None,
+        prefix: str = "codexmini-live-",
+        api_key: str = "sk-test",
+        config: Sequence[str] = (),
+    ) -> None:
+        self.binary = find_codex(codex_bin).path
+        self.root = scratch_dir(prefix)
+        self.ws = os.path.join(self.root, "ws")
+        self.home = os.path.join(self.root, "home")
+        os.makedirs(self.ws)
+        os.makedirs(self.home)
+        self.model = ScriptedModel(dict(script)).start()
+        self.api_key = api_key
+        self.config = tuple(config)
+        #: The process ids of every child started through :attr:`launch`.
+        self.pids: List[int] = []
+
+    @property
+    def endpoint(self) -> ModelEndpoint:
+        """The scripted model, as codex's model endpoint."""
+        return ModelEndpoint(self.model.url, self.api_key)
+
+    @property
+    def launch(self) -> Launch:
+        """codex app-server on the scripted model, in the workspace, with ``home`` as ``CODEX_HOME``."""
+        return Launch(
+            codex_bin=self.binary,
+            config=self.config,
+            endpoint=self.endpoint,
+            env={"HOME": self.root},
+            codex_home=self.home,
+            cwd=self.ws,
+            launcher=self._spawn,
+        )
+
+    async def _spawn(self, argv: Sequence[str], env: Mapping[str, str], cwd: Optional[str]) -> Transport:
+        child = await ChildProcess.spawn(argv, env, cwd)
+        if child.pid is not None:  # pragma: no branch - a started process has one
+            self.pids.append(child.pid)
+        return child
+
+    def alive(self) -> List[int]:
+        """The children started here that still exist."""
+        left = []
+        for pid in self.pids:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                continue
+            left.append(pid)
+        return left
+
+    @property
+    def requests(self) -> List[Dict[str, Any]]:
+        """What the scripted model received (its request log)."""
+        return list(self.model.requests)
+
+    def close(self) -> None:
+        """Stop the model and remove the scratch root (idempotent)."""
+        self.model.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> "LiveCodex":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+__all__ = ["SCRATCH_ENV", "LiveCodex", "scratch_dir"]
