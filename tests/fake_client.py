@@ -66,7 +66,9 @@ async def reported(sub: Subscription) -> Any:
 
 
 def run(coro: Any) -> Any:
-    """Run a test coroutine with an overall deadline: nothing may hang."""
+    """Run a coroutine in an event loop of its own, with an overall deadline, for a
+    test that checks something only once that loop is closed (coroutine tests
+    run under the root conftest's hook instead)."""
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 

@@ -21,7 +21,7 @@ import logging
 import os
 import shutil
 import signal
-from typing import Any, Callable, Dict, List, Optional, cast
+from typing import Any, Callable, Dict, List, Optional
 
 import pytest
 import thread_behaviours as tb
@@ -191,22 +191,14 @@ def live_setup():
         s.close()
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 120))
-
-
-def one_turn(s: Setup, said: str, **kwargs: Any) -> Dict[str, Any]:
+async def one_turn(s: Setup, said: str, **kwargs: Any) -> Dict[str, Any]:
     """One ``agent.run(said)`` on a fresh agent of ``s`` (``kwargs`` for it)."""
-
-    async def main() -> Dict[str, Any]:
-        async with s.agent(**kwargs) as agent:
-            return await agent.run(said)
-
-    return cast(Dict[str, Any], run(main()))
+    async with s.agent(**kwargs) as agent:
+        return await agent.run(said)
 
 
 async def codex_turn_running(agent: Agent) -> None:
-    """Wait (bounded by run()'s deadline) until a codex turn has started."""
+    """Wait (bounded by the test's deadline) until a codex turn has started."""
     while agent._turn is None or agent._turn.id is None:
         await asyncio.sleep(0.01)
 
@@ -265,17 +257,14 @@ def test_agent_set_knob_refuses_an_unknown_knob(offline):
 # -- offline: turns and steps ---------------------------------------------------------
 
 
-def test_agent_second_prompt_is_the_serialized_log_in_memory(offline):
+async def test_agent_second_prompt_is_the_serialized_log_in_memory(offline):
     s = offline(tb.AgentTurns)
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            assert agent.phase == agent_mod.IDLE
-            first = await agent.run("first")
-            await agent.run("second")
-        assert first == {"reason": "completed", "usage": Usage.from_wire(USAGE_1).to_log()}
-
-    run(main())
+    async with s.agent() as agent:
+        assert agent.phase == agent_mod.IDLE
+        first = await agent.run("first")
+        await agent.run("second")
+    assert first == {"reason": "completed", "usage": Usage.from_wire(USAGE_1).to_log()}
     starts = s.sent("turn/start")
     assert len(starts) == 2
     events = s.log.events
@@ -297,36 +286,30 @@ def test_agent_second_prompt_is_the_serialized_log_in_memory(offline):
     assert s.of_type("assistant/message")[-1]["data"]["usage"] == Usage.from_wire(USAGE_1).to_log()
 
 
-def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers_in_memory(offline):
+async def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers_in_memory(offline):
     s = offline(tb.AgentTurns)
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            await agent.run("one")
-            await agent.start()  # started already: no second header
-        async with s.agent() as agent:
-            await agent.run("two")
-
-    run(main())
+    async with s.agent() as agent:
+        await agent.run("one")
+        await agent.start()  # started already: no second header
+    async with s.agent() as agent:
+        await agent.run("two")
     assert [e["data"]["reason"] for e in s.of_type("session/header")] == ["initial", "resume"]
     assert [e["turn"] for e in s.of_type("turn/end")] == [1, 2]
 
 
-def test_agent_pins_override_only_their_own_field_in_memory(offline):
+async def test_agent_pins_override_only_their_own_field_in_memory(offline):
     s = offline(CodexLike)
 
-    async def main() -> None:
-        async with s.agent(config=s.config(sandbox="workspace-write")) as agent:
-            await agent.run("one")  # knobs: none → (read-only, never); the sandbox pin wins its field
-            agent.set_knob("approval/policy", "ask")
-            await agent.run("two")  # ask → (workspace-write, on-request)
-            agent.set_knob("sandbox/mode", "danger-full-access")
-            agent.set_knob("approval/policy", "bogus")  # invalid: counts as absent
-            await agent.run("three")  # full access → (danger-full-access, never), but the pin keeps workspace-write
-        async with s.agent(config=s.config(approval_policy="untrusted")) as agent:
-            await agent.run("four")
-
-    run(main())
+    async with s.agent(config=s.config(sandbox="workspace-write")) as agent:
+        await agent.run("one")  # knobs: none → (read-only, never); the sandbox pin wins its field
+        agent.set_knob("approval/policy", "ask")
+        await agent.run("two")  # ask → (workspace-write, on-request)
+        agent.set_knob("sandbox/mode", "danger-full-access")
+        agent.set_knob("approval/policy", "bogus")  # invalid: counts as absent
+        await agent.run("three")  # full access → (danger-full-access, never), but the pin keeps workspace-write
+    async with s.agent(config=s.config(approval_policy="untrusted")) as agent:
+        await agent.run("four")
     pairs = [(f["params"]["sandbox"], f["params"]["approvalPolicy"]) for f in s.sent("thread/start")]
     assert pairs == [
         ("workspace-write", "never"),
@@ -338,22 +321,19 @@ def test_agent_pins_override_only_their_own_field_in_memory(offline):
     assert {f["params"]["cwd"] for f in s.sent("thread/start")} == {s.ws}
 
 
-def test_agent_skills_and_images_reach_codex_in_memory(offline):
+async def test_agent_skills_and_images_reach_codex_in_memory(offline):
     s = offline(CodexLike)
     with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
         fh.write("Always answer <briefly>.\n")
     os.makedirs(os.path.join(s.ws, ".git"))
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            await agent.run(
-                [
-                    {"type": "text", "text": "use /agents-md and /unknown"},
-                    {"type": "image", "path": "/nonexistent/pic.png"},
-                ]
-            )
-
-    run(main())
+    async with s.agent() as agent:
+        await agent.run(
+            [
+                {"type": "text", "text": "use /agents-md and /unknown"},
+                {"type": "image", "path": "/nonexistent/pic.png"},
+            ]
+        )
     users = s.of_type("user/message")
     assert [u["data"]["source"] for u in users] == [{"kind": "user"}, {"kind": "skill-invocation", "name": "agents-md"}]
     assert "Always answer &lt;briefly&gt;." in users[1]["data"]["content"][0]["text"]
@@ -362,14 +342,11 @@ def test_agent_skills_and_images_reach_codex_in_memory(offline):
     assert "[image: /nonexistent/pic.png]" in start["params"]["input"][0]["text"]
 
 
-def test_agent_codex_refusing_turn_start_is_a_codex_error_in_memory(offline):
+async def test_agent_codex_refusing_turn_start_is_a_codex_error_in_memory(offline):
     s = offline(tb.RejectTurn)
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent() as agent:
-            return await agent.run("look")
-
-    end = run(main())
+    async with s.agent() as agent:
+        end = await agent.run("look")
     assert end == {
         "reason": "error",
         "error": {"message": "Invalid request: missing field `input`", "code": "CODEX_ERROR"},
@@ -377,14 +354,11 @@ def test_agent_codex_refusing_turn_start_is_a_codex_error_in_memory(offline):
     assert [e["data"]["reason"] for e in s.of_type("step/end")] == ["error"]
 
 
-def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
+async def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
     s = offline(tb.RejectThread)
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent() as agent:
-            return await agent.run("hi")
-
-    end = run(main())
+    async with s.agent() as agent:
+        end = await agent.run("hi")
     assert end["reason"] == "error" and end["error"]["code"] == "CODEX_ERROR"
     assert end["error"]["message"].startswith("Invalid request: invalid type: integer `123`")
     assert s.sent("turn/start") == []
@@ -409,14 +383,12 @@ def test_agent_codex_refusing_thread_start_is_a_codex_error_in_memory(offline):
         ),
     ],
 )
-def test_agent_codex_turn_that_did_not_complete_ends_the_agent_turn(offline, variant, end):
+async def test_agent_codex_turn_that_did_not_complete_ends_the_agent_turn(offline, variant, end):
     s = offline(tb.Failed, variant)
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent() as agent:
-            return await agent.run("hi")
-
-    assert run(main()) == end
+    async with s.agent() as agent:
+        result = await agent.run("hi")
+    assert result == end
     tail = ["step/end", "agent/error", "turn/end"] if end["reason"] == "error" else ["step/end", "turn/end"]
     assert [e["type"] for e in s.log.events][-len(tail) :] == tail
     if end["reason"] == "error":  # the cause chain is codex's details, and absent without any
@@ -424,24 +396,22 @@ def test_agent_codex_turn_that_did_not_complete_ends_the_agent_turn(offline, var
         assert logged.get("cause") == (None if variant == "bare" else ["other"])
 
 
-def test_agent_cancel_while_an_interrupted_completion_is_already_queued_aborts_the_step(offline):
+async def test_agent_cancel_while_an_interrupted_completion_is_already_queued_aborts_the_step(offline):
     # cancel() from the listener, with turn/completed (interrupted) queued behind
     # the delta: the step folds it before the cancel lands, and it is the
     # agent's abort -- not an approval answered cancel.
     s = offline(tb.CompletedRightAfterADelta)
 
-    async def main() -> Dict[str, Any]:
-        running: List[Agent] = []
+    running: List[Agent] = []
 
-        def listener(event: Any) -> None:
-            if isinstance(event, AgentMessageDelta):
-                running[0].cancel()
+    def listener(event: Any) -> None:
+        if isinstance(event, AgentMessageDelta):
+            running[0].cancel()
 
-        async with s.agent(on_event=listener) as agent:
-            running.append(agent)
-            return await agent.run("hi")
-
-    assert run(main())["reason"] == "aborted"
+    async with s.agent(on_event=listener) as agent:
+        running.append(agent)
+        result = await agent.run("hi")
+    assert result["reason"] == "aborted"
     ends = [e["data"] for e in s.log.events if e["type"] in ("step/end", "turn/end")]
     assert ends[0] == {"reason": "aborted"} and ends[-1]["reason"] == "aborted"
     assert "blocked" not in ends[-1]
@@ -451,17 +421,14 @@ def test_agent_blocked_repr_names_its_reason():
     assert repr(Blocked("no tools today")) == "Blocked('no tools today')"
 
 
-def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_memory(offline):
+async def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_memory(offline):
     s = offline(tb.AgentTurns)
 
     def boom(event: Any) -> None:
         raise RuntimeError("listener broke")
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent(on_event=boom) as agent:
-            return await agent.run("hello")
-
-    end = run(main())
+    async with s.agent(on_event=boom) as agent:
+        end = await agent.run("hello")
     # The usage counts too: leaving the turn drained it to its turn/completed.
     usage = Usage.from_wire(USAGE_1).to_log()
     assert end == {
@@ -473,7 +440,7 @@ def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_me
     assert read_log(s.log.path).events == s.log.events
 
 
-def test_agent_listener_error_mid_turn_is_not_shown_again_and_the_step_still_ends(offline):
+async def test_agent_listener_error_mid_turn_is_not_shown_again_and_the_step_still_ends(offline):
     # A listener that breaks on the answer's first stream event, with its stream
     # open, and raises on anything after: the step's end (its usage too) is
     # written all the same, and it is not called again (not for the stream's end).
@@ -485,7 +452,7 @@ def test_agent_listener_error_mid_turn_is_not_shown_again_and_the_step_still_end
         if any(isinstance(e, MessageDelta) for e in shown):
             raise RuntimeError("listener broke")
 
-    end = one_turn(s, "tool please", on_event=boom)
+    end = await one_turn(s, "tool please", on_event=boom)
     # The one MessageDelta it was shown is the last thing it was shown.
     assert [i for i, e in enumerate(shown) if isinstance(e, MessageDelta)] == [len(shown) - 1]
     assert end["reason"] == "error" and end["error"]["message"] == "RuntimeError: listener broke"
@@ -496,7 +463,7 @@ def test_agent_listener_error_mid_turn_is_not_shown_again_and_the_step_still_end
     assert read_log(s.log.path).events == s.log.events
 
 
-def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
+async def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
     # A committed stream end is shown once its assistant/message is in the log
     # file, and every event reaches the listener in the order codex sent it.
     s = offline(tb.AgentTurns)
@@ -508,7 +475,7 @@ def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
             on_disk = [e["data"]["id"] for e in read_log(s.log.path).events if e["type"] == "assistant/message"]
             assert event.message_id in on_disk
 
-    assert one_turn(s, "tool please", on_event=listener)["reason"] == "completed"
+    assert (await one_turn(s, "tool please", on_event=listener))["reason"] == "completed"
     kinds = [type(e).__name__ for e in seen]
     assert kinds.index("AgentMessageDelta") < kinds.index("MessageDelta") < kinds.index("MessageStreamEnd")
     # The answer is written when the step settles, after turn/completed.
@@ -529,22 +496,22 @@ def write_batches(s: Offline) -> List[List[str]]:
     return batches
 
 
-def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
+async def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
     # The scripted turn arrives in one write (one read): the tool call
     # (item/started), its result (item/completed) and the next step's start
     # are folded without an await and written with one append_many.
     s = offline(tb.AgentTurns)
     batches = write_batches(s)
-    assert one_turn(s, "burst please", on_event=s.watch)["reason"] == "completed"
+    assert (await one_turn(s, "burst please", on_event=s.watch))["reason"] == "completed"
     assert any({"tool/call", "tool/result", "step/start"} <= set(batch) for batch in batches), batches
 
 
-def test_agent_folds_one_read_at_a_time(offline):
+async def test_agent_folds_one_read_at_a_time(offline):
     # Frame by frame (the in-memory fake: one read a frame), each read is its
     # own burst: the consumer runs after each read, before the next is decoded.
     s = offline(tb.AgentTurns)
     batches = write_batches(s)
-    assert one_turn(s, "tool please", on_event=s.watch)["reason"] == "completed"
+    assert (await one_turn(s, "tool please", on_event=s.watch))["reason"] == "completed"
     # The tool's result (item/completed) and the next step's start (the answer's
     # item/started) came in two reads: two writes.
     results = [batch for batch in batches if "tool/result" in batch]
@@ -552,31 +519,24 @@ def test_agent_folds_one_read_at_a_time(offline):
     assert any("step/start" in batch for batch in batches[batches.index(results[0]) + 1 :]), batches
 
 
-def test_agent_start_without_a_codex_binary_raises_before_anything_is_logged(offline):
+async def test_agent_start_without_a_codex_binary_raises_before_anything_is_logged(offline):
     s = offline()
 
-    async def main() -> None:
-        async with s.agent(config=s.config(launcher=None, codex_bin=os.path.join(s.root, "no-codex"))) as agent:
-            with pytest.raises(BinaryNotFound):
-                await agent.start()
-            assert agent.phase == agent_mod.IDLE
-
-    run(main())
+    async with s.agent(config=s.config(launcher=None, codex_bin=os.path.join(s.root, "no-codex"))) as agent:
+        with pytest.raises(BinaryNotFound):
+            await agent.start()
+        assert agent.phase == agent_mod.IDLE
     assert s.log.events == []
 
 
-def test_agent_run_without_a_codex_binary_logs_the_turn_and_ends_it_in_error(offline):
+async def test_agent_run_without_a_codex_binary_logs_the_turn_and_ends_it_in_error(offline):
     # The queued prompt is not dropped and nothing escapes run(): the turn is
     # logged with the user's message and ends CODEX_UNAVAILABLE.
     s = offline()
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent(config=s.config(launcher=None, codex_bin=os.path.join(s.root, "no-codex"))) as agent:
-            end = await agent.run("hello")
-            assert agent.phase == agent_mod.IDLE
-            return end
-
-    end = run(main())
+    async with s.agent(config=s.config(launcher=None, codex_bin=os.path.join(s.root, "no-codex"))) as agent:
+        end = await agent.run("hello")
+        assert agent.phase == agent_mod.IDLE
     assert end["reason"] == "error" and end["error"]["code"] == "CODEX_UNAVAILABLE"
     assert end["error"]["message"].startswith("BinaryNotFound: codex binary")
     types = [e["type"] for e in s.log.events]
@@ -596,15 +556,11 @@ def test_agent_run_without_a_codex_binary_logs_the_turn_and_ends_it_in_error(off
     assert error["cause"][0].startswith("BinaryNotFound: codex binary")
 
 
-def test_agent_tool_then_answer_is_two_steps_in_memory(offline):
+async def test_agent_tool_then_answer_is_two_steps_in_memory(offline):
     s = offline(tb.AgentTurns)
 
-    async def main() -> Agent:
-        async with s.agent() as agent:
-            await agent.run("tool please")
-            return agent
-
-    agent = run(main())
+    async with s.agent() as agent:
+        await agent.run("tool please")
     # One step per segment: the command, then the answer after its result.
     steps = [(e["type"], e["step"]) for e in s.log.events if e["turn"] == 1 and e["type"] != "user/message"]
     assert steps == [
@@ -628,7 +584,7 @@ def test_agent_tool_then_answer_is_two_steps_in_memory(offline):
     [(True, "accept", "handler", "completed"), (False, "decline", "default", "declined")],
     ids=["handler", "no-handler"],
 )
-def test_agent_approval_answers_are_logged_in_memory(offline, handler, decision, by, status):
+async def test_agent_approval_answers_are_logged_in_memory(offline, handler, decision, by, status):
     s = offline(tb.Approving)
     asked: List[Any] = []
 
@@ -636,12 +592,8 @@ def test_agent_approval_answers_are_logged_in_memory(offline, handler, decision,
         asked.append(request)
         return Reply("accept")
 
-    async def main() -> Agent:
-        async with s.agent(approvals=approve if handler else None) as agent:
-            await agent.run("approve this")
-            return agent
-
-    agent = run(main())
+    async with s.agent(approvals=approve if handler else None) as agent:
+        await agent.run("approve this")
     # Without a handler codex gets the fail-closed answer; either way it is logged.
     assert [r.kind for r in asked] == (["command"] if handler else [])
     (logged,) = s.of_type("approval/decision")
@@ -653,7 +605,7 @@ def test_agent_approval_answers_are_logged_in_memory(offline, handler, decision,
 
 
 @pytest.mark.parametrize("transport", ["memory", "pipes"])
-def test_agent_child_dead_mid_step_then_next_turn_on_a_fresh_child(offline, transport):
+async def test_agent_child_dead_mid_step_then_next_turn_on_a_fresh_child(offline, transport):
     # In memory the child exits by itself once the command started; over
     # pipes a real fake child is killed with SIGKILL, as a user's OOM killer would.
     if transport == "memory":
@@ -665,26 +617,22 @@ def test_agent_child_dead_mid_step_then_next_turn_on_a_fresh_child(offline, tran
         config = s.config(launcher=None, codex_bin=codex_bin)
     killed: List[int] = []
 
-    async def main() -> List[Dict[str, Any]]:
-        agent = s.agent(config=config)
+    agent = s.agent(config=config)
 
-        def on_event(event: Any) -> None:
-            if transport == "pipes" and isinstance(event, ItemStarted) and event.item_type == "commandExecution":
-                pid = agent.child.client.pid
-                killed.append(pid)
-                os.kill(pid, signal.SIGKILL)
+    def on_event(event: Any) -> None:
+        if transport == "pipes" and isinstance(event, ItemStarted) and event.item_type == "commandExecution":
+            pid = agent.child.client.pid
+            killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
 
-        agent.on_event = on_event
-        async with agent:
-            first = await agent.run("sleep please")
-            before = list(s.log.events)
-            second = await agent.run("are you there?")
-        assert first["reason"] == "error" and first["error"]["code"] == "CODEX_NO_RESULT"
-        assert f"exited with code {3 if transport == 'memory' else -9}" in first["error"]["message"]
-        assert second["reason"] == "completed"
-        return before
-
-    before = run(main())
+    agent.on_event = on_event
+    async with agent:
+        first = await agent.run("sleep please")
+        before = list(s.log.events)
+        second = await agent.run("are you there?")
+    assert first["reason"] == "error" and first["error"]["code"] == "CODEX_NO_RESULT"
+    assert f"exited with code {3 if transport == 'memory' else -9}" in first["error"]["message"]
+    assert second["reason"] == "completed"
     assert len(killed) == (transport == "pipes")
     # Everything logged before the death is intact on disk, in order.
     assert read_log(s.log.path).events[: len(before)] == before
@@ -700,28 +648,25 @@ def test_agent_child_dead_mid_step_then_next_turn_on_a_fresh_child(offline, tran
 # -- offline: the child ---------------------------------------------------------------
 
 
-def test_agent_reuses_the_child_and_restarts_it_when_the_config_changes(offline):
+async def test_agent_reuses_the_child_and_restarts_it_when_the_config_changes(offline):
     s = offline(tb.AgentTurns)
     one = ModelEndpoint("http://127.0.0.1:9/v1", "sk-one")
 
-    async def main() -> None:
-        agent = s.agent(config=s.config(endpoint=one))
-        async with agent:
-            await agent.run("one")
-            first = agent.child.client
-            assert agent._client is first  # the compat name
-            await agent.run("two")
-            assert agent.child.client is first  # reused across turns
-            agent.config = reconfigured(agent.config, endpoint=ModelEndpoint("http://127.0.0.1:9/v2", "sk-two"))
-            await agent.run("three")
-            second = agent.child.client
-            assert second is not first and first.closed  # restarted for the new endpoint
-            agent.config = reconfigured(agent.config, config=['model_reasoning_effort="low"'])
-            await agent.run("four")
-            assert agent.child.client is not second and second.closed  # and for new -c flags
-            assert agent.child.restarts == 2
-
-    run(main())
+    agent = s.agent(config=s.config(endpoint=one))
+    async with agent:
+        await agent.run("one")
+        first = agent.child.client
+        assert agent._client is first  # the compat name
+        await agent.run("two")
+        assert agent.child.client is first  # reused across turns
+        agent.config = reconfigured(agent.config, endpoint=ModelEndpoint("http://127.0.0.1:9/v2", "sk-two"))
+        await agent.run("three")
+        second = agent.child.client
+        assert second is not first and first.closed  # restarted for the new endpoint
+        agent.config = reconfigured(agent.config, config=['model_reasoning_effort="low"'])
+        await agent.run("four")
+        assert agent.child.client is not second and second.closed  # and for new -c flags
+        assert agent.child.restarts == 2
     assert s.ends() == ["completed"] * 4
     launches = s.fake.launches
     assert len(launches) == 3
@@ -734,14 +679,11 @@ def test_agent_reuses_the_child_and_restarts_it_when_the_config_changes(offline)
     assert launches[2].argv[-2:] == ["-c", 'model_reasoning_effort="low"']
 
 
-def test_agent_child_environment_gets_codex_home_only_when_configured(offline):
+async def test_agent_child_environment_gets_codex_home_only_when_configured(offline):
     s = offline(CodexLike)
 
-    async def main() -> None:
-        async with s.agent(config=s.config(codex_home=None, env={"CODEXMINI_TEST_VAR": "given"})) as agent:
-            await agent.start()
-
-    run(main())
+    async with s.agent(config=s.config(codex_home=None, env={"CODEXMINI_TEST_VAR": "given"})) as agent:
+        await agent.start()
     (launch,) = s.fake.launches
     assert launch.env.get("CODEX_HOME") == os.environ.get("CODEX_HOME")  # the parent's, if any
     assert launch.env["CODEXMINI_TEST_VAR"] == "given"
@@ -749,104 +691,92 @@ def test_agent_child_environment_gets_codex_home_only_when_configured(offline):
     assert launch.cwd == s.ws
 
 
-def test_agent_closes_the_idle_child_and_starts_a_fresh_one_on_demand(offline):
+async def test_agent_closes_the_idle_child_and_starts_a_fresh_one_on_demand(offline):
     s = offline(tb.AgentTurns)
 
-    async def main() -> None:
-        async with s.agent(config=s.config(child_idle_s=0.01)) as agent:
-            await agent.run("one")
-            first = agent.child.client
-            await asyncio.wait_for(first.wait_closed(), 30)  # the idle timer closed it
-            await agent.wait_idle()
-            assert agent.child.client is None and first.closed
-            assert agent.phase == agent_mod.IDLE
-            await agent.run("two")  # a fresh child on demand
-            assert agent.child.client is not None and agent.child.client is not first
-            assert agent.child.restarts == 0  # an idle shutdown is no restart
-
-    run(main())
+    async with s.agent(config=s.config(child_idle_s=0.01)) as agent:
+        await agent.run("one")
+        first = agent.child.client
+        await asyncio.wait_for(first.wait_closed(), 30)  # the idle timer closed it
+        await agent.wait_idle()
+        assert agent.child.client is None and first.closed
+        assert agent.phase == agent_mod.IDLE
+        await agent.run("two")  # a fresh child on demand
+        assert agent.child.client is not None and agent.child.client is not first
+        assert agent.child.restarts == 0  # an idle shutdown is no restart
     assert len(s.fake.launches) == 2
     assert s.ends() == ["completed", "completed"]
 
 
-def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off_in_memory(offline):
+async def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off_in_memory(offline):
     s = offline(tb.AgentTurns)
     with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
         fh.write("never injected\n")
 
-    async def main() -> None:
-        async with s.agent(config=s.config(skills=False)) as agent:
-            await agent.run("one /agents-md")
-            first = agent.child.client
-            agent.child._idle_shutdown(lambda: True)  # as the idle timer would
-            assert agent.phase == agent_mod.MAINTENANCE
-            await agent.run("two")  # waits for the shutdown, then starts a fresh child
-            assert first.closed and agent.child.client is not first
-
-    run(main())
+    async with s.agent(config=s.config(skills=False)) as agent:
+        await agent.run("one /agents-md")
+        first = agent.child.client
+        agent.child._idle_shutdown(lambda: True)  # as the idle timer would
+        assert agent.phase == agent_mod.MAINTENANCE
+        await agent.run("two")  # waits for the shutdown, then starts a fresh child
+        assert first.closed and agent.child.client is not first
     assert [e["data"]["source"]["kind"] for e in s.of_type("user/message")] == ["user", "user"]
     assert len(s.fake.launches) == 2
 
 
-def test_agent_cancel_while_the_child_starts_logs_no_turn_in_memory(offline):
+async def test_agent_cancel_while_the_child_starts_logs_no_turn_in_memory(offline):
     s = offline()
 
-    async def main() -> Dict[str, Any]:
-        behaviour = tb.SlowHandshake()
-        s.fake = FakeAppServer(behaviour)
-        async with s.agent() as agent:
-            running = asyncio.ensure_future(agent.run("hello"))
-            await asyncio.wait_for(behaviour.initializing.wait(), 30)
-            assert agent.phase == agent_mod.RUNNING and agent.child.client is None
-            agent.cancel()
-            behaviour.gate.set()
-            assert await asyncio.wait_for(running, 30) == {"reason": "aborted"}  # nothing ran
-            assert agent.phase == agent_mod.IDLE
-            assert s.log.events == []  # not even the header
-            return await agent.run("after the cancel")
-
-    end = run(main())
+    behaviour = tb.SlowHandshake()
+    s.fake = FakeAppServer(behaviour)
+    async with s.agent() as agent:
+        running = asyncio.ensure_future(agent.run("hello"))
+        await asyncio.wait_for(behaviour.initializing.wait(), 30)
+        assert agent.phase == agent_mod.RUNNING and agent.child.client is None
+        agent.cancel()
+        behaviour.gate.set()
+        assert await asyncio.wait_for(running, 30) == {"reason": "aborted"}  # nothing ran
+        assert agent.phase == agent_mod.IDLE
+        assert s.log.events == []  # not even the header
+        end = await agent.run("after the cancel")
     assert end["reason"] == "completed"
     assert [e["turn"] for e in s.of_type("turn/start")] == [1]  # the cancelled one left nothing
     assert s.users() == [(1, 1, "after the cancel")]
 
 
-def test_agent_driver_cancelled_from_outside_still_ends_the_turn_in_memory(offline):
+async def test_agent_driver_cancelled_from_outside_still_ends_the_turn_in_memory(offline):
     s = offline()
 
-    async def main() -> None:
-        behaviour = tb.SlowHandshake()
-        behaviour.gate.set()  # the first child answers at once
-        s.fake = FakeAppServer(behaviour)
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            agent.followup("slow")
-            await s.watch.held("slow")
-            waiter = asyncio.ensure_future(agent.wait_idle())
-            await asyncio.sleep(0)
-            waiter.cancel()  # a cancelled waiter does not cancel the turn
-            with pytest.raises(asyncio.CancelledError):
-                await waiter
-            assert not agent._driver.done()
-            agent._driver.cancel()  # e.g. the event loop shutting down
-            with pytest.raises(asyncio.CancelledError):
-                await agent._driver
-            assert s.ends() == ["aborted"]
-            await agent.child.close()
-            behaviour.gate.clear()
-            behaviour.initializing.clear()
-            agent.followup("again")
-            await asyncio.wait_for(behaviour.initializing.wait(), 30)  # the child is starting
-            idle = asyncio.ensure_future(agent.wait_idle())
-            await asyncio.sleep(0)
-            agent._driver.cancel()  # cancelled from outside before the turn began
-            behaviour.gate.set()
-            with pytest.raises(asyncio.CancelledError):
-                await agent._driver
-            await asyncio.wait_for(idle, 30)  # waiting for a driver that got cancelled ends
-            assert agent.phase == agent_mod.IDLE
-
-    run(main())
+    behaviour = tb.SlowHandshake()
+    behaviour.gate.set()  # the first child answers at once
+    s.fake = FakeAppServer(behaviour)
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        agent.followup("slow")
+        await s.watch.held("slow")
+        waiter = asyncio.ensure_future(agent.wait_idle())
+        await asyncio.sleep(0)
+        waiter.cancel()  # a cancelled waiter does not cancel the turn
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert not agent._driver.done()
+        agent._driver.cancel()  # e.g. the event loop shutting down
+        with pytest.raises(asyncio.CancelledError):
+            await agent._driver
+        assert s.ends() == ["aborted"]
+        await agent.child.close()
+        behaviour.gate.clear()
+        behaviour.initializing.clear()
+        agent.followup("again")
+        await asyncio.wait_for(behaviour.initializing.wait(), 30)  # the child is starting
+        idle = asyncio.ensure_future(agent.wait_idle())
+        await asyncio.sleep(0)
+        agent._driver.cancel()  # cancelled from outside before the turn began
+        behaviour.gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await agent._driver
+        await asyncio.wait_for(idle, 30)  # waiting for a driver that got cancelled ends
+        assert agent.phase == agent_mod.IDLE
     (end,) = s.of_type("turn/end")
     assert end["data"]["reason"] == "aborted"
     assert len(s.sent("turn/interrupt")) == 1
@@ -855,39 +785,36 @@ def test_agent_driver_cancelled_from_outside_still_ends_the_turn_in_memory(offli
 # -- offline: the inbox ---------------------------------------------------------------
 
 
-def test_agent_inbox_followup_inject_and_cancel_in_memory(offline):
+async def test_agent_inbox_followup_inject_and_cancel_in_memory(offline):
     behaviour = tb.AgentTurns()
     s = offline(behaviour)
 
-    async def main() -> None:
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            # inject during a turn: a second step of the same turn picks it up.
-            agent.followup("slow one")
-            await s.watch.held("slow one")
-            assert agent.phase == agent_mod.RUNNING
-            agent.inject("injected later")
-            behaviour.release()
-            await agent.wait_idle()
-            assert s.ends() == ["completed"]
-            steps = sorted({e["step"] for e in s.log.events if e["turn"] == 1 and e["step"]})
-            assert steps == [1, 2]
-            # followups queued while running run as the next turns, in order.
-            agent.followup("slow two")
-            agent.followup("after")
-            await s.watch.held("slow two")
-            agent.cancel(keep_inbox=True)  # abort turn 2, keep "after"
-            await agent.wait_idle()
-            # cancel() without keep_inbox drops what is queued.
-            agent.followup("slow three")
-            agent.followup("dropped")
-            await s.watch.held("slow three")
-            agent.cancel()
-            await agent.wait_idle()
-            agent.cancel()  # idle: nothing to do
-            assert agent.phase == agent_mod.IDLE
-
-    run(main())
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        # inject during a turn: a second step of the same turn picks it up.
+        agent.followup("slow one")
+        await s.watch.held("slow one")
+        assert agent.phase == agent_mod.RUNNING
+        agent.inject("injected later")
+        behaviour.release()
+        await agent.wait_idle()
+        assert s.ends() == ["completed"]
+        steps = sorted({e["step"] for e in s.log.events if e["turn"] == 1 and e["step"]})
+        assert steps == [1, 2]
+        # followups queued while running run as the next turns, in order.
+        agent.followup("slow two")
+        agent.followup("after")
+        await s.watch.held("slow two")
+        agent.cancel(keep_inbox=True)  # abort turn 2, keep "after"
+        await agent.wait_idle()
+        # cancel() without keep_inbox drops what is queued.
+        agent.followup("slow three")
+        agent.followup("dropped")
+        await s.watch.held("slow three")
+        agent.cancel()
+        await agent.wait_idle()
+        agent.cancel()  # idle: nothing to do
+        assert agent.phase == agent_mod.IDLE
     assert s.ends() == ["completed", "aborted", "completed", "aborted"]
     assert s.users() == [
         (1, 1, "slow one"),
@@ -902,36 +829,30 @@ def test_agent_inbox_followup_inject_and_cancel_in_memory(offline):
     assert [e["turn"] for e in aborted] == [2, 4]
 
 
-def test_agent_inject_while_idle_waits_for_the_next_turn(offline):
+async def test_agent_inject_while_idle_waits_for_the_next_turn(offline):
     s = offline(tb.AgentTurns)
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            agent.inject("injected while idle")
-            assert agent._driver is None and agent.phase == agent_mod.IDLE  # nothing woke
-            await agent.run("hello")
-
-    run(main())
+    async with s.agent() as agent:
+        agent.inject("injected while idle")
+        assert agent._driver is None and agent.phase == agent_mod.IDLE  # nothing woke
+        await agent.run("hello")
     # The next turn's first step delivers its followup, then what was injected.
     assert s.users() == [(1, 1, "hello"), (1, 1, "injected while idle")]
     assert s.ends() == ["completed"]
 
 
-def test_agent_steer_while_running_and_while_idle_in_memory(offline):
+async def test_agent_steer_while_running_and_while_idle_in_memory(offline):
     behaviour = tb.EchoSteer()
     s = offline(behaviour)
 
-    async def main() -> None:
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            agent.followup("slow please")
-            await s.watch.held("slow please")
-            await agent.steer("steered message")
-            await agent.wait_idle()
-            await agent.steer("idle steer starts a turn")
-            await agent.wait_idle()
-
-    run(main())
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        agent.followup("slow please")
+        await s.watch.held("slow please")
+        await agent.steer("steered message")
+        await agent.wait_idle()
+        await agent.steer("idle steer starts a turn")
+        await agent.wait_idle()
     (steer,) = s.sent("turn/steer")
     assert steer["params"]["input"] == [{"type": "text", "text": "steered message"}]
     assert steer["params"]["expectedTurnId"] == TURN  # the running codex turn's id
@@ -942,20 +863,17 @@ def test_agent_steer_while_running_and_while_idle_in_memory(offline):
     assert s.ends() == ["completed", "completed"]
 
 
-def test_agent_refused_steer_goes_to_the_next_step_in_memory(offline):
+async def test_agent_refused_steer_goes_to_the_next_step_in_memory(offline):
     behaviour = tb.RefuseSteer()
     s = offline(behaviour)
 
-    async def main() -> None:
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            agent.followup("slow please")
-            await s.watch.held("slow please")
-            await agent.steer([{"type": "text", "text": "late words"}, {"type": "image", "path": "/nonexistent/x.png"}])
-            behaviour.release()
-            await agent.wait_idle()
-
-    run(main())
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        agent.followup("slow please")
+        await s.watch.held("slow please")
+        await agent.steer([{"type": "text", "text": "late words"}, {"type": "image", "path": "/nonexistent/x.png"}])
+        behaviour.release()
+        await agent.wait_idle()
     assert s.users() == [(1, 1, "slow please"), (1, 2, "late words")]
     starts = s.sent("turn/start")
     assert starts[1]["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/x.png"}]
@@ -966,112 +884,97 @@ def test_agent_refused_steer_goes_to_the_next_step_in_memory(offline):
     ]
 
 
-def test_agent_steer_into_a_dying_child_goes_to_the_next_turn(offline):
+async def test_agent_steer_into_a_dying_child_goes_to_the_next_turn(offline):
     # The child dies before it answers turn/steer: the step ends without a
     # result (CODEX_NO_RESULT) and the message is not lost -- nor raised at
     # the caller, who would send it twice.
     s = offline(tb.DieOnSteer)
 
-    async def main() -> None:
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            agent.followup("slow please")
-            await s.watch.held("slow please")
-            await agent.steer("are you still there?")
-            await agent.wait_idle()
-
-    run(main())
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        agent.followup("slow please")
+        await s.watch.held("slow please")
+        await agent.steer("are you still there?")
+        await agent.wait_idle()
     assert s.ends() == ["error", "completed"]
     assert s.of_type("turn/end")[0]["data"]["error"]["code"] == "CODEX_NO_RESULT"
     assert s.users() == [(1, 1, "slow please"), (2, 1, "are you still there?")]
     assert len(s.fake.launches) == 2
 
 
-def test_agent_steer_refused_after_its_step_requeued_it_is_delivered_once(offline):
+async def test_agent_steer_refused_after_its_step_requeued_it_is_delivered_once(offline):
     # The step ends (and hands the unechoed steer back to the inbox) before
     # turn/steer's refusal reaches steer(): steer() must not queue it again.
     # (Python 3.13's scheduling made DieOnSteer hit this order by itself.)
     behaviour = tb.EndThenRefuseSteer()
     s = offline(behaviour)
 
-    async def main() -> None:
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            agent.followup("slow please")
-            await s.watch.held("slow please")
-            steering = asyncio.ensure_future(agent.steer("are you still there?"))
-            for _ in range(3000):  # until step 2 has logged it (bounded: no hang)
-                if (1, 2, "are you still there?") in s.users():
-                    break
-                await asyncio.sleep(0.01)
-            behaviour.gate.set()
-            await steering
-            await agent.wait_idle()
-            await asyncio.gather(*behaviour.refusals)
-
-    run(main())
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        agent.followup("slow please")
+        await s.watch.held("slow please")
+        steering = asyncio.ensure_future(agent.steer("are you still there?"))
+        for _ in range(3000):  # until step 2 has logged it (bounded: no hang)
+            if (1, 2, "are you still there?") in s.users():
+                break
+            await asyncio.sleep(0.01)
+        behaviour.gate.set()
+        await steering
+        await agent.wait_idle()
+        await asyncio.gather(*behaviour.refusals)
     assert s.users() == [(1, 1, "slow please"), (1, 2, "are you still there?")]
     assert s.ends() == ["completed"]
 
 
-def test_agent_steer_codex_never_echoed_goes_to_the_next_step(offline):
+async def test_agent_steer_codex_never_echoed_goes_to_the_next_step(offline):
     behaviour = tb.AgentTurns()  # accepts turn/steer, never echoes it
     s = offline(behaviour)
 
-    async def main() -> None:
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            agent.followup("slow please")
-            await s.watch.held("slow please")
-            # A reasoning block is not shown to the model: not steered either.
-            await agent.steer([{"type": "text", "text": "unechoed words"}, {"type": "reasoning", "text": "hm"}])
-            behaviour.release()
-            await agent.wait_idle()
-
-    run(main())
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        agent.followup("slow please")
+        await s.watch.held("slow please")
+        # A reasoning block is not shown to the model: not steered either.
+        await agent.steer([{"type": "text", "text": "unechoed words"}, {"type": "reasoning", "text": "hm"}])
+        behaviour.release()
+        await agent.wait_idle()
     (steer,) = s.sent("turn/steer")
     assert steer["params"]["input"] == [{"type": "text", "text": "unechoed words"}]
     assert s.users() == [(1, 1, "slow please"), (1, 2, "unechoed words")]
     assert s.ends() == ["completed"]
 
 
-def test_agent_cancel_drops_a_steer_codex_never_echoed(offline):
+async def test_agent_cancel_drops_a_steer_codex_never_echoed(offline):
     # cancel() promises to drop the inbox: a steer in flight is part of it
     # (issue 15's first race; the inbox's generations keep the promise).
     behaviour = tb.AgentTurns()
     s = offline(behaviour)
 
-    async def main() -> None:
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            agent.followup("slow please")
-            await s.watch.held("slow please")
-            await agent.steer("never to be seen")
-            agent.cancel()
-            await agent.wait_idle()
-            assert len(agent.inbox) == 0
-            await agent.run("next")
-
-    run(main())
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        agent.followup("slow please")
+        await s.watch.held("slow please")
+        await agent.steer("never to be seen")
+        agent.cancel()
+        await agent.wait_idle()
+        assert len(agent.inbox) == 0
+        await agent.run("next")
     assert s.ends() == ["aborted", "completed"]
     assert s.users() == [(1, 1, "slow please"), (2, 1, "next")]
     assert "never to be seen" not in s.sent("turn/start")[-1]["params"]["input"][0]["text"]
 
 
-def test_agent_cancel_keeping_the_inbox_keeps_a_steer_codex_never_echoed(offline):
+async def test_agent_cancel_keeping_the_inbox_keeps_a_steer_codex_never_echoed(offline):
     behaviour = tb.AgentTurns()
     s = offline(behaviour)
 
-    async def main() -> None:
-        agent = s.agent(on_event=s.watch)
-        async with agent:
-            agent.followup("slow please")
-            await s.watch.held("slow please")
-            await agent.steer("kept words")
-            agent.cancel(keep_inbox=True)
-            await agent.wait_idle()
-
-    run(main())
+    agent = s.agent(on_event=s.watch)
+    async with agent:
+        agent.followup("slow please")
+        await s.watch.held("slow please")
+        await agent.steer("kept words")
+        agent.cancel(keep_inbox=True)
+        await agent.wait_idle()
     # Kept, it is the current turn's: with nothing running it starts a turn.
     assert s.ends() == ["aborted", "completed"]
     assert s.users() == [(1, 1, "slow please"), (2, 1, "kept words")]
@@ -1083,7 +986,7 @@ def test_agent_cancel_keeping_the_inbox_keeps_a_steer_codex_never_echoed(offline
 @pytest.mark.parametrize("_", [0], ids=["sigkill"])
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(live_setup, _):
+async def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(live_setup, _):
     # Every step's prompt is the whole serialized log, so the rule for the
     # later turn comes first.
     s = live_setup(
@@ -1096,26 +999,22 @@ def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(live_setup,
     )
     killed: List[int] = []
 
-    async def main() -> None:
-        agent = s.agent()
+    agent = s.agent()
 
-        def on_event(event: Any) -> None:
-            if isinstance(event, ItemStarted) and event.item_type == "commandExecution" and not killed:
-                pid = agent.child.client.pid
-                killed.append(pid)
-                os.kill(pid, signal.SIGKILL)
+    def on_event(event: Any) -> None:
+        if isinstance(event, ItemStarted) and event.item_type == "commandExecution" and not killed:
+            pid = agent.child.client.pid
+            killed.append(pid)
+            os.kill(pid, signal.SIGKILL)
 
-        agent.on_event = on_event
-        async with agent:
-            first = await agent.run("sleep please")
-            before = list(s.log.events)
-            second = await agent.run("are you there?")
-        assert first["reason"] == "error" and first["error"]["code"] == "CODEX_NO_RESULT"
-        assert "exited with code -9" in first["error"]["message"]
-        assert second["reason"] == "completed"
-        return before
-
-    before = run(main())
+    agent.on_event = on_event
+    async with agent:
+        first = await agent.run("sleep please")
+        before = list(s.log.events)
+        second = await agent.run("are you there?")
+    assert first["reason"] == "error" and first["error"]["code"] == "CODEX_NO_RESULT"
+    assert "exited with code -9" in first["error"]["message"]
+    assert second["reason"] == "completed"
     assert killed
     # Everything logged before the kill is intact on disk, in order.
     on_disk = read_log(s.log.path).events
@@ -1130,21 +1029,18 @@ def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(live_setup,
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_pins_override_only_their_own_field(live_setup):
+async def test_agent_pins_override_only_their_own_field(live_setup):
     s = live_setup({"rules": [], "default": reply("ok")})
 
-    async def main() -> None:
-        async with s.agent(config=s.config(sandbox="workspace-write")) as agent:
-            await agent.run("one")  # knobs: none → (read-only, never); the sandbox pin wins its field
-            agent.set_knob("approval/policy", "ask")
-            await agent.run("two")  # ask → (workspace-write, on-request)
-            agent.set_knob("sandbox/mode", "danger-full-access")
-            agent.set_knob("approval/policy", "bogus")  # invalid: counts as absent
-            await agent.run("three")  # full access → (danger-full-access, never), but the pin keeps workspace-write
-        async with s.agent(config=s.config(approval_policy="untrusted")) as agent:
-            await agent.run("four")
-
-    run(main())
+    async with s.agent(config=s.config(sandbox="workspace-write")) as agent:
+        await agent.run("one")  # knobs: none → (read-only, never); the sandbox pin wins its field
+        agent.set_knob("approval/policy", "ask")
+        await agent.run("two")  # ask → (workspace-write, on-request)
+        agent.set_knob("sandbox/mode", "danger-full-access")
+        agent.set_knob("approval/policy", "bogus")  # invalid: counts as absent
+        await agent.run("three")  # full access → (danger-full-access, never), but the pin keeps workspace-write
+    async with s.agent(config=s.config(approval_policy="untrusted")) as agent:
+        await agent.run("four")
     pairs = [(f["params"]["sandbox"], f["params"]["approvalPolicy"]) for f in s.sent("thread/start")]
     assert pairs == [
         ("workspace-write", "never"),
@@ -1156,15 +1052,12 @@ def test_agent_pins_override_only_their_own_field(live_setup):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_second_prompt_is_the_serialized_log(live_setup):
+async def test_agent_second_prompt_is_the_serialized_log(live_setup):
     s = live_setup({"rules": [{"when": {"user_contains": "second"}, "respond": reply("two")}], "default": reply("one")})
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            await agent.run("first")
-            await agent.run("second")
-
-    run(main())
+    async with s.agent() as agent:
+        await agent.run("first")
+        await agent.run("second")
     starts = s.sent("turn/start")
     assert len(starts) == 2
     events = s.log.events
@@ -1184,56 +1077,50 @@ def test_agent_second_prompt_is_the_serialized_log(live_setup):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers(live_setup):
+async def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers(live_setup):
     s = live_setup({"rules": [], "default": reply("ok")})
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            await agent.run("one")
-        async with s.agent() as agent:
-            await agent.run("two")
-
-    run(main())
+    async with s.agent() as agent:
+        await agent.run("one")
+    async with s.agent() as agent:
+        await agent.run("two")
     assert [e["data"]["reason"] for e in s.of_type("session/header")] == ["initial", "resume"]
     assert [e["turn"] for e in s.of_type("turn/end")] == [1, 2]
 
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_when_idle(live_setup):
+async def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_when_idle(live_setup):
     s = live_setup({"rules": [], "default": reply("ok")})
 
-    async def main() -> None:
-        agent = s.agent(config=s.config(child_idle_s=0.2))
-        async with agent:
-            await agent.run("one")
-            first = agent.child.client
-            await agent.run("two")
-            assert agent.child.client is first  # reused across turns
-            with ScriptedModel({"rules": [], "default": reply("other")}) as other:
-                agent.config = reconfigured(agent.config, endpoint=ModelEndpoint(other.url, "sk-other"))
-                await agent.run("three")
-                assert agent.child.client is not first and first.closed  # restarted for the new endpoint
-                assert other.requests
-            second = agent.child.client
-            for _ in range(500):  # idle shutdown after child_idle_s
-                if agent.phase == agent_mod.MAINTENANCE or agent.child.client is None:
-                    break
-                await asyncio.sleep(0.01)
-            await agent.wait_idle()
-            assert agent.child.client is None and second.closed and second.returncode is not None
-            assert agent.phase == agent_mod.IDLE
-            agent.config = reconfigured(agent.config, endpoint=ModelEndpoint(s.model.url, "sk-test"))
-            await agent.run("four")  # a fresh child on demand
-
-    run(main())
+    agent = s.agent(config=s.config(child_idle_s=0.2))
+    async with agent:
+        await agent.run("one")
+        first = agent.child.client
+        await agent.run("two")
+        assert agent.child.client is first  # reused across turns
+        with ScriptedModel({"rules": [], "default": reply("other")}) as other:
+            agent.config = reconfigured(agent.config, endpoint=ModelEndpoint(other.url, "sk-other"))
+            await agent.run("three")
+            assert agent.child.client is not first and first.closed  # restarted for the new endpoint
+            assert other.requests
+        second = agent.child.client
+        for _ in range(500):  # idle shutdown after child_idle_s
+            if agent.phase == agent_mod.MAINTENANCE or agent.child.client is None:
+                break
+            await asyncio.sleep(0.01)
+        await agent.wait_idle()
+        assert agent.child.client is None and second.closed and second.returncode is not None
+        assert agent.phase == agent_mod.IDLE
+        agent.config = reconfigured(agent.config, endpoint=ModelEndpoint(s.model.url, "sk-test"))
+        await agent.run("four")  # a fresh child on demand
     assert len(s.sent("initialize")) == 3
     assert [e["data"]["reason"] for e in s.of_type("turn/end")] == ["completed"] * 4
 
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_inbox_followup_inject_and_cancel(live_setup):
+async def test_agent_inbox_followup_inject_and_cancel(live_setup):
     s = live_setup(
         {
             # The prompt is the whole log: the newest marker must be matched first.
@@ -1257,32 +1144,29 @@ def test_agent_inbox_followup_inject_and_cancel(live_setup):
         }
     )
 
-    async def main() -> None:
-        agent = s.agent()
-        async with agent:
-            # inject during a turn: a second step of the same turn picks it up.
-            agent.followup("slow one")
-            await codex_turn_running(agent)
-            agent.inject("injected later")
-            await agent.wait_idle()
-            assert [e["turn"] for e in s.of_type("turn/end")] == [1]
-            steps = sorted({e["step"] for e in s.log.events if e["turn"] == 1 and e["step"]})
-            assert steps == [1, 2]
-            # followups queued while running run as the next turns, in order.
-            agent.followup("slow two")
-            agent.followup("after")
-            await codex_turn_running(agent)
-            agent.cancel(keep_inbox=True)  # abort turn 2, keep "after"
-            await agent.wait_idle()
-            # cancel() without keep_inbox drops what is queued.
-            agent.followup("slow three")
-            agent.followup("dropped")
-            await codex_turn_running(agent)
-            agent.cancel()
-            await agent.wait_idle()
-            agent.cancel()  # idle: nothing to do
-
-    run(main())
+    agent = s.agent()
+    async with agent:
+        # inject during a turn: a second step of the same turn picks it up.
+        agent.followup("slow one")
+        await codex_turn_running(agent)
+        agent.inject("injected later")
+        await agent.wait_idle()
+        assert [e["turn"] for e in s.of_type("turn/end")] == [1]
+        steps = sorted({e["step"] for e in s.log.events if e["turn"] == 1 and e["step"]})
+        assert steps == [1, 2]
+        # followups queued while running run as the next turns, in order.
+        agent.followup("slow two")
+        agent.followup("after")
+        await codex_turn_running(agent)
+        agent.cancel(keep_inbox=True)  # abort turn 2, keep "after"
+        await agent.wait_idle()
+        # cancel() without keep_inbox drops what is queued.
+        agent.followup("slow three")
+        agent.followup("dropped")
+        await codex_turn_running(agent)
+        agent.cancel()
+        await agent.wait_idle()
+        agent.cancel()  # idle: nothing to do
     ends = [e["data"]["reason"] for e in s.of_type("turn/end")]
     assert ends == ["completed", "aborted", "completed", "aborted"]
     users = [b["text"] for e in s.of_type("user/message") for b in e["data"]["content"]]
@@ -1292,17 +1176,14 @@ def test_agent_inbox_followup_inject_and_cancel(live_setup):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log(live_setup):
+async def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log(live_setup):
     s = live_setup({"rules": [], "default": reply("ok")})
 
     def boom(event: Any) -> None:
         raise RuntimeError("listener broke")
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent(on_event=boom) as agent:
-            return await agent.run("hello")
-
-    end = run(main())
+    async with s.agent(on_event=boom) as agent:
+        end = await agent.run("hello")
     assert end == {"reason": "error", "error": {"message": "RuntimeError: listener broke", "code": "UNKNOWN"}}
     assert [e["type"] for e in s.log.events][-2:] == ["agent/error", "turn/end"]
     assert read_log(s.log.path).events == s.log.events
@@ -1310,24 +1191,21 @@ def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log(live_
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_codex_refusing_turn_start_is_a_codex_error(live_setup):
+async def test_agent_codex_refusing_turn_start_is_a_codex_error(live_setup):
     s = live_setup({"rules": [], "default": reply("ok")})
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent(on_event=None) as agent:
-            await agent.start()
-            # A remote image URL is refused at turn/start (reference §3.12).
-            agent._step_input = lambda messages: [{"type": "image", "url": "https://example.com/x.png"}]
-            return await agent.run("look")
-
-    end = run(main())
+    async with s.agent(on_event=None) as agent:
+        await agent.start()
+        # A remote image URL is refused at turn/start (reference §3.12).
+        agent._step_input = lambda messages: [{"type": "image", "url": "https://example.com/x.png"}]
+        end = await agent.run("look")
     assert end["reason"] == "error" and end["error"]["code"] == "CODEX_ERROR"
     assert "remote image URLs are not supported" in end["error"]["message"]
 
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_steer_while_running_and_while_idle(live_setup):
+async def test_agent_steer_while_running_and_while_idle(live_setup):
     s = live_setup(
         {
             "rules": [
@@ -1338,17 +1216,14 @@ def test_agent_steer_while_running_and_while_idle(live_setup):
         }
     )
 
-    async def main() -> None:
-        agent = s.agent()
-        async with agent:
-            agent.followup("slow please")
-            await codex_turn_running(agent)
-            await agent.steer("steered message")
-            await agent.wait_idle()
-            await agent.steer("idle steer starts a turn")
-            await agent.wait_idle()
-
-    run(main())
+    agent = s.agent()
+    async with agent:
+        agent.followup("slow please")
+        await codex_turn_running(agent)
+        await agent.steer("steered message")
+        await agent.wait_idle()
+        await agent.steer("idle steer starts a turn")
+        await agent.wait_idle()
     (steer,) = s.sent("turn/steer")
     assert steer["params"]["input"] == [{"type": "text", "text": "steered message"}]
     steered = [e for e in s.of_type("user/message") if e["data"]["content"][0]["text"] == "steered message"]
@@ -1358,22 +1233,19 @@ def test_agent_steer_while_running_and_while_idle(live_setup):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_skills_and_images_reach_codex(live_setup):
+async def test_agent_skills_and_images_reach_codex(live_setup):
     s = live_setup({"rules": [], "default": reply("ok")})
     with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
         fh.write("Always answer <briefly>.\n")
     os.makedirs(os.path.join(s.ws, ".git"))
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            await agent.run(
-                [
-                    {"type": "text", "text": "use /agents-md and /unknown"},
-                    {"type": "image", "path": "/nonexistent/pic.png"},
-                ]
-            )
-
-    run(main())
+    async with s.agent() as agent:
+        await agent.run(
+            [
+                {"type": "text", "text": "use /agents-md and /unknown"},
+                {"type": "image", "path": "/nonexistent/pic.png"},
+            ]
+        )
     users = s.of_type("user/message")
     assert users[1]["data"]["source"] == {"kind": "skill-invocation", "name": "agents-md"}
     assert "Always answer &lt;briefly&gt;." in users[1]["data"]["content"][0]["text"]
@@ -1384,7 +1256,7 @@ def test_agent_skills_and_images_reach_codex(live_setup):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_approval_handler_answers_are_logged(live_setup):
+async def test_agent_approval_handler_answers_are_logged(live_setup):
     s = live_setup(
         {
             "rules": [{"when": {"last_item": "function_call_output"}, "respond": reply("done")}],
@@ -1397,12 +1269,9 @@ def test_agent_approval_handler_answers_are_logged(live_setup):
         asked.append(request)
         return Reply("accept")
 
-    async def main() -> None:
-        async with s.agent(approvals=approve) as agent:
-            agent.set_knob("approval/policy", "ask")
-            await agent.run("go")
-
-    run(main())
+    async with s.agent(approvals=approve) as agent:
+        agent.set_knob("approval/policy", "ask")
+        await agent.run("go")
     assert [r.kind for r in asked] == ["command"]
     (decision,) = s.of_type("approval/decision")
     assert decision["data"] == {
@@ -1419,7 +1288,7 @@ def test_agent_approval_handler_answers_are_logged(live_setup):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_refused_steer_goes_to_the_next_step(live_setup, monkeypatch):
+async def test_agent_refused_steer_goes_to_the_next_step(live_setup, monkeypatch):
     from codexmini._errors import RpcError
     from codexmini._threads import Turn
 
@@ -1437,14 +1306,11 @@ def test_agent_refused_steer_goes_to_the_next_step(live_setup, monkeypatch):
 
     monkeypatch.setattr(Turn, "steer", refuse)
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            agent.followup("slow please")
-            await codex_turn_running(agent)
-            await agent.steer([{"type": "text", "text": "late words"}, {"type": "image", "path": "/nonexistent/x.png"}])
-            await agent.wait_idle()
-
-    run(main())
+    async with s.agent() as agent:
+        agent.followup("slow please")
+        await codex_turn_running(agent)
+        await agent.steer([{"type": "text", "text": "late words"}, {"type": "image", "path": "/nonexistent/x.png"}])
+        await agent.wait_idle()
     users = s.of_type("user/message")
     assert [(u["turn"], u["step"], u["data"]["content"][0]["text"]) for u in users] == [
         (1, 1, "slow please"),
@@ -1456,72 +1322,63 @@ def test_agent_refused_steer_goes_to_the_next_step(live_setup, monkeypatch):
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_cancel_while_the_child_starts_logs_no_turn(live_setup):
+async def test_agent_cancel_while_the_child_starts_logs_no_turn(live_setup):
     s = live_setup({"rules": [], "default": reply("never")})
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent() as agent:
-            agent.followup("hello")
-            await asyncio.sleep(0)  # the driver runs until it waits for the spawn
-            assert agent.phase == agent_mod.RUNNING and agent.child.client is None
-            agent.cancel()
-            await agent.wait_idle()
-            assert agent.phase == agent_mod.IDLE
-            return await agent.run("after the cancel")
-
-    end = run(main())
+    async with s.agent() as agent:
+        agent.followup("hello")
+        await asyncio.sleep(0)  # the driver runs until it waits for the spawn
+        assert agent.phase == agent_mod.RUNNING and agent.child.client is None
+        agent.cancel()
+        await agent.wait_idle()
+        assert agent.phase == agent_mod.IDLE
+        end = await agent.run("after the cancel")
     assert end["reason"] == "completed"
     assert [e["turn"] for e in s.of_type("turn/start")] == [1]  # the cancelled one left nothing
 
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_driver_cancelled_from_outside_still_ends_the_turn(live_setup):
+async def test_agent_driver_cancelled_from_outside_still_ends_the_turn(live_setup):
     s = live_setup({"rules": [], "default": {**reply("a", "b", "c", "d"), "delay_ms": 200}})
 
-    async def main() -> None:
-        agent = s.agent()
-        async with agent:
-            agent.followup("slow")
-            await codex_turn_running(agent)
-            waiter = asyncio.ensure_future(agent.wait_idle())
-            await asyncio.sleep(0)
-            waiter.cancel()  # a cancelled waiter does not cancel the turn
-            with pytest.raises(asyncio.CancelledError):
-                await waiter
-            assert not agent._driver.done()
-            agent._driver.cancel()  # e.g. the event loop shutting down
-            with pytest.raises(asyncio.CancelledError):
-                await agent._driver
-            await agent.child.close()
-            agent.followup("again")
-            await asyncio.sleep(0)  # now waiting for the child to spawn
-            agent._driver.cancel()  # cancelled from outside before the turn began
-            with pytest.raises(asyncio.CancelledError):
-                await agent._driver
-
-    run(main())
+    agent = s.agent()
+    async with agent:
+        agent.followup("slow")
+        await codex_turn_running(agent)
+        waiter = asyncio.ensure_future(agent.wait_idle())
+        await asyncio.sleep(0)
+        waiter.cancel()  # a cancelled waiter does not cancel the turn
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        assert not agent._driver.done()
+        agent._driver.cancel()  # e.g. the event loop shutting down
+        with pytest.raises(asyncio.CancelledError):
+            await agent._driver
+        await agent.child.close()
+        agent.followup("again")
+        await asyncio.sleep(0)  # now waiting for the child to spawn
+        agent._driver.cancel()  # cancelled from outside before the turn began
+        with pytest.raises(asyncio.CancelledError):
+            await agent._driver
     (end,) = s.of_type("turn/end")
     assert end["data"]["reason"] == "aborted"
 
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(live_setup):
+async def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(live_setup):
     s = live_setup({"rules": [], "default": reply("ok")})
     with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
         fh.write("never injected\n")
 
-    async def main() -> None:
-        async with s.agent(config=s.config(skills=False)) as agent:
-            await agent.run("one /agents-md")
-            first = agent.child.client
-            agent.child._idle_shutdown(lambda: True)  # as the idle timer would
-            assert agent.phase == agent_mod.MAINTENANCE
-            await agent.run("two")  # waits for the shutdown, then starts a fresh child
-            assert first.closed and agent.child.client is not first
-
-    run(main())
+    async with s.agent(config=s.config(skills=False)) as agent:
+        await agent.run("one /agents-md")
+        first = agent.child.client
+        agent.child._idle_shutdown(lambda: True)  # as the idle timer would
+        assert agent.phase == agent_mod.MAINTENANCE
+        await agent.run("two")  # waits for the shutdown, then starts a fresh child
+        assert first.closed and agent.child.client is not first
     assert [e["data"]["source"]["kind"] for e in s.of_type("user/message")] == ["user", "user"]
     assert len(s.sent("initialize")) == 2
 
@@ -1529,21 +1386,14 @@ def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(live_s
 # -- the session's model and endpoint (issue: the agent, complete) ---------------------------
 
 
-def test_agent_session_model_wins_over_the_configured_one_and_survives_a_resume(offline):
+async def test_agent_session_model_wins_over_the_configured_one_and_survives_a_resume(offline):
     s = offline(tb.AgentTurns)
-
-    async def first() -> None:
-        async with s.agent(config=s.config(model="configured")) as agent:
-            await agent.run("one")  # the configured model
-            agent.set_model("chosen")
-            await agent.run("two")  # the session's choice, from the next step on
-
-    async def resumed() -> None:
-        async with s.agent(config=s.config(model=None)) as agent:  # no --model on resume
-            await agent.run("three")
-
-    run(first())
-    run(resumed())
+    async with s.agent(config=s.config(model="configured")) as agent:
+        await agent.run("one")  # the configured model
+        agent.set_model("chosen")
+        await agent.run("two")  # the session's choice, from the next step on
+    async with s.agent(config=s.config(model=None)) as agent:  # resumed: no --model
+        await agent.run("three")
     models = [f["params"].get("model") for f in s.sent("thread/start")]
     assert models == ["configured", "chosen", "chosen"]
     assert [e["data"] for e in s.of_type("model/choice")] == [{"model": "chosen"}]
@@ -1562,22 +1412,15 @@ def test_agent_set_model_refuses_what_is_not_a_model(offline):
     assert s.log.events == []
 
 
-def test_agent_session_endpoint_keeps_its_key_out_of_the_log_and_restarts_the_child(offline, monkeypatch):
+async def test_agent_session_endpoint_keeps_its_key_out_of_the_log_and_restarts_the_child(offline, monkeypatch):
     s = offline(tb.AgentTurns)
     monkeypatch.setenv("CODEXMINI_TEST_KEY", "sk-from-the-environment")
-
-    async def first() -> None:
-        async with s.agent() as agent:
-            await agent.run("one")  # codex's own configuration: no provider flags
-            agent.set_endpoint(ModelEndpoint("http://127.0.0.1:9/v1", "sk-in-memory"), api_key_env="CODEXMINI_TEST_KEY")
-            await agent.run("two")  # a new child, with the endpoint and the in-memory key
-
-    async def resumed() -> None:
-        async with s.agent() as agent:
-            await agent.run("three")  # the key comes from the variable the log names
-
-    run(first())
-    run(resumed())
+    async with s.agent() as agent:
+        await agent.run("one")  # codex's own configuration: no provider flags
+        agent.set_endpoint(ModelEndpoint("http://127.0.0.1:9/v1", "sk-in-memory"), api_key_env="CODEXMINI_TEST_KEY")
+        await agent.run("two")  # a new child, with the endpoint and the in-memory key
+    async with s.agent() as agent:  # resumed
+        await agent.run("three")  # the key comes from the variable the log names
     launches = s.fake.launches
     assert len(launches) == 3
     assert not any("model_provider" in arg for arg in launches[0].argv)
@@ -1594,18 +1437,15 @@ def test_agent_session_endpoint_keeps_its_key_out_of_the_log_and_restarts_the_ch
     assert "sk-in-memory" not in text and "sk-from-the-environment" not in text
 
 
-def test_agent_session_endpoint_none_means_codex_configuration_and_a_missing_key_warns(offline, caplog):
+async def test_agent_session_endpoint_none_means_codex_configuration_and_a_missing_key_warns(offline, caplog):
     s = offline(tb.AgentTurns)
 
-    async def main() -> None:
-        async with s.agent(config=s.config(endpoint=ModelEndpoint("http://127.0.0.1:9/v1", "sk-x"))) as agent:
-            agent.set_endpoint(ModelEndpoint("http://127.0.0.1:8/v1"), api_key_env="CODEXMINI_UNSET_KEY_VAR")
-            with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
-                await agent.run("keyless")
-            agent.set_endpoint(None)
-            await agent.run("default")
-
-    run(main())
+    async with s.agent(config=s.config(endpoint=ModelEndpoint("http://127.0.0.1:9/v1", "sk-x"))) as agent:
+        agent.set_endpoint(ModelEndpoint("http://127.0.0.1:8/v1"), api_key_env="CODEXMINI_UNSET_KEY_VAR")
+        with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
+            await agent.run("keyless")
+        agent.set_endpoint(None)
+        await agent.run("default")
     assert "names CODEXMINI_UNSET_KEY_VAR for its key, but it is not set" in caplog.text
     first, second = s.fake.launches
     assert "CODEXMINI_API_KEY" not in first.env and 'base_url="http://127.0.0.1:8/v1"' in " ".join(first.argv)
@@ -1615,78 +1455,66 @@ def test_agent_session_endpoint_none_means_codex_configuration_and_a_missing_key
 # -- inbox races (fail on the agent before the surface issue) ---------------------------------
 
 
-def test_agent_cancel_keep_inbox_while_the_child_starts_keeps_the_followup(offline):
+async def test_agent_cancel_keep_inbox_while_the_child_starts_keeps_the_followup(offline):
     s = offline()
 
-    async def main() -> Dict[str, Any]:
-        behaviour = tb.SlowHandshake()
-        s.fake = FakeAppServer(behaviour)
-        async with s.agent() as agent:
-            agent.followup("keep me")
-            await asyncio.wait_for(behaviour.initializing.wait(), 30)
-            agent.cancel(keep_inbox=True)  # aborts the spawn, keeps what was asked
-            behaviour.gate.set()
-            await agent.wait_idle()
-            return agent.last_turn_end or {}
-
-    end = run(main())
+    behaviour = tb.SlowHandshake()
+    s.fake = FakeAppServer(behaviour)
+    async with s.agent() as agent:
+        agent.followup("keep me")
+        await asyncio.wait_for(behaviour.initializing.wait(), 30)
+        agent.cancel(keep_inbox=True)  # aborts the spawn, keeps what was asked
+        behaviour.gate.set()
+        await agent.wait_idle()
+        end = agent.last_turn_end or {}
     assert end["reason"] == "completed"
     assert s.users() == [(1, 1, "keep me")]
 
 
-def test_agent_cancel_while_the_child_starts_drops_the_followup(offline):
+async def test_agent_cancel_while_the_child_starts_drops_the_followup(offline):
     s = offline()
 
-    async def main() -> None:
-        behaviour = tb.SlowHandshake()
-        s.fake = FakeAppServer(behaviour)
-        async with s.agent() as agent:
-            agent.followup("drop me")
-            await asyncio.wait_for(behaviour.initializing.wait(), 30)
-            agent.cancel()
-            behaviour.gate.set()
-            await agent.wait_idle()
-            assert len(agent.inbox) == 0
-
-    run(main())
+    behaviour = tb.SlowHandshake()
+    s.fake = FakeAppServer(behaviour)
+    async with s.agent() as agent:
+        agent.followup("drop me")
+        await asyncio.wait_for(behaviour.initializing.wait(), 30)
+        agent.cancel()
+        behaviour.gate.set()
+        await agent.wait_idle()
+        assert len(agent.inbox) == 0
     assert s.log.events == []
 
 
-def test_agent_cancel_aborts_the_idle_shutdown_and_close_still_ends_the_child(offline):
+async def test_agent_cancel_aborts_the_idle_shutdown_and_close_still_ends_the_child(offline):
     s = offline()
 
-    async def main() -> None:
-        behaviour = tb.LingerOnClose()
-        s.fake = FakeAppServer(behaviour)
-        agent = s.agent()
-        await agent.run("one")
-        transport_server = s.fake.server
-        agent.child._idle_shutdown(lambda: True)  # as the idle timer would
-        await asyncio.wait_for(behaviour.closing.wait(), 30)
-        assert agent.phase == agent_mod.MAINTENANCE
-        agent.cancel()
-        assert agent.phase == agent_mod.IDLE  # at once: the shutdown is no longer waited for
-        await asyncio.wait_for(agent.wait_idle(), 5)
-        assert transport_server is s.fake.server
-        behaviour.gate.set()
-        await agent.close()  # waits for the child whose shutdown was aborted
-        assert agent.child._closing == set()
-
-    run(main())
+    behaviour = tb.LingerOnClose()
+    s.fake = FakeAppServer(behaviour)
+    agent = s.agent()
+    await agent.run("one")
+    transport_server = s.fake.server
+    agent.child._idle_shutdown(lambda: True)  # as the idle timer would
+    await asyncio.wait_for(behaviour.closing.wait(), 30)
+    assert agent.phase == agent_mod.MAINTENANCE
+    agent.cancel()
+    assert agent.phase == agent_mod.IDLE  # at once: the shutdown is no longer waited for
+    await asyncio.wait_for(agent.wait_idle(), 5)
+    assert transport_server is s.fake.server
+    behaviour.gate.set()
+    await agent.close()  # waits for the child whose shutdown was aborted
+    assert agent.child._closing == set()
     assert s.ends() == ["completed"]
 
 
-def test_agent_batches_steer_and_inject_messages_into_one_step(offline):
+async def test_agent_batches_steer_and_inject_messages_into_one_step(offline):
     s = offline(tb.AgentTurns)
 
-    async def main() -> None:
-        async with s.agent() as agent:
-            agent.inject("first")
-            agent.inject("second")
-            await agent.steer("third")  # idle: wakes the driver, all three in one step
-            await agent.wait_idle()
-
-    run(main())
+    async with s.agent() as agent:
+        agent.inject("first")
+        agent.inject("second")
+        await agent.steer("third")  # idle: wakes the driver, all three in one step
+        await agent.wait_idle()
     assert s.users() == [(1, 1, "first"), (1, 1, "second"), (1, 1, "third")]
     assert len(s.sent("turn/start")) == 1 and [e["step"] for e in s.of_type("step/start")] == [1]
 
@@ -1694,7 +1522,7 @@ def test_agent_batches_steer_and_inject_messages_into_one_step(offline):
 # -- the pre-step hook -------------------------------------------------------------------------
 
 
-def test_agent_pre_step_hook_passes_rewrites_and_blocks(offline):
+async def test_agent_pre_step_hook_passes_rewrites_and_blocks(offline):
     s = offline(tb.AgentTurns)
     seen: List[List[str]] = []
 
@@ -1707,11 +1535,8 @@ def test_agent_pre_step_hook_passes_rewrites_and_blocks(offline):
             return ["rewritten", {**messages[0], "content": [{"type": "text", "text": "kept id"}]}]
         return Blocked("not today")
 
-    async def main() -> List[Dict[str, Any]]:
-        async with s.agent(before_step=hook) as agent:
-            return [await agent.run(t) for t in ("pass", "rewrite", "block")]
-
-    passed, rewritten, blocked = run(main())
+    async with s.agent(before_step=hook) as agent:
+        (passed, rewritten, blocked) = [await agent.run(t) for t in ("pass", "rewrite", "block")]
     assert seen == [["pass"], ["rewrite"], ["block"]]
     assert passed["reason"] == rewritten["reason"] == "completed"
     assert blocked == {"reason": "blocked", "blocked": {"by": "pre-step", "reason": "not today"}}
@@ -1725,14 +1550,11 @@ def test_agent_pre_step_hook_passes_rewrites_and_blocks(offline):
 # -- streams tied to messages -------------------------------------------------------------------
 
 
-def test_agent_streams_are_tied_to_messages_and_a_cut_stream_is_abandoned(offline):
+async def test_agent_streams_are_tied_to_messages_and_a_cut_stream_is_abandoned(offline):
     s = offline(tb.CutStream)
 
-    async def main() -> None:
-        async with s.agent(on_event=s.watch) as agent:
-            await agent.run("cut please")
-
-    run(main())
+    async with s.agent(on_event=s.watch) as agent:
+        await agent.run("cut please")
     (message,) = s.of_type("assistant/message")
     mid = message["data"]["id"]
     deltas = [(e.message_id, e.item_id, e.delta) for e in s.watch.events if isinstance(e, MessageDelta)]
@@ -1742,17 +1564,14 @@ def test_agent_streams_are_tied_to_messages_and_a_cut_stream_is_abandoned(offlin
     assert message["data"]["content"] == [{"type": "text", "text": "Recovered answer."}]
 
 
-def test_agent_stream_cut_short_by_the_end_of_the_turn_is_abandoned(offline):
+async def test_agent_stream_cut_short_by_the_end_of_the_turn_is_abandoned(offline):
     s = offline(tb.AgentTurns)
 
-    async def main() -> None:
-        async with s.agent(on_event=s.watch) as agent:
-            running = asyncio.ensure_future(agent.run("slow please"))
-            await s.watch.held("slow please")
-            agent.cancel()
-            await running
-
-    run(main())
+    async with s.agent(on_event=s.watch) as agent:
+        running = asyncio.ensure_future(agent.run("slow please"))
+        await s.watch.held("slow please")
+        agent.cancel()
+        await running
     ends = [e for e in s.watch.events if isinstance(e, MessageStreamEnd)]
     assert [(e.item_id, e.committed) for e in ends] == [("msg_1", False)]
     assert s.of_type("assistant/message") == []
@@ -1761,7 +1580,7 @@ def test_agent_stream_cut_short_by_the_end_of_the_turn_is_abandoned(offline):
 # -- errors worth reading -----------------------------------------------------------------------
 
 
-def test_agent_aborted_turns_say_why(offline):
+async def test_agent_aborted_turns_say_why(offline):
     s = offline(tb.AgentTurns)
 
     async def aborted(cause: Optional[str]) -> Dict[str, Any]:
@@ -1779,7 +1598,7 @@ def test_agent_aborted_turns_say_why(offline):
         await agent.close()
         return end
 
-    ends = [run(aborted(c)) for c in (None, "interrupt", "shutdown")]
+    ends = [await aborted(c) for c in (None, "interrupt", "shutdown")]
     assert [(e["reason"], e["abortedBy"]) for e in ends] == [
         ("aborted", "cancel"),
         ("aborted", "interrupt"),
@@ -1791,19 +1610,16 @@ def test_agent_aborted_turns_say_why(offline):
 # -- images, skills, questions ---------------------------------------------------------------------
 
 
-def test_agent_bad_image_block_is_skipped_and_a_relative_path_resolved(offline, caplog):
+async def test_agent_bad_image_block_is_skipped_and_a_relative_path_resolved(offline, caplog):
     s = offline(tb.AgentTurns)
     with open(os.path.join(s.ws, "shot.png"), "wb") as fh:
         fh.write(b"\x89PNG")
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent() as agent:
-            with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
-                return await agent.run(
-                    [{"type": "text", "text": "look"}, {"type": "image"}, {"type": "image", "path": "shot.png"}]
-                )
-
-    end = run(main())
+    async with s.agent() as agent:
+        with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
+            end = await agent.run(
+                [{"type": "text", "text": "look"}, {"type": "image"}, {"type": "image", "path": "shot.png"}]
+            )
     assert end["reason"] == "completed"
     assert "skipped an image block without a path" in caplog.text
     (user,) = s.of_type("user/message")
@@ -1815,19 +1631,16 @@ def test_agent_bad_image_block_is_skipped_and_a_relative_path_resolved(offline, 
     assert start["params"]["input"][1:] == [{"type": "localImage", "path": os.path.join(s.ws, "shot.png")}]
 
 
-def test_agent_steered_message_gets_its_skills(offline):
+async def test_agent_steered_message_gets_its_skills(offline):
     s = offline(tb.EchoSteer)
     with open(os.path.join(s.ws, "AGENTS.md"), "w", encoding="utf-8") as fh:
         fh.write("Always answer in haiku.")
 
-    async def main() -> None:
-        async with s.agent(on_event=s.watch) as agent:
-            running = asyncio.ensure_future(agent.run("slow start"))
-            await s.watch.held("slow start")
-            await agent.steer("now use /agents-md please")
-            await running
-
-    run(main())
+    async with s.agent(on_event=s.watch) as agent:
+        running = asyncio.ensure_future(agent.run("slow start"))
+        await s.watch.held("slow start")
+        await agent.steer("now use /agents-md please")
+        await running
     steer = s.sent("turn/steer")[0]["params"]["input"]
     assert steer[0]["text"] == "now use /agents-md please"
     assert steer[1]["text"].startswith('<skill_content name="agents-md">') and "haiku" in steer[1]["text"]
@@ -1835,7 +1648,7 @@ def test_agent_steered_message_gets_its_skills(offline):
     assert sources[1:] == [{"kind": "user"}, {"kind": "skill-invocation", "name": "agents-md"}]
 
 
-def test_agent_unanswered_questions_are_logged_and_textless_ones_not_shown(offline, caplog):
+async def test_agent_unanswered_questions_are_logged_and_textless_ones_not_shown(offline, caplog):
     s = offline(tb.AskUser)
     asked: List[Any] = []
 
@@ -1843,12 +1656,9 @@ def test_agent_unanswered_questions_are_logged_and_textless_ones_not_shown(offli
         asked.append(request)
         return Reply("accept", answers={"color": "Blue (Recommended)"})
 
-    async def main() -> Dict[str, Any]:
-        async with s.agent(approvals=answer) as agent:
-            with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
-                return await agent.run("ask me")
-
-    end = run(main())
+    async with s.agent(approvals=answer) as agent:
+        with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
+            end = await agent.run("ask me")
     assert end["reason"] == "completed"
     (request,) = asked
     assert [q["id"] for q in request.questions] == ["color", "size"]  # the question with no text is not shown

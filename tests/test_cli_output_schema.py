@@ -10,7 +10,6 @@ the scripted model (live); the usage errors need no codex.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import os
@@ -44,17 +43,14 @@ def call(argv: List[str], env: Any = None) -> Any:
 # -- the agent ----------------------------------------------------------------------------
 
 
-def test_agent_output_schema_goes_with_every_codex_turn(tmp_path):
+async def test_agent_output_schema_goes_with_every_codex_turn(tmp_path):
     fake = FakeAppServer(Echo)
     log = SessionLog.open(str(tmp_path / "s.jsonl"))
     config = AgentConfig(launch=Launch(launcher=fake.launch), cwd=str(tmp_path), output_schema=SCHEMA, skills=False)
 
-    async def main() -> None:
-        async with Agent(log, config) as agent:
-            await agent.run("one")
-            await agent.run("two")
-
-    asyncio.run(asyncio.wait_for(main(), 60))
+    async with Agent(log, config) as agent:
+        await agent.run("one")
+        await agent.run("two")
     log.close()
     starts = [f["params"] for f in fake.server.received if f.get("method") == "turn/start"]
     assert [s["outputSchema"] for s in starts] == [SCHEMA, SCHEMA]

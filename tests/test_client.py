@@ -10,8 +10,8 @@ protocol bookkeeping itself, without any I/O, in tests/test_rpc.py.
 
 Every frame exchanged passes through the conformance plugin's validator (it
 taps every client), so the fake is held to the real protocol.  Waits are
-bounded (``run`` gives every test 60 s, every ``get`` has its own timeout);
-nothing asserts how long something took.
+bounded (every coroutine test has the root conftest's deadline, every ``get``
+its own timeout); nothing asserts how long something took.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import signal
 
 import behaviours as b
 import pytest
-from fake_client import reported, run, started, until
+from fake_client import reported, started, until
 
 from codexmini import Launch, Limits, Timeouts, _rpc
 from codexmini import _client as client_mod
@@ -43,352 +43,295 @@ def sent(fake: FakeAppServer, method: str) -> bool:
 # -- requests and responses -------------------------------------------------------
 
 
-def test_client_initialize_records_server_info():
-    async def main():
-        client = await started(b.echo)
-        try:
-            assert client.server_info == INIT_RESULT
-            assert client.pid is None and client.returncode is None and client.healthy
-            assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_initialize_records_server_info():
+    client = await started(b.echo)
+    try:
+        assert client.server_info == INIT_RESULT
+        assert client.pid is None and client.returncode is None and client.healthy
+        assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
+    finally:
+        await client.close()
 
 
-def test_client_out_of_order_responses_reach_their_requests():
-    async def main():
-        client = await started(b.out_of_order)
-        try:
-            first, second = await asyncio.gather(
-                client.request("thread/loaded/list", {}), client.request("thread/loaded/list", {})
-            )
-            assert (first["data"], second["data"]) == (["first"], ["second"])
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_out_of_order_responses_reach_their_requests():
+    client = await started(b.out_of_order)
+    try:
+        first, second = await asyncio.gather(
+            client.request("thread/loaded/list", {}), client.request("thread/loaded/list", {})
+        )
+        assert (first["data"], second["data"]) == (["first"], ["second"])
+    finally:
+        await client.close()
 
 
 @pytest.mark.frame_problems("response to unknown request id 999")
-def test_client_rpc_error_carries_code_message_and_method_and_an_unknown_id_is_counted():
-    async def main():
-        client = await started(b.unknown_response)
-        try:
-            with pytest.raises(RpcError) as info:
-                await client.request("thread/start", {})
-            assert (info.value.code, info.value.message, info.value.method) == (
-                -32600,
-                "Not initialized",
-                "thread/start",
-            )
-            # The answer to id 999 came right after; the next request proves it was read.
-            assert await client.request("thread/loaded/list", {}) == {"data": ["3"], "nextCursor": None}
-            assert client.stats["unknown_responses"] == 1
-            assert client.protocol_errors[-1].reason == "an answer to unknown request id 999"
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_rpc_error_carries_code_message_and_method_and_an_unknown_id_is_counted():
+    client = await started(b.unknown_response)
+    try:
+        with pytest.raises(RpcError) as info:
+            await client.request("thread/start", {})
+        assert (info.value.code, info.value.message, info.value.method) == (
+            -32600,
+            "Not initialized",
+            "thread/start",
+        )
+        # The answer to id 999 came right after; the next request proves it was read.
+        assert await client.request("thread/loaded/list", {}) == {"data": ["3"], "nextCursor": None}
+        assert client.stats["unknown_responses"] == 1
+        assert client.protocol_errors[-1].reason == "an answer to unknown request id 999"
+    finally:
+        await client.close()
 
 
 @pytest.mark.frame_problems("response to unknown request id 2: the client sent no request with this id")
-def test_client_a_response_sent_twice_settles_its_request_once():
-    async def main():
-        client = await started(b.answer_twice)
-        try:
-            assert await client.request("thread/loaded/list", {}) == {"data": ["once"], "nextCursor": None}
-            assert await client.request("thread/loaded/list", {}) == {"data": ["3"], "nextCursor": None}
-            assert client.stats["frames_in"] == 4  # initialize result, both copies, the second answer
-            assert client.stats["unknown_responses"] == 1
-            assert client.protocol_errors[-1].reason == "a second answer to request 2 (thread/loaded/list)"
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_a_response_sent_twice_settles_its_request_once():
+    client = await started(b.answer_twice)
+    try:
+        assert await client.request("thread/loaded/list", {}) == {"data": ["once"], "nextCursor": None}
+        assert await client.request("thread/loaded/list", {}) == {"data": ["3"], "nextCursor": None}
+        assert client.stats["frames_in"] == 4  # initialize result, both copies, the second answer
+        assert client.stats["unknown_responses"] == 1
+        assert client.protocol_errors[-1].reason == "a second answer to request 2 (thread/loaded/list)"
+    finally:
+        await client.close()
 
 
-def test_client_request_timeout_then_the_late_answer_is_counted():
-    async def main():
-        client = await started(b.answer_late)
-        try:
-            with pytest.raises(RequestTimeout) as info:
-                await client.request("thread/loaded/list", {}, timeout=0.1)
-            assert (info.value.method, info.value.timeout) == ("thread/loaded/list", 0.1)
-            assert isinstance(info.value, CodexTimeout)
-            assert not client.healthy and not client.closed
-            assert client.stats["timeouts"] == 1
-            # The fake answers the first request only now, then the second.
-            assert await client.request("thread/loaded/list", {}) == {"data": ["on time"], "nextCursor": None}
-            assert client.stats["unknown_responses"] == 1
-            assert "a late answer to request 2" in client.protocol_errors[-1].reason
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_request_timeout_then_the_late_answer_is_counted():
+    client = await started(b.answer_late)
+    try:
+        with pytest.raises(RequestTimeout) as info:
+            await client.request("thread/loaded/list", {}, timeout=0.1)
+        assert (info.value.method, info.value.timeout) == ("thread/loaded/list", 0.1)
+        assert isinstance(info.value, CodexTimeout)
+        assert not client.healthy and not client.closed
+        assert client.stats["timeouts"] == 1
+        # The fake answers the first request only now, then the second.
+        assert await client.request("thread/loaded/list", {}) == {"data": ["on time"], "nextCursor": None}
+        assert client.stats["unknown_responses"] == 1
+        assert "a late answer to request 2" in client.protocol_errors[-1].reason
+    finally:
+        await client.close()
 
 
-def test_client_request_deadline_covers_a_write_the_server_does_not_read():
-    async def main():
-        fake = FakeAppServer(b.stop_reading)
-        client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=1.0)))
-        try:
-            assert await until(lambda: not fake.server.reading)
-            # More than a pipe holds: the write itself blocks, and the deadline ends it.
-            with pytest.raises(RequestTimeout):
-                await client.request("thread/loaded/list", {"cursor": "c" * 100_000}, timeout=0.2)
-            assert not client.healthy
-        finally:
-            await client.close()
-        assert client.returncode == -signal.SIGTERM  # it read nothing, so stdin's end did not stop it
-
-    run(main())
+async def test_client_request_deadline_covers_a_write_the_server_does_not_read():
+    fake = FakeAppServer(b.stop_reading)
+    client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=1.0)))
+    try:
+        assert await until(lambda: not fake.server.reading)
+        # More than a pipe holds: the write itself blocks, and the deadline ends it.
+        with pytest.raises(RequestTimeout):
+            await client.request("thread/loaded/list", {"cursor": "c" * 100_000}, timeout=0.2)
+        assert not client.healthy
+    finally:
+        await client.close()
+    assert client.returncode == -signal.SIGTERM  # it read nothing, so stdin's end did not stop it
 
 
-def test_client_request_without_params_and_start_without_initialize():
-    async def main():
-        fake = FakeAppServer(b.handshake_then_report)
-        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
-        try:
-            assert client.server_info == {}
-            await asyncio.sleep(0)
-            assert fake.server.received == []  # nothing is sent before initialize()
-            sub = client.subscribe(THREAD)
-            assert await client.initialize() == INIT_RESULT
-            assert await client.request("config/mcpServer/reload", timeout=10) == {}
-            # The method takes no params (its schema branch says ``params: null``),
-            # and the fake received a frame without a params member at all.
-            assert await reported(sub) == {"id": 2, "method": "config/mcpServer/reload"}
-        finally:
-            await client.close()
-
-    run(main())
-
-
-def test_client_notify_sends_params_when_given():
-    async def main():
-        client = await started(b.handshake_then_report)
+async def test_client_request_without_params_and_start_without_initialize():
+    fake = FakeAppServer(b.handshake_then_report)
+    client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
+    try:
+        assert client.server_info == {}
+        await asyncio.sleep(0)
+        assert fake.server.received == []  # nothing is sent before initialize()
         sub = client.subscribe(THREAD)
-        try:
-            # The schema's initialized branch names no params; the JSON-RPC
-            # envelope declares an optional ``params``, so the frame passes.
-            await client.notify("initialized", {"again": True})
-            assert await reported(sub) == {"method": "initialized", "params": {"again": True}}
-        finally:
-            await client.close()
+        assert await client.initialize() == INIT_RESULT
+        assert await client.request("config/mcpServer/reload", timeout=10) == {}
+        # The method takes no params (its schema branch says ``params: null``),
+        # and the fake received a frame without a params member at all.
+        assert await reported(sub) == {"id": 2, "method": "config/mcpServer/reload"}
+    finally:
+        await client.close()
 
-    run(main())
+
+async def test_client_notify_sends_params_when_given():
+    client = await started(b.handshake_then_report)
+    sub = client.subscribe(THREAD)
+    try:
+        # The schema's initialized branch names no params; the JSON-RPC
+        # envelope declares an optional ``params``, so the frame passes.
+        await client.notify("initialized", {"again": True})
+        assert await reported(sub) == {"method": "initialized", "params": {"again": True}}
+    finally:
+        await client.close()
 
 
 # -- lines: big, over the cap, garbage ------------------------------------------------
 
 
-def test_client_reads_a_16_mib_line():
-    async def main():
-        client = await started(b.big_line)
-        sub = client.subscribe(THREAD)
-        try:
-            await client.request("thread/loaded/list", {})
-            big = await sub.get(timeout=30)
-            assert len(big["params"]["delta"]) == 16 * 1024 * 1024
-            assert (await sub.get(timeout=10))["params"]["delta"] == "after"
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_reads_a_16_mib_line():
+    client = await started(b.big_line)
+    sub = client.subscribe(THREAD)
+    try:
+        await client.request("thread/loaded/list", {})
+        big = await sub.get(timeout=30)
+        assert len(big["params"]["delta"]) == 16 * 1024 * 1024
+        assert (await sub.get(timeout=10))["params"]["delta"] == "after"
+    finally:
+        await client.close()
 
 
-def test_client_skips_a_line_over_the_cap_and_keeps_reading(caplog):
-    async def main():
-        client = await started(b.over_cap, limits=Limits(max_frame_bytes=1024 * 1024))
-        sub = client.subscribe(THREAD)
-        try:
-            await client.request("thread/loaded/list", {})
-            assert (await sub.get(timeout=10))["params"]["delta"] == "first-after"
-            assert (await sub.get(timeout=10))["params"]["delta"] == "second-after"
-            assert client.stats["malformed"] == 1
-            assert "exceeds the cap of 1048576 bytes" in caplog.text
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_skips_a_line_over_the_cap_and_keeps_reading(caplog):
+    client = await started(b.over_cap, limits=Limits(max_frame_bytes=1024 * 1024))
+    sub = client.subscribe(THREAD)
+    try:
+        await client.request("thread/loaded/list", {})
+        assert (await sub.get(timeout=10))["params"]["delta"] == "first-after"
+        assert (await sub.get(timeout=10))["params"]["delta"] == "second-after"
+        assert client.stats["malformed"] == 1
+        assert "exceeds the cap of 1048576 bytes" in caplog.text
+    finally:
+        await client.close()
 
 
 @pytest.mark.frame_problems("not a JSON-RPC frame: needs method", "response to unknown request id None")
-def test_client_skips_garbage_lines():
-    async def main():
-        client = await started(b.garbage)
-        sub = client.subscribe(THREAD)
-        try:
-            await client.request("thread/loaded/list", {})
-            for _ in b.GARBAGE:
-                assert (await sub.get(timeout=10))["params"]["delta"] == "ok"
-            assert client.stats["malformed"] == len(b.GARBAGE)
-            reasons = [e.reason for e in client.protocol_errors]
-            assert all(isinstance(e, ProtocolError) for e in client.protocol_errors)
-            assert [r.split(":")[0] for r in reasons] == [
-                "invalid JSON",
-                "not a JSON-RPC frame (list)",
-                "not a JSON-RPC frame (str)",
-                "not a JSON-RPC frame (object)",
-                "invalid UTF-8 at byte 0",
-                "not a JSON-RPC frame (object)",
-                "invalid JSON",
-            ]
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_skips_garbage_lines():
+    client = await started(b.garbage)
+    sub = client.subscribe(THREAD)
+    try:
+        await client.request("thread/loaded/list", {})
+        for _ in b.GARBAGE:
+            assert (await sub.get(timeout=10))["params"]["delta"] == "ok"
+        assert client.stats["malformed"] == len(b.GARBAGE)
+        reasons = [e.reason for e in client.protocol_errors]
+        assert all(isinstance(e, ProtocolError) for e in client.protocol_errors)
+        assert [r.split(":")[0] for r in reasons] == [
+            "invalid JSON",
+            "not a JSON-RPC frame (list)",
+            "not a JSON-RPC frame (str)",
+            "not a JSON-RPC frame (object)",
+            "invalid UTF-8 at byte 0",
+            "not a JSON-RPC frame (object)",
+            "invalid JSON",
+        ]
+    finally:
+        await client.close()
 
 
 # -- notifications: routing and bounds ------------------------------------------------
 
 
-def test_client_routes_by_thread_and_buffers_early_notifications():
-    async def main():
-        client = await started(b.global_and_threads)
-        everything = client.subscribe(ALL)
-        glob = client.subscribe(GLOBAL)
-        try:
-            await client.request("thread/loaded/list", {})
-            assert (await glob.get(timeout=10))["method"] == "configWarning"
-            methods = [(await everything.get(timeout=10))["method"] for _ in range(4)]
-            assert methods == ["configWarning", "warning", "warning", "item/agentMessage/delta"]
-            mine = client.subscribe(THREAD)
-            assert [mine.get_nowait()["params"].get("message", "delta") for _ in range(2)] == ["early", "delta"]
-            assert mine.get_nowait() is None and mine.pending() == 0
-            mine.close()
-            mine.close()
-            other = client.subscribe(b.OTHER_THREAD)
-            assert other.get_nowait()["params"]["message"] == "other thread"
-            assert client.stats["unrouted"] == 0
-        finally:
-            await client.close()
-
-    run(main())
-
-
-def test_client_every_subscriber_of_a_key_gets_the_frame_until_it_leaves():
-    async def main():
-        client = await started(b.global_and_threads)
-        one, two = client.subscribe(THREAD), client.subscribe(THREAD)
-        everything, glob = client.subscribe(ALL), client.subscribe(GLOBAL)
-        glob2 = client.subscribe(GLOBAL)
-        two.close()  # the thread stays claimed by the first subscriber
-        everything.close()
-        glob.close()
-        try:
-            await client.request("thread/loaded/list", {})
-            assert [one.get_nowait()["method"] for _ in range(2)] == ["warning", "item/agentMessage/delta"]
-            assert (two.pending(), everything.pending(), glob.pending()) == (0, 0, 0)
-            assert glob2.get_nowait()["method"] == "configWarning"
-            assert client.stats["unrouted"] == 0
-        finally:
-            await client.close()
-
-    run(main())
-
-
-def test_client_notification_for_a_thread_whose_subscriber_left_is_held_again():
-    async def main():
-        client = await started(b.global_and_threads)
+async def test_client_routes_by_thread_and_buffers_early_notifications():
+    client = await started(b.global_and_threads)
+    everything = client.subscribe(ALL)
+    glob = client.subscribe(GLOBAL)
+    try:
+        await client.request("thread/loaded/list", {})
+        assert (await glob.get(timeout=10))["method"] == "configWarning"
+        methods = [(await everything.get(timeout=10))["method"] for _ in range(4)]
+        assert methods == ["configWarning", "warning", "warning", "item/agentMessage/delta"]
         mine = client.subscribe(THREAD)
-        mine.close()  # its thread's frames go back to the unclaimed buffer
-        glob = client.subscribe(GLOBAL)
-        try:
-            await client.request("thread/loaded/list", {})
-            assert (await glob.get(timeout=10))["method"] == "configWarning"
-            again = client.subscribe(THREAD)
-            assert [again.get_nowait()["method"] for _ in range(2)] == ["warning", "item/agentMessage/delta"]
-        finally:
-            await client.close()
-
-    run(main())
-
-
-def test_client_global_notification_without_a_global_subscriber_is_counted_unrouted():
-    async def main():
-        client = await started(b.global_and_threads)
-        try:
-            await client.request("thread/loaded/list", {})
-            assert client.stats["unrouted"] == 1  # configWarning; the thread frames are held
-        finally:
-            await client.close()
-
-    run(main())
-
-
-def test_client_bounded_queue_drops_deltas_but_never_turn_frames(caplog):
-    async def main():
-        client = await started(b.flood_thread)
-        sub = client.subscribe(THREAD, maxsize=2)
-        try:
-            await client.request("thread/loaded/list", {})
-            assert (sub.pending(), sub.dropped, client.stats["dropped"]) == (3, 3, 3)
-            assert [sub.get_nowait()["method"] for _ in range(3)] == [
-                "item/agentMessage/delta",
-                "item/agentMessage/delta",
-                "turn/completed",
-            ]
-            assert "subscription '%s' is full: 1 notification(s) dropped" % THREAD in caplog.text
-        finally:
-            await client.close()
-
-    run(main())
-
-
-def test_client_subscription_get_times_out_and_iterates_until_the_end():
-    async def main():
-        client = await started(b.echo)
-        sub = client.subscribe(THREAD)
-        with pytest.raises(CodexTimeout):
-            await sub.get(timeout=0.01)
-        waiting = asyncio.ensure_future(sub.get(timeout=30))
-        await asyncio.sleep(0)
+        assert [mine.get_nowait()["params"].get("message", "delta") for _ in range(2)] == ["early", "delta"]
+        assert mine.get_nowait() is None and mine.pending() == 0
+        mine.close()
+        mine.close()
+        other = client.subscribe(b.OTHER_THREAD)
+        assert other.get_nowait()["params"]["message"] == "other thread"
+        assert client.stats["unrouted"] == 0
+    finally:
         await client.close()
-        with pytest.raises(ClientClosed):
-            await waiting
-        assert [f async for f in sub] == []
 
-    run(main())
+
+async def test_client_every_subscriber_of_a_key_gets_the_frame_until_it_leaves():
+    client = await started(b.global_and_threads)
+    one, two = client.subscribe(THREAD), client.subscribe(THREAD)
+    everything, glob = client.subscribe(ALL), client.subscribe(GLOBAL)
+    glob2 = client.subscribe(GLOBAL)
+    two.close()  # the thread stays claimed by the first subscriber
+    everything.close()
+    glob.close()
+    try:
+        await client.request("thread/loaded/list", {})
+        assert [one.get_nowait()["method"] for _ in range(2)] == ["warning", "item/agentMessage/delta"]
+        assert (two.pending(), everything.pending(), glob.pending()) == (0, 0, 0)
+        assert glob2.get_nowait()["method"] == "configWarning"
+        assert client.stats["unrouted"] == 0
+    finally:
+        await client.close()
+
+
+async def test_client_notification_for_a_thread_whose_subscriber_left_is_held_again():
+    client = await started(b.global_and_threads)
+    mine = client.subscribe(THREAD)
+    mine.close()  # its thread's frames go back to the unclaimed buffer
+    glob = client.subscribe(GLOBAL)
+    try:
+        await client.request("thread/loaded/list", {})
+        assert (await glob.get(timeout=10))["method"] == "configWarning"
+        again = client.subscribe(THREAD)
+        assert [again.get_nowait()["method"] for _ in range(2)] == ["warning", "item/agentMessage/delta"]
+    finally:
+        await client.close()
+
+
+async def test_client_global_notification_without_a_global_subscriber_is_counted_unrouted():
+    client = await started(b.global_and_threads)
+    try:
+        await client.request("thread/loaded/list", {})
+        assert client.stats["unrouted"] == 1  # configWarning; the thread frames are held
+    finally:
+        await client.close()
+
+
+async def test_client_bounded_queue_drops_deltas_but_never_turn_frames(caplog):
+    client = await started(b.flood_thread)
+    sub = client.subscribe(THREAD, maxsize=2)
+    try:
+        await client.request("thread/loaded/list", {})
+        assert (sub.pending(), sub.dropped, client.stats["dropped"]) == (3, 3, 3)
+        assert [sub.get_nowait()["method"] for _ in range(3)] == [
+            "item/agentMessage/delta",
+            "item/agentMessage/delta",
+            "turn/completed",
+        ]
+        assert "subscription '%s' is full: 1 notification(s) dropped" % THREAD in caplog.text
+    finally:
+        await client.close()
+
+
+async def test_client_subscription_get_times_out_and_iterates_until_the_end():
+    client = await started(b.echo)
+    sub = client.subscribe(THREAD)
+    with pytest.raises(CodexTimeout):
+        await sub.get(timeout=0.01)
+    waiting = asyncio.ensure_future(sub.get(timeout=30))
+    await asyncio.sleep(0)
+    await client.close()
+    with pytest.raises(ClientClosed):
+        await waiting
+    assert [f async for f in sub] == []
 
 
 # -- server requests -------------------------------------------------------------------
 
 
 @pytest.mark.frame_problems("fake/unknownRequest")
-def test_client_unknown_server_request_gets_method_not_found():
-    async def main():
-        client = await started(b.unknown_request)
-        sub = client.subscribe(THREAD)
-        try:
-            assert await reported(sub) == {
-                "id": 0,
-                "error": {"code": -32601, "message": "method not found: fake/unknownRequest"},
-            }
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_unknown_server_request_gets_method_not_found():
+    client = await started(b.unknown_request)
+    sub = client.subscribe(THREAD)
+    try:
+        assert await reported(sub) == {
+            "id": 0,
+            "error": {"code": -32601, "message": "method not found: fake/unknownRequest"},
+        }
+    finally:
+        await client.close()
 
 
-def test_client_server_request_without_handler_is_declined():
-    async def main():
-        client = await started(b.approval)
-        seen = []
-        client.on_answer(lambda method, params, frame, by: seen.append((method, params["itemId"], frame, by)))
-        sub = client.subscribe(THREAD)
-        try:
-            assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
-            assert seen == [(APPROVAL, "call_cmd_1", {"id": 0, "result": {"decision": "decline"}}, "default")]
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_server_request_without_handler_is_declined():
+    client = await started(b.approval)
+    seen = []
+    client.on_answer(lambda method, params, frame, by: seen.append((method, params["itemId"], frame, by)))
+    sub = client.subscribe(THREAD)
+    try:
+        assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
+        assert seen == [(APPROVAL, "call_cmd_1", {"id": 0, "result": {"decision": "decline"}}, "default")]
+    finally:
+        await client.close()
 
 
 @pytest.mark.parametrize("behaviour, expected_by", [("accept", "handler"), ("raise", "error"), ("slow", "timeout")])
-def test_client_handler_result_error_and_deadline(behaviour, expected_by, caplog):
+async def test_client_handler_result_error_and_deadline(behaviour, expected_by, caplog):
     async def handler(method, params):
         assert method == APPROVAL
         assert params["itemId"] == "call_cmd_1"
@@ -398,24 +341,19 @@ def test_client_handler_result_error_and_deadline(behaviour, expected_by, caplog
             await asyncio.sleep(30)
         return {"decision": "accept"}
 
-    async def main():
-        fake = FakeAppServer(b.approval)
-        client = await AppServerClient.start(
-            Launch(launcher=fake.launch, timeouts=Timeouts(handler=0.2)), initialize=False
-        )
-        client.on_request(APPROVAL, handler)
-        bys = []
-        client.on_answer(lambda m, p, f, by: bys.append(by))
-        await client.initialize()
-        sub = client.subscribe(THREAD)
-        try:
-            decision = "accept" if behaviour == "accept" else "decline"
-            assert await reported(sub) == {"id": 0, "result": {"decision": decision}}
-            assert bys == [expected_by]
-        finally:
-            await client.close()
-
-    run(main())
+    fake = FakeAppServer(b.approval)
+    client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(handler=0.2)), initialize=False)
+    client.on_request(APPROVAL, handler)
+    bys = []
+    client.on_answer(lambda m, p, f, by: bys.append(by))
+    await client.initialize()
+    sub = client.subscribe(THREAD)
+    try:
+        decision = "accept" if behaviour == "accept" else "decline"
+        assert await reported(sub) == {"id": 0, "result": {"decision": decision}}
+        assert bys == [expected_by]
+    finally:
+        await client.close()
     if behaviour == "raise":
         assert f"handler for {APPROVAL} failed; answering fail-closed" in caplog.text
     elif behaviour == "slow":
@@ -423,52 +361,46 @@ def test_client_handler_result_error_and_deadline(behaviour, expected_by, caplog
 
 
 @pytest.mark.frame_problems("fake/unknownRequest")
-def test_client_handler_for_an_unknown_method_that_raises_gets_internal_error(caplog):
+async def test_client_handler_for_an_unknown_method_that_raises_gets_internal_error(caplog):
     async def handler(method, params):
         raise RuntimeError("the caller's own handler broke")
 
-    async def main():
-        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.unknown_request).launch), initialize=False)
-        client.on_request("fake/unknownRequest", handler)
-        bys = []
-        client.on_answer(lambda method, params, frame, by: bys.append((method, by)))
-        await client.initialize()
-        sub = client.subscribe(THREAD)
-        try:
-            assert await reported(sub) == {
-                "id": 0,
-                "error": {"code": -32603, "message": "handler for fake/unknownRequest failed"},
-            }
-            assert bys == [("fake/unknownRequest", "error")]
-            assert "handler for fake/unknownRequest failed; answering fail-closed" in caplog.text
-        finally:
-            await client.close()
-
-    run(main())
+    client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.unknown_request).launch), initialize=False)
+    client.on_request("fake/unknownRequest", handler)
+    bys = []
+    client.on_answer(lambda method, params, frame, by: bys.append((method, by)))
+    await client.initialize()
+    sub = client.subscribe(THREAD)
+    try:
+        assert await reported(sub) == {
+            "id": 0,
+            "error": {"code": -32603, "message": "handler for fake/unknownRequest failed"},
+        }
+        assert bys == [("fake/unknownRequest", "error")]
+        assert "handler for fake/unknownRequest failed; answering fail-closed" in caplog.text
+    finally:
+        await client.close()
 
 
-def test_client_on_request_none_removes_the_handler():
+async def test_client_on_request_none_removes_the_handler():
     async def handler(method, params):  # pragma: no cover - removed before it could run
         return {"decision": "accept"}
 
-    async def main():
-        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
-        client.on_request(APPROVAL, handler)
-        client.on_request(APPROVAL, None)
-        client.on_request(APPROVAL, None)  # removing twice is harmless
-        await client.initialize()
-        sub = client.subscribe(THREAD)
-        try:
-            assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
-        finally:
-            await client.close()
-
-    run(main())
+    client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
+    client.on_request(APPROVAL, handler)
+    client.on_request(APPROVAL, None)
+    client.on_request(APPROVAL, None)  # removing twice is harmless
+    await client.initialize()
+    sub = client.subscribe(THREAD)
+    try:
+        assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
+    finally:
+        await client.close()
 
 
-def test_client_resolved_request_cancels_its_handler():
+async def test_client_resolved_request_cancels_its_handler():
     cancelled = []
-    running = None
+    running = asyncio.Event()
 
     async def handler(method, params):
         running.set()
@@ -479,36 +411,31 @@ def test_client_resolved_request_cancels_its_handler():
             raise
         return {"decision": "accept"}  # pragma: no cover - cancelled first
 
-    async def main():
-        nonlocal running
-        running = asyncio.Event()
-        fake = FakeAppServer(b.approval_resolved)
-        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
-        client.on_request("item/fileChange/requestApproval", handler)
-        answers = []
-        client.on_answer(lambda *a: answers.append(a))
-        await client.initialize()
-        sub = client.subscribe(THREAD)
-        try:
-            await asyncio.wait_for(running.wait(), 10)
-            # The fake resolves the approval when this request arrives, before answering it.
-            assert await client.request("thread/loaded/list", {}) == {
-                "data": ["after the resolution"],
-                "nextCursor": None,
-            }
-            assert (await sub.get(timeout=10))["method"] == "serverRequest/resolved"
-            assert await until(lambda: cancelled)
-            assert cancelled == ["item/fileChange/requestApproval"]
-            assert answers == []
-            assert not any("result" in f or "error" in f for f in fake.server.received[2:])  # nothing answered
-        finally:
-            await client.close()
-
-    run(main())
+    fake = FakeAppServer(b.approval_resolved)
+    client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
+    client.on_request("item/fileChange/requestApproval", handler)
+    answers = []
+    client.on_answer(lambda *a: answers.append(a))
+    await client.initialize()
+    sub = client.subscribe(THREAD)
+    try:
+        await asyncio.wait_for(running.wait(), 10)
+        # The fake resolves the approval when this request arrives, before answering it.
+        assert await client.request("thread/loaded/list", {}) == {
+            "data": ["after the resolution"],
+            "nextCursor": None,
+        }
+        assert (await sub.get(timeout=10))["method"] == "serverRequest/resolved"
+        assert await until(lambda: cancelled)
+        assert cancelled == ["item/fileChange/requestApproval"]
+        assert answers == []
+        assert not any("result" in f or "error" in f for f in fake.server.received[2:])  # nothing answered
+    finally:
+        await client.close()
 
 
-def test_client_handler_that_ignores_its_cancellation_is_not_answered_after_the_resolution():
-    running = None
+async def test_client_handler_that_ignores_its_cancellation_is_not_answered_after_the_resolution():
+    running = asyncio.Event()
 
     async def handler(method, params):
         running.set()
@@ -518,124 +445,105 @@ def test_client_handler_that_ignores_its_cancellation_is_not_answered_after_the_
             pass  # a misbehaving handler: finishes anyway
         return {"decision": "accept"}
 
-    async def main():
-        nonlocal running
-        running = asyncio.Event()
-        fake = FakeAppServer(b.approval_resolved)
-        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
-        client.on_request("item/fileChange/requestApproval", handler)
-        answers = []
-        client.on_answer(lambda *a: answers.append(a))
-        await client.initialize()
-        try:
-            await asyncio.wait_for(running.wait(), 10)
-            await client.request("thread/loaded/list", {})
-            await client.request("thread/loaded/list", {})  # one more round trip after the handler ended
-            assert answers == []
-            assert not any("result" in f for f in fake.server.received)
-        finally:
-            await client.close()
-
-    run(main())
+    fake = FakeAppServer(b.approval_resolved)
+    client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
+    client.on_request("item/fileChange/requestApproval", handler)
+    answers = []
+    client.on_answer(lambda *a: answers.append(a))
+    await client.initialize()
+    try:
+        await asyncio.wait_for(running.wait(), 10)
+        await client.request("thread/loaded/list", {})
+        await client.request("thread/loaded/list", {})  # one more round trip after the handler ended
+        assert answers == []
+        assert not any("result" in f for f in fake.server.received)
+    finally:
+        await client.close()
 
 
-def test_client_handler_ending_in_cancelled_error_gets_the_fail_closed_answer():
+async def test_client_handler_ending_in_cancelled_error_gets_the_fail_closed_answer():
     # A handler whose own await was cancelled (not the handler task) ends in
     # CancelledError: nobody cancelled the request, and an unanswered request
     # blocks codex, so it gets the fail-closed answer; codex's later
     # resolution is routed like any other notification.
-    running = None
+    running = asyncio.Event()
 
     async def handler(method, params):
         running.set()
         raise asyncio.CancelledError()
 
-    async def main():
-        nonlocal running
-        running = asyncio.Event()
-        fake = FakeAppServer(b.approval_resolved)
-        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
-        client.on_request("item/fileChange/requestApproval", handler)
-        answers = []
-        client.on_answer(lambda *a: answers.append(a))
-        await client.initialize()
-        sub = client.subscribe(THREAD)
-        try:
-            await asyncio.wait_for(running.wait(), 10)
-            await client.request("thread/loaded/list", {})
-            assert (await sub.get(timeout=10))["method"] == "serverRequest/resolved"
-            assert [(a[2], a[3]) for a in answers] == [({"id": 0, "result": {"decision": "decline"}}, "error")]
-        finally:
-            await client.close()
-
-    run(main())
+    fake = FakeAppServer(b.approval_resolved)
+    client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
+    client.on_request("item/fileChange/requestApproval", handler)
+    answers = []
+    client.on_answer(lambda *a: answers.append(a))
+    await client.initialize()
+    sub = client.subscribe(THREAD)
+    try:
+        await asyncio.wait_for(running.wait(), 10)
+        await client.request("thread/loaded/list", {})
+        assert (await sub.get(timeout=10))["method"] == "serverRequest/resolved"
+        assert [(a[2], a[3]) for a in answers] == [({"id": 0, "result": {"decision": "decline"}}, "error")]
+    finally:
+        await client.close()
 
 
-def test_client_server_request_repeated_with_the_same_id_is_answered_once():
-    async def main():
-        fake = FakeAppServer(b.approval_twice)
-        client = await AppServerClient.start(Launch(launcher=fake.launch))
-        answers = []
-        client.on_answer(lambda m, p, f, by: answers.append(f))
-        sub = client.subscribe(THREAD)
-        try:
-            assert await until(lambda: answers)
-            await client.request("thread/loaded/list", {})
-            await client.request("thread/loaded/list", {})  # the second copy was handled by now
-            assert await reported(sub) == [{"id": 0, "result": {"decision": "decline"}}]
-            assert answers == [{"id": 0, "result": {"decision": "decline"}}]
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_server_request_repeated_with_the_same_id_is_answered_once():
+    fake = FakeAppServer(b.approval_twice)
+    client = await AppServerClient.start(Launch(launcher=fake.launch))
+    answers = []
+    client.on_answer(lambda m, p, f, by: answers.append(f))
+    sub = client.subscribe(THREAD)
+    try:
+        assert await until(lambda: answers)
+        await client.request("thread/loaded/list", {})
+        await client.request("thread/loaded/list", {})  # the second copy was handled by now
+        assert await reported(sub) == [{"id": 0, "result": {"decision": "decline"}}]
+        assert answers == [{"id": 0, "result": {"decision": "decline"}}]
+    finally:
+        await client.close()
 
 
-def test_client_on_answer_unregister():
-    async def main():
-        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
-        kept, removed = [], []
-        client.on_answer(lambda *a: kept.append(a[3]))
-        remove = client.on_answer(lambda *a: removed.append(a[3]))
-        remove()
-        remove()  # idempotent
-        await client.initialize()
-        sub = client.subscribe(THREAD)
-        try:
-            assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
-            assert kept == ["default"]
-            assert removed == []
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_on_answer_unregister():
+    client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
+    kept, removed = [], []
+    client.on_answer(lambda *a: kept.append(a[3]))
+    remove = client.on_answer(lambda *a: removed.append(a[3]))
+    remove()
+    remove()  # idempotent
+    await client.initialize()
+    sub = client.subscribe(THREAD)
+    try:
+        assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
+        assert kept == ["default"]
+        assert removed == []
+    finally:
+        await client.close()
 
 
-def test_client_an_observer_that_raises_is_logged_and_not_fatal(caplog):
+async def test_client_an_observer_that_raises_is_logged_and_not_fatal(caplog):
     def broken(method, params, frame, by):
         raise ValueError("observer broke")
 
-    async def main():
-        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
-        later = []
-        client.on_answer(broken)
-        client.on_answer(lambda m, p, f, by: later.append(f))
-        await client.initialize()
-        sub = client.subscribe(THREAD)
-        try:
-            assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
-            assert later == [{"id": 0, "result": {"decision": "decline"}}]
-            assert "answer observer failed" in caplog.text
-            assert "observer broke" in caplog.text
-            assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
-        finally:
-            await client.close()
-
-    run(main())
+    client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.approval).launch), initialize=False)
+    later = []
+    client.on_answer(broken)
+    client.on_answer(lambda m, p, f, by: later.append(f))
+    await client.initialize()
+    sub = client.subscribe(THREAD)
+    try:
+        assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
+        assert later == [{"id": 0, "result": {"decision": "decline"}}]
+        assert "answer observer failed" in caplog.text
+        assert "observer broke" in caplog.text
+        assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
+    finally:
+        await client.close()
 
 
-def test_client_close_cancels_a_handler_still_in_flight():
+async def test_client_close_cancels_a_handler_still_in_flight():
     cancelled = []
-    running = None
+    running = asyncio.Event()
 
     async def handler(method, params):
         running.set()
@@ -646,29 +554,22 @@ def test_client_close_cancels_a_handler_still_in_flight():
             raise
         return {"decision": "accept"}  # pragma: no cover - never reached
 
-    async def main():
-        nonlocal running
-        running = asyncio.Event()
-        fake = FakeAppServer(b.approval_then_wait)
-        client = await AppServerClient.start(
-            Launch(launcher=fake.launch, timeouts=Timeouts(close=2.0)), initialize=False
-        )
-        client.on_request(APPROVAL, handler)
-        answered = []
-        client.on_answer(lambda *a: answered.append(a))
-        await client.initialize()
-        await asyncio.wait_for(running.wait(), 10)
-        await client.close()
-        assert cancelled == [APPROVAL]
-        assert answered == []
-        assert [f.get("method") for f in fake.server.received] == ["initialize", "initialized"]
-
-    run(main())
+    fake = FakeAppServer(b.approval_then_wait)
+    client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=2.0)), initialize=False)
+    client.on_request(APPROVAL, handler)
+    answered = []
+    client.on_answer(lambda *a: answered.append(a))
+    await client.initialize()
+    await asyncio.wait_for(running.wait(), 10)
+    await client.close()
+    assert cancelled == [APPROVAL]
+    assert answered == []
+    assert [f.get("method") for f in fake.server.received] == ["initialize", "initialized"]
 
 
-def test_client_a_handler_running_when_the_server_exits_is_cancelled():
+async def test_client_a_handler_running_when_the_server_exits_is_cancelled():
     cancelled = []
-    running = None
+    running = asyncio.Event()
 
     async def handler(method, params):
         running.set()
@@ -679,39 +580,31 @@ def test_client_a_handler_running_when_the_server_exits_is_cancelled():
             raise
         return {"decision": "accept"}  # pragma: no cover - never reached
 
-    async def main():
-        fake = FakeAppServer(b.approval_then_wait)
-        nonlocal running
-        running = asyncio.Event()
-        client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
-        client.on_request(APPROVAL, handler)
-        await client.initialize()
-        await asyncio.wait_for(running.wait(), 10)
-        fake.server.close_input()  # the fake's drain() ends: it exits 0
-        await asyncio.wait_for(client.wait_closed(), 10)
-        assert cancelled == [APPROVAL] and client.returncode == 0
-        await client.close()
-
-    run(main())
+    fake = FakeAppServer(b.approval_then_wait)
+    client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
+    client.on_request(APPROVAL, handler)
+    await client.initialize()
+    await asyncio.wait_for(running.wait(), 10)
+    fake.server.close_input()  # the fake's drain() ends: it exits 0
+    await asyncio.wait_for(client.wait_closed(), 10)
+    assert cancelled == [APPROVAL] and client.returncode == 0
+    await client.close()
 
 
 @pytest.mark.parametrize("behaviour", [b.blind_answer_at_eof, b.blind_error_at_eof])
-def test_client_answer_read_after_close_failed_its_request_is_ignored(behaviour):
-    async def main():
-        fake = FakeAppServer(behaviour)
-        client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=2.0)))
-        assert await until(lambda: not fake.server.reading)
-        # Bigger than a pipe: the write blocks (the fake reads nothing), so
-        # close() fails the request while it is still being written.
-        pending = asyncio.ensure_future(client.request("thread/loaded/list", {"cursor": "c" * 100_000}, timeout=30))
-        await asyncio.sleep(0)
-        await client.close()
-        with pytest.raises(ClientClosed):
-            await pending
-        assert client.stats["frames_in"] == 2  # the answer was read, and changed nothing
-        assert client.stats["unknown_responses"] == 0
-
-    run(main())
+async def test_client_answer_read_after_close_failed_its_request_is_ignored(behaviour):
+    fake = FakeAppServer(behaviour)
+    client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=2.0)))
+    assert await until(lambda: not fake.server.reading)
+    # Bigger than a pipe: the write blocks (the fake reads nothing), so
+    # close() fails the request while it is still being written.
+    pending = asyncio.ensure_future(client.request("thread/loaded/list", {"cursor": "c" * 100_000}, timeout=30))
+    await asyncio.sleep(0)
+    await client.close()
+    with pytest.raises(ClientClosed):
+        await pending
+    assert client.stats["frames_in"] == 2  # the answer was read, and changed nothing
+    assert client.stats["unknown_responses"] == 0
 
 
 class Unkillable(MemoryTransport):
@@ -721,9 +614,9 @@ class Unkillable(MemoryTransport):
         pass
 
 
-def test_client_close_gives_up_on_a_child_that_survives_sigkill():
+async def test_client_close_gives_up_on_a_child_that_survives_sigkill():
     cancelled = []
-    running = None
+    running = asyncio.Event()
 
     async def handler(method, params):
         running.set()
@@ -737,27 +630,22 @@ def test_client_close_gives_up_on_a_child_that_survives_sigkill():
     async def launch(argv, env, cwd):
         return Unkillable(b.approval_then_linger, argv, env, cwd)
 
-    async def main():
-        nonlocal running
-        running = asyncio.Event()
-        client = await AppServerClient.start(Launch(launcher=launch, timeouts=Timeouts(close=0.05)), initialize=False)
-        client.SIGNAL_GRACES = ((signal.SIGTERM, 0.05), (signal.SIGKILL, 0.05))
-        client.on_request(APPROVAL, handler)
-        await client.initialize()
-        await asyncio.wait_for(running.wait(), 10)
-        await client.close()  # returns, though the child never exited
-        assert client.closed and client.returncode is None
-        assert cancelled == [APPROVAL]
-        with pytest.raises(ClientClosed):
-            await client.request("thread/loaded/list", {})
-
-    run(main())
+    client = await AppServerClient.start(Launch(launcher=launch, timeouts=Timeouts(close=0.05)), initialize=False)
+    client.SIGNAL_GRACES = ((signal.SIGTERM, 0.05), (signal.SIGKILL, 0.05))
+    client.on_request(APPROVAL, handler)
+    await client.initialize()
+    await asyncio.wait_for(running.wait(), 10)
+    await client.close()  # returns, though the child never exited
+    assert client.closed and client.returncode is None
+    assert cancelled == [APPROVAL]
+    with pytest.raises(ClientClosed):
+        await client.request("thread/loaded/list", {})
 
 
 # -- taps, observers, stats ---------------------------------------------------------------
 
 
-def test_client_taps_and_observers_see_both_directions(caplog):
+async def test_client_taps_and_observers_see_both_directions(caplog):
     seen = []
     remove = client_mod.observe_clients(lambda: lambda d, f: seen.append((d, f.get("method"), f.get("id"))))
     none_remove = client_mod.observe_clients(lambda: None)  # a factory may decline to tap
@@ -765,13 +653,10 @@ def test_client_taps_and_observers_see_both_directions(caplog):
     def broken_tap(direction, frame):
         raise ValueError("a broken tap must not break the client")
 
-    async def main():
+    try:
         client = await started(b.echo, tap=broken_tap)
         assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
         await client.close()
-
-    try:
-        run(main())
     finally:
         remove()
         remove()
@@ -786,108 +671,88 @@ def test_client_taps_and_observers_see_both_directions(caplog):
     assert "frame tap failed" in caplog.text
 
 
-def test_client_stats_count_frames_both_ways():
-    async def main():
-        client = await started(b.echo)
-        try:
-            await client.request("thread/loaded/list", {})
-            assert {k: client.stats[k] for k in ("frames_in", "frames_out", "malformed", "handler_errors")} == {
-                "frames_in": 2,
-                "frames_out": 3,
-                "malformed": 0,
-                "handler_errors": 0,
-            }
-        finally:
-            await client.close()
-
-    run(main())
+async def test_client_stats_count_frames_both_ways():
+    client = await started(b.echo)
+    try:
+        await client.request("thread/loaded/list", {})
+        assert {k: client.stats[k] for k in ("frames_in", "frames_out", "malformed", "handler_errors")} == {
+            "frames_in": 2,
+            "frames_out": 3,
+            "malformed": 0,
+            "handler_errors": 0,
+        }
+    finally:
+        await client.close()
 
 
-def test_client_a_frame_whose_handling_fails_is_counted_and_the_next_one_read(caplog):
-    async def main():
-        client = await started(b.global_and_threads)
-        glob = client.subscribe(GLOBAL)
+async def test_client_a_frame_whose_handling_fails_is_counted_and_the_next_one_read(caplog):
+    client = await started(b.global_and_threads)
+    glob = client.subscribe(GLOBAL)
 
-        class Broken(collections.deque):  # fault injection: no public way makes handling a frame raise
-            def append(self, item):
-                raise ValueError("a subscription broke")
+    class Broken(collections.deque):  # fault injection: no public way makes handling a frame raise
+        def append(self, item):
+            raise ValueError("a subscription broke")
 
-        glob._items = Broken()  # type: ignore[assignment]
-        try:
-            assert await client.request("thread/loaded/list", {}) == {"data": [], "nextCursor": None}
-            assert client.stats["handler_errors"] == 1
-            assert "handling a frame from codex failed; skipped" in caplog.text
-        finally:
-            await client.close()
-
-    run(main())
+    glob._items = Broken()  # type: ignore[assignment]
+    try:
+        assert await client.request("thread/loaded/list", {}) == {"data": [], "nextCursor": None}
+        assert client.stats["handler_errors"] == 1
+        assert "handling a frame from codex failed; skipped" in caplog.text
+    finally:
+        await client.close()
 
 
 # -- closing -----------------------------------------------------------------------------
 
 
-def test_client_close_twice_and_requests_after_close():
-    async def main():
-        fake = FakeAppServer(b.echo)
-        client = await AppServerClient.start(Launch(launcher=fake.launch))
-        await client.close()
-        await client.close()
-        assert client.closed and not client.healthy
-        assert client.returncode == 0  # stdin's end made the fake return
-        with pytest.raises(ClientClosed):
-            await client.request("thread/loaded/list", {})
-        with pytest.raises(ClientClosed):
-            await client.notify("initialized")
-        late = client.subscribe(THREAD)
-        with pytest.raises(ClientClosed):
-            late.get_nowait()
-
-    run(main())
+async def test_client_close_twice_and_requests_after_close():
+    fake = FakeAppServer(b.echo)
+    client = await AppServerClient.start(Launch(launcher=fake.launch))
+    await client.close()
+    await client.close()
+    assert client.closed and not client.healthy
+    assert client.returncode == 0  # stdin's end made the fake return
+    with pytest.raises(ClientClosed):
+        await client.request("thread/loaded/list", {})
+    with pytest.raises(ClientClosed):
+        await client.notify("initialized")
+    late = client.subscribe(THREAD)
+    with pytest.raises(ClientClosed):
+        late.get_nowait()
 
 
-def test_client_close_fails_pending_requests_with_client_closed():
-    async def main():
-        fake = FakeAppServer(b.never_answer)
-        client = await AppServerClient.start(Launch(launcher=fake.launch))
-        pending = asyncio.ensure_future(client.request("thread/loaded/list", {}))
-        assert await until(lambda: sent(fake, "thread/loaded/list"))
-        await client.close()
-        with pytest.raises(ClientClosed):
-            await pending
-
-    run(main())
+async def test_client_close_fails_pending_requests_with_client_closed():
+    fake = FakeAppServer(b.never_answer)
+    client = await AppServerClient.start(Launch(launcher=fake.launch))
+    pending = asyncio.ensure_future(client.request("thread/loaded/list", {}))
+    assert await until(lambda: sent(fake, "thread/loaded/list"))
+    await client.close()
+    with pytest.raises(ClientClosed):
+        await pending
 
 
-def test_client_async_with_closes_and_wait_closed_returns():
-    async def main():
-        client = await started(b.echo)
-        async with client as same:
-            assert same is client
-            assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
-        assert client.closed
-        await asyncio.wait_for(client.wait_closed(), 10)
-        assert client.returncode == 0
-
-    run(main())
+async def test_client_async_with_closes_and_wait_closed_returns():
+    client = await started(b.echo)
+    async with client as same:
+        assert same is client
+        assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
+    assert client.closed
+    await asyncio.wait_for(client.wait_closed(), 10)
+    assert client.returncode == 0
 
 
-def test_client_resolution_with_no_handler_running_only_routes_the_notification():
+async def test_client_resolution_with_no_handler_running_only_routes_the_notification():
     # serverRequest/resolved for a request whose handler already finished (its
     # done-callback not yet run) or that has none in flight: nothing is
     # cancelled, the notification reaches its subscribers all the same.
-    async def main():
-        async with await AppServerClient.start(
-            Launch(launcher=FakeAppServer(b.lists).launch), initialize=False
-        ) as client:
-            sub = client.subscribe(GLOBAL)
-            finished = asyncio.get_running_loop().create_task(asyncio.sleep(0))
-            await finished
-            client._inflight[7] = finished
-            for rid in (7, 8):
-                frame = {"method": "serverRequest/resolved", "params": {"threadId": "t", "requestId": rid}}
-                note = _rpc.Notification("serverRequest/resolved", frame["params"], "t", GLOBAL, frame)
-                client._on_resolved(_rpc.ServerRequestResolved(rid, note))
-                assert (await sub.get(timeout=10))["params"]["requestId"] == rid
-            assert not finished.cancelled() and client._inflight[7] is finished
-
-    run(main())
+    async with await AppServerClient.start(Launch(launcher=FakeAppServer(b.lists).launch), initialize=False) as client:
+        sub = client.subscribe(GLOBAL)
+        finished = asyncio.get_running_loop().create_task(asyncio.sleep(0))
+        await finished
+        client._inflight[7] = finished
+        for rid in (7, 8):
+            frame = {"method": "serverRequest/resolved", "params": {"threadId": "t", "requestId": rid}}
+            note = _rpc.Notification("serverRequest/resolved", frame["params"], "t", GLOBAL, frame)
+            client._on_resolved(_rpc.ServerRequestResolved(rid, note))
+            assert (await sub.get(timeout=10))["params"]["requestId"] == rid
+        assert not finished.cancelled() and client._inflight[7] is finished

@@ -18,7 +18,7 @@ import signal
 
 import behaviours as b
 import pytest
-from fake_client import reported, run, started, until
+from fake_client import reported, started, until
 
 from codexmini import Launch, Timeouts
 from codexmini._client import AppServerClient
@@ -41,105 +41,84 @@ def frames_of(data: bytes) -> list:
 # -- in memory: a child's life ----------------------------------------------------------
 
 
-def test_fake_behaviour_that_raises_exits_1_with_its_traceback_on_stderr():
-    async def main_():
-        client = await started(b.raises)
-        with pytest.raises(ProcessExited) as info:
-            await client.request("thread/loaded/list", {})
-        assert info.value.returncode == 1
-        assert "RuntimeError: the fake's own bug" in info.value.stderr_tail
+async def test_fake_behaviour_that_raises_exits_1_with_its_traceback_on_stderr():
+    client = await started(b.raises)
+    with pytest.raises(ProcessExited) as info:
+        await client.request("thread/loaded/list", {})
+    assert info.value.returncode == 1
+    assert "RuntimeError: the fake's own bug" in info.value.stderr_tail
+    await client.close()
+
+
+async def test_fake_error_exits_3_and_says_what_it_expected():
+    client = await started(b.expect_thread_start)
+    with pytest.raises(ProcessExited) as info:
+        await client.request("thread/loaded/list", {})
+    assert info.value.returncode == 3
+    assert "fake app-server: expected 'thread/start' from the client, got {" in info.value.stderr_tail
+    await client.close()
+
+
+async def test_fake_recv_timeout_is_none_and_expect_then_fails():
+    client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.silent_client).launch), initialize=False)
+    await asyncio.wait_for(client.wait_closed(), 10)
+    assert client.returncode == 3
+    assert client.stderr_tail == "fake app-server: expected 'initialize' from the client, got None"
+    await client.close()
+
+
+async def test_fake_memory_transport_ignores_other_signals_and_signals_after_its_exit():
+    fake = FakeAppServer(b.never_answer)
+    transport = await fake.launch(["codex", "app-server"], {}, None)
+    assert (transport.pid, transport.returncode) == (None, None)
+    transport.signal(signal.SIGUSR1)
+    transport.signal(signal.SIGINT)
+    assert transport.returncode is None
+    transport.signal(signal.SIGTERM)
+    transport.signal(signal.SIGKILL)  # already gone: the first signal's code stays
+    await asyncio.wait_for(transport.wait_exited(), 10)
+    assert transport.returncode == -signal.SIGTERM
+    assert await transport.read() == b""
+    with pytest.raises(BrokenPipeError):
+        await transport.write(b"{}\n")
+    await transport.aclose(1.0)
+
+
+async def test_fake_memory_transport_aclose_cancels_a_running_behaviour():
+    transport = await FakeAppServer(b.never_answer).launch(["codex"], {}, None)
+    await asyncio.sleep(0)
+    await transport.aclose(1.0)
+    # Cancelled without a signal: no exit status, like a process nobody reaped.
+    assert transport.returncode is None
+
+
+async def test_fake_stop_reading_drops_what_fits_in_the_pipe():
+    fake = FakeAppServer(b.stop_reading)
+    client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=0.1)))
+    try:
+        assert await until(lambda: not fake.server.reading)
+        await client.notify("initialized", {"unread": True})  # small: the "pipe" takes it
+        assert [f.get("method") for f in fake.server.received] == ["initialize", "initialized"]
+    finally:
         await client.close()
 
-    run(main_())
 
+async def test_fake_launch_imports_a_spec_and_instantiates_a_class_per_launch():
+    by_name = FakeAppServer("behaviours:echo")
+    client = await AppServerClient.start(Launch(launcher=by_name.launch))
+    assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
+    await client.close()
 
-def test_fake_error_exits_3_and_says_what_it_expected():
-    async def main_():
-        client = await started(b.expect_thread_start)
-        with pytest.raises(ProcessExited) as info:
-            await client.request("thread/loaded/list", {})
-        assert info.value.returncode == 3
-        assert "fake app-server: expected 'thread/start' from the client, got {" in info.value.stderr_tail
+    b.Numbered.made.clear()
+    fake = FakeAppServer(b.Numbered, "x", "y")
+    reports = []
+    for _ in range(2):
+        client = await AppServerClient.start(Launch(launcher=fake.launch))
+        reports.append(await reported(client.subscribe(b.THREAD)))
         await client.close()
-
-    run(main_())
-
-
-def test_fake_recv_timeout_is_none_and_expect_then_fails():
-    async def main_():
-        client = await AppServerClient.start(Launch(launcher=FakeAppServer(b.silent_client).launch), initialize=False)
-        await asyncio.wait_for(client.wait_closed(), 10)
-        assert client.returncode == 3
-        assert client.stderr_tail == "fake app-server: expected 'initialize' from the client, got None"
-        await client.close()
-
-    run(main_())
-
-
-def test_fake_memory_transport_ignores_other_signals_and_signals_after_its_exit():
-    async def main_():
-        fake = FakeAppServer(b.never_answer)
-        transport = await fake.launch(["codex", "app-server"], {}, None)
-        assert (transport.pid, transport.returncode) == (None, None)
-        transport.signal(signal.SIGUSR1)
-        transport.signal(signal.SIGINT)
-        assert transport.returncode is None
-        transport.signal(signal.SIGTERM)
-        transport.signal(signal.SIGKILL)  # already gone: the first signal's code stays
-        await asyncio.wait_for(transport.wait_exited(), 10)
-        assert transport.returncode == -signal.SIGTERM
-        assert await transport.read() == b""
-        with pytest.raises(BrokenPipeError):
-            await transport.write(b"{}\n")
-        await transport.aclose(1.0)
-
-    run(main_())
-
-
-def test_fake_memory_transport_aclose_cancels_a_running_behaviour():
-    async def main_():
-        transport = await FakeAppServer(b.never_answer).launch(["codex"], {}, None)
-        await asyncio.sleep(0)
-        await transport.aclose(1.0)
-        # Cancelled without a signal: no exit status, like a process nobody reaped.
-        assert transport.returncode is None
-
-    run(main_())
-
-
-def test_fake_stop_reading_drops_what_fits_in_the_pipe():
-    async def main_():
-        fake = FakeAppServer(b.stop_reading)
-        client = await AppServerClient.start(Launch(launcher=fake.launch, timeouts=Timeouts(close=0.1)))
-        try:
-            assert await until(lambda: not fake.server.reading)
-            await client.notify("initialized", {"unread": True})  # small: the "pipe" takes it
-            assert [f.get("method") for f in fake.server.received] == ["initialize", "initialized"]
-        finally:
-            await client.close()
-
-    run(main_())
-
-
-def test_fake_launch_imports_a_spec_and_instantiates_a_class_per_launch():
-    async def main_():
-        by_name = FakeAppServer("behaviours:echo")
-        client = await AppServerClient.start(Launch(launcher=by_name.launch))
-        assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
-        await client.close()
-
-        b.Numbered.made.clear()
-        fake = FakeAppServer(b.Numbered, "x", "y")
-        reports = []
-        for _ in range(2):
-            client = await AppServerClient.start(Launch(launcher=fake.launch))
-            reports.append(await reported(client.subscribe(b.THREAD)))
-            await client.close()
-        assert reports == [{"args": ["x", "y"], "instance": 1}, {"args": ["x", "y"], "instance": 2}]
-        assert len(fake.launches) == 2 and fake.server is fake.launches[1]
-        assert fake.server.args == ["x", "y"] and fake.server.argv == ["codex", "app-server"]
-
-    run(main_())
+    assert reports == [{"args": ["x", "y"], "instance": 1}, {"args": ["x", "y"], "instance": 2}]
+    assert len(fake.launches) == 2 and fake.server is fake.launches[1]
+    assert fake.server.args == ["x", "y"] and fake.server.argv == ["codex", "app-server"]
 
 
 def test_fake_instantiate_returns_a_callable_as_it_is():

@@ -45,10 +45,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVERLOADED = {"code": -32001, "message": "Server overloaded; retry later."}
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
 def recorded(scenario: str, method: str, index: int = 0, version: str = "0.149.1") -> Dict[str, Any]:
     """The ``index``-th answer (``result`` or ``error`` frame) codex ``version``
     gave to ``method`` in the recording of ``scenario``."""
@@ -118,61 +114,47 @@ class Sleeps:
 # -- overload: retries with backoff and jitter ----------------------------------------------
 
 
-def test_request_retries_an_overloaded_request_with_backoff_and_jitter() -> None:
-    async def go() -> None:
-        account = recorded("account", "account/read")
-        fake = Canned({"account/read": [{"error": OVERLOADED}, {"error": OVERLOADED}, account]})
-        sleeps = Sleeps()
-        policy = RetryPolicy(retries=3, base_delay=0.1, max_delay=1.0, jitter=lambda: 0.5)
-        async with await client_for(fake, retry=policy, retry_sleep=sleeps) as client:
-            assert await client.read_account() == account["result"]
-            # d = 0.1 then 0.2; waited d/2 + 0.5 * d/2
-            assert sleeps.delays == [pytest.approx(0.075), pytest.approx(0.15)]
-            assert (client.stats["overloaded"], client.stats["retries"]) == (2, 2)
-            assert [m for m, _ in fake.asked] == ["account/read"] * 3
-            assert client.healthy  # an overloaded answer is an answer
-
-    run(go())
+async def test_request_retries_an_overloaded_request_with_backoff_and_jitter() -> None:
+    account = recorded("account", "account/read")
+    fake = Canned({"account/read": [{"error": OVERLOADED}, {"error": OVERLOADED}, account]})
+    sleeps = Sleeps()
+    policy = RetryPolicy(retries=3, base_delay=0.1, max_delay=1.0, jitter=lambda: 0.5)
+    async with await client_for(fake, retry=policy, retry_sleep=sleeps) as client:
+        assert await client.read_account() == account["result"]
+        # d = 0.1 then 0.2; waited d/2 + 0.5 * d/2
+        assert sleeps.delays == [pytest.approx(0.075), pytest.approx(0.15)]
+        assert (client.stats["overloaded"], client.stats["retries"]) == (2, 2)
+        assert [m for m, _ in fake.asked] == ["account/read"] * 3
+        assert client.healthy  # an overloaded answer is an answer
 
 
-def test_request_raises_server_overloaded_when_the_retries_run_out() -> None:
-    async def go() -> None:
-        fake = Canned({"account/read": [{"error": OVERLOADED}]})
-        sleeps = Sleeps()
-        async with await client_for(
-            fake, retry=RetryPolicy(retries=2, jitter=lambda: 0.0), retry_sleep=sleeps
-        ) as client:
-            with pytest.raises(ServerOverloaded) as caught:
-                await client.read_account()
-            assert caught.value.attempts == 3 and caught.value.code == -32001 and caught.value.method == "account/read"
-            assert isinstance(caught.value, RpcError)
-            assert len(sleeps.delays) == 2 and client.stats["overloaded"] == 3
-
-    run(go())
+async def test_request_raises_server_overloaded_when_the_retries_run_out() -> None:
+    fake = Canned({"account/read": [{"error": OVERLOADED}]})
+    sleeps = Sleeps()
+    async with await client_for(fake, retry=RetryPolicy(retries=2, jitter=lambda: 0.0), retry_sleep=sleeps) as client:
+        with pytest.raises(ServerOverloaded) as caught:
+            await client.read_account()
+        assert caught.value.attempts == 3 and caught.value.code == -32001 and caught.value.method == "account/read"
+        assert isinstance(caught.value, RpcError)
+        assert len(sleeps.delays) == 2 and client.stats["overloaded"] == 3
 
 
-def test_request_no_retry_raises_the_first_overloaded_answer() -> None:
-    async def go() -> None:
-        fake = Canned({"account/read": [{"error": OVERLOADED}]})
-        sleeps = Sleeps()
-        async with await client_for(fake, retry=NO_RETRY, retry_sleep=sleeps) as client:
-            with pytest.raises(ServerOverloaded) as caught:
-                await client.call.account_read({})
-            assert caught.value.attempts == 1 and sleeps.delays == [] and client.stats["retries"] == 0
-
-    run(go())
+async def test_request_no_retry_raises_the_first_overloaded_answer() -> None:
+    fake = Canned({"account/read": [{"error": OVERLOADED}]})
+    sleeps = Sleeps()
+    async with await client_for(fake, retry=NO_RETRY, retry_sleep=sleeps) as client:
+        with pytest.raises(ServerOverloaded) as caught:
+            await client.call.account_read({})
+        assert caught.value.attempts == 1 and sleeps.delays == [] and client.stats["retries"] == 0
 
 
-def test_request_other_errors_are_not_retried() -> None:
-    async def go() -> None:
-        refused = recorded("account", "account/rateLimits/read")
-        fake = Canned({"account/rateLimits/read": [refused]})
-        async with await client_for(fake, retry_sleep=Sleeps()) as client:
-            with pytest.raises(RpcError, match="authentication required"):
-                await client.read_rate_limits()
-            assert len(fake.asked) == 1 and client.stats["retries"] == 0
-
-    run(go())
+async def test_request_other_errors_are_not_retried() -> None:
+    refused = recorded("account", "account/rateLimits/read")
+    fake = Canned({"account/rateLimits/read": [refused]})
+    async with await client_for(fake, retry_sleep=Sleeps()) as client:
+        with pytest.raises(RpcError, match="authentication required"):
+            await client.read_rate_limits()
+        assert len(fake.asked) == 1 and client.stats["retries"] == 0
 
 
 # -- error answers become typed errors where the core reads them --------------------------
@@ -195,182 +177,161 @@ def test_rpc_error_maps_codes_and_codex_wording() -> None:
     assert type(rpc_error(-32600, "something else")) is RpcError
 
 
-def test_thread_resume_of_an_unpersisted_thread_is_thread_not_found() -> None:
-    async def go() -> None:
-        answer = recorded("resume_unpersisted", "thread/resume")
-        tid = answer["error"]["message"].rsplit(" ", 1)[1]  # "no rollout found for thread id <id>"
-        fake = Canned({"thread/resume": [answer]})
-        async with await client_for(fake) as client:
-            with pytest.raises(ThreadNotFound) as caught:
-                await Thread.resume(client, tid, cwd="/var/tmp/ws", model="m")
-            assert caught.value.thread_id == tid
-            (asked,) = fake.asked
-            assert asked == ("thread/resume", {"threadId": tid, "cwd": "/var/tmp/ws", "model": "m"})
-
-    run(go())
+async def test_thread_resume_of_an_unpersisted_thread_is_thread_not_found() -> None:
+    answer = recorded("resume_unpersisted", "thread/resume")
+    tid = answer["error"]["message"].rsplit(" ", 1)[1]  # "no rollout found for thread id <id>"
+    fake = Canned({"thread/resume": [answer]})
+    async with await client_for(fake) as client:
+        with pytest.raises(ThreadNotFound) as caught:
+            await Thread.resume(client, tid, cwd="/var/tmp/ws", model="m")
+        assert caught.value.thread_id == tid
+        (asked,) = fake.asked
+        assert asked == ("thread/resume", {"threadId": tid, "cwd": "/var/tmp/ws", "model": "m"})
 
 
 # -- the thread helpers' requests ------------------------------------------------------------
 
 
-def test_thread_fork_sends_its_options() -> None:
-    async def go() -> None:
-        fake = Canned({"thread/fork": [recorded("fork", "thread/fork")]})
-        async with await client_for(fake) as client:
-            fork = await Thread.fork(
-                client,
-                THREAD,
-                last_turn_id="turn-1",
-                ephemeral=True,
-                sandbox="read-only",
-                params={"approvalsReviewer": "user"},
-            )
-            assert fork.id == fake.answers["thread/fork"][0]["result"]["thread"]["id"]
-            assert fake.asked == [
-                (
-                    "thread/fork",
-                    {
-                        "threadId": THREAD,
-                        "sandbox": "read-only",
-                        "lastTurnId": "turn-1",
-                        "ephemeral": True,
-                        "approvalsReviewer": "user",
-                    },
-                )
-            ]
-            assert fork.history_mode == "legacy"
-            fork.close()
-
-    run(go())
-
-
-def test_thread_list_sends_its_filters_and_follows_the_cursor() -> None:
-    async def go() -> None:
-        first, second = recorded("list_threads", "thread/list", 0), recorded("list_threads", "thread/list", 1)
-        fake = Canned({"thread/list": [first, second]})
-        async with await client_for(fake) as client:
-            listed = [
-                t["id"]
-                async for t in Thread.list(
-                    client, limit=2, archived=False, cwd="/w", search="x", params={"sortKey": "created_at"}
-                )
-            ]
-            assert listed == [t["id"] for t in first["result"]["data"] + second["result"]["data"]]
-            base = {"limit": 2, "archived": False, "cwd": "/w", "searchTerm": "x", "sortKey": "created_at"}
-            assert fake.asked == [
-                ("thread/list", base),
-                ("thread/list", dict(base, cursor=first["result"]["nextCursor"])),
-            ]
-
-    run(go())
-
-
-def test_pages_stop_on_an_empty_page_and_on_a_repeated_cursor() -> None:
-    async def go() -> None:
-        served: List[Dict[str, Any]] = []
-        answers = [
-            {"data": [1, 2], "nextCursor": "a"},
-            {"data": [3], "nextCursor": "b"},
-            {"data": [4], "nextCursor": "a"},  # a cursor named before: stop after this page
-            {"data": [5], "nextCursor": None},
-        ]
-
-        async def fetch(params: Dict[str, Any]) -> Any:
-            served.append(params)
-            return answers[len(served) - 1]
-
-        assert [x async for x in pages(fetch, {"limit": 2})] == [1, 2, 3, 4]
-        assert served == [{"limit": 2}, {"limit": 2, "cursor": "a"}, {"limit": 2, "cursor": "b"}]
-        empty = [{"data": [], "nextCursor": "z"}]
-
-        async def fetch_empty(params: Dict[str, Any]) -> Any:
-            return empty[0]
-
-        assert [x async for x in pages(fetch_empty, {})] == []
-
-    run(go())
-
-
-def test_models_send_their_filters() -> None:
-    async def go() -> None:
-        first = recorded("models", "model/list", 0, version="0.171.0")
-        fake = Canned({"model/list": [first, {"result": {"data": [], "nextCursor": None}}]}, version="0.171.0")
-        async with await client_for(fake) as client:
-            models = [m["id"] async for m in client.models(include_hidden=True, limit=2, provider="openai")]
-            assert len(models) == 2
-            assert fake.asked[0] == ("model/list", {"includeHidden": True, "limit": 2, "modelProvider": "openai"})
-
-    run(go())
-
-
-def test_config_account_and_exec_send_their_options() -> None:
-    async def go() -> None:
-        fake = Canned(
-            {
-                "config/read": [recorded("config_write", "config/read")],
-                "config/value/write": [recorded("config_write", "config/value/write")],
-                "account/read": [recorded("account", "account/read")],
-                "command/exec": [recorded("command_exec", "command/exec")],
-            }
+async def test_thread_fork_sends_its_options() -> None:
+    fake = Canned({"thread/fork": [recorded("fork", "thread/fork")]})
+    async with await client_for(fake) as client:
+        fork = await Thread.fork(
+            client,
+            THREAD,
+            last_turn_id="turn-1",
+            ephemeral=True,
+            sandbox="read-only",
+            params={"approvalsReviewer": "user"},
         )
-        async with await client_for(fake) as client:
-            await client.read_config(cwd="/w", include_layers=True)
-            await client.write_config(
-                "tools.update_plan", {"enabled": True}, merge="upsert", file_path="/c.toml", expected_version="v1"
-            )
-            await client.read_account(refresh_token=True)
-            done = await client.exec(
-                ["ls"],
-                cwd="/w",
-                env={"A": "1", "B": None},
-                timeout_ms=5000,
-                sandbox_policy={"type": "dangerFullAccess"},
-                params={"tty": False},
-            )
-            assert done == {"exitCode": 3, "stdout": "out\n", "stderr": "err\n"}
+        assert fork.id == fake.answers["thread/fork"][0]["result"]["thread"]["id"]
         assert fake.asked == [
-            ("config/read", {"cwd": "/w", "includeLayers": True}),
             (
-                "config/value/write",
+                "thread/fork",
                 {
-                    "keyPath": "tools.update_plan",
-                    "value": {"enabled": True},
-                    "mergeStrategy": "upsert",
-                    "filePath": "/c.toml",
-                    "expectedVersion": "v1",
+                    "threadId": THREAD,
+                    "sandbox": "read-only",
+                    "lastTurnId": "turn-1",
+                    "ephemeral": True,
+                    "approvalsReviewer": "user",
                 },
-            ),
-            ("account/read", {"refreshToken": True}),
-            (
-                "command/exec",
-                {
-                    "command": ["ls"],
-                    "cwd": "/w",
-                    "env": {"A": "1", "B": None},
-                    "timeoutMs": 5000,
-                    "sandboxPolicy": {"type": "dangerFullAccess"},
-                    "tty": False,
-                },
-            ),
+            )
+        ]
+        assert fork.history_mode == "legacy"
+        fork.close()
+
+
+async def test_thread_list_sends_its_filters_and_follows_the_cursor() -> None:
+    first, second = recorded("list_threads", "thread/list", 0), recorded("list_threads", "thread/list", 1)
+    fake = Canned({"thread/list": [first, second]})
+    async with await client_for(fake) as client:
+        listed = [
+            t["id"]
+            async for t in Thread.list(
+                client, limit=2, archived=False, cwd="/w", search="x", params={"sortKey": "created_at"}
+            )
+        ]
+        assert listed == [t["id"] for t in first["result"]["data"] + second["result"]["data"]]
+        base = {"limit": 2, "archived": False, "cwd": "/w", "searchTerm": "x", "sortKey": "created_at"}
+        assert fake.asked == [
+            ("thread/list", base),
+            ("thread/list", dict(base, cursor=first["result"]["nextCursor"])),
         ]
 
-    run(go())
+
+async def test_pages_stop_on_an_empty_page_and_on_a_repeated_cursor() -> None:
+    served: List[Dict[str, Any]] = []
+    answers = [
+        {"data": [1, 2], "nextCursor": "a"},
+        {"data": [3], "nextCursor": "b"},
+        {"data": [4], "nextCursor": "a"},  # a cursor named before: stop after this page
+        {"data": [5], "nextCursor": None},
+    ]
+
+    async def fetch(params: Dict[str, Any]) -> Any:
+        served.append(params)
+        return answers[len(served) - 1]
+
+    assert [x async for x in pages(fetch, {"limit": 2})] == [1, 2, 3, 4]
+    assert served == [{"limit": 2}, {"limit": 2, "cursor": "a"}, {"limit": 2, "cursor": "b"}]
+    empty = [{"data": [], "nextCursor": "z"}]
+
+    async def fetch_empty(params: Dict[str, Any]) -> Any:
+        return empty[0]
+
+    assert [x async for x in pages(fetch_empty, {})] == []
+
+
+async def test_models_send_their_filters() -> None:
+    first = recorded("models", "model/list", 0, version="0.171.0")
+    fake = Canned({"model/list": [first, {"result": {"data": [], "nextCursor": None}}]}, version="0.171.0")
+    async with await client_for(fake) as client:
+        models = [m["id"] async for m in client.models(include_hidden=True, limit=2, provider="openai")]
+        assert len(models) == 2
+        assert fake.asked[0] == ("model/list", {"includeHidden": True, "limit": 2, "modelProvider": "openai"})
+
+
+async def test_config_account_and_exec_send_their_options() -> None:
+    fake = Canned(
+        {
+            "config/read": [recorded("config_write", "config/read")],
+            "config/value/write": [recorded("config_write", "config/value/write")],
+            "account/read": [recorded("account", "account/read")],
+            "command/exec": [recorded("command_exec", "command/exec")],
+        }
+    )
+    async with await client_for(fake) as client:
+        await client.read_config(cwd="/w", include_layers=True)
+        await client.write_config(
+            "tools.update_plan", {"enabled": True}, merge="upsert", file_path="/c.toml", expected_version="v1"
+        )
+        await client.read_account(refresh_token=True)
+        done = await client.exec(
+            ["ls"],
+            cwd="/w",
+            env={"A": "1", "B": None},
+            timeout_ms=5000,
+            sandbox_policy={"type": "dangerFullAccess"},
+            params={"tty": False},
+        )
+        assert done == {"exitCode": 3, "stdout": "out\n", "stderr": "err\n"}
+    assert fake.asked == [
+        ("config/read", {"cwd": "/w", "includeLayers": True}),
+        (
+            "config/value/write",
+            {
+                "keyPath": "tools.update_plan",
+                "value": {"enabled": True},
+                "mergeStrategy": "upsert",
+                "filePath": "/c.toml",
+                "expectedVersion": "v1",
+            },
+        ),
+        ("account/read", {"refreshToken": True}),
+        (
+            "command/exec",
+            {
+                "command": ["ls"],
+                "cwd": "/w",
+                "env": {"A": "1", "B": None},
+                "timeoutMs": 5000,
+                "sandboxPolicy": {"type": "dangerFullAccess"},
+                "tty": False,
+            },
+        ),
+    ]
 
 
 # -- rollback: a method one version lacks ---------------------------------------------------
 
 
-def test_rollback_refuses_less_than_one_turn() -> None:
-    async def go() -> None:
-        async with await client_for(Canned({})) as client:
-            thread = await Thread.start(client)
-            with pytest.raises(ConfigError, match=">= 1"):
-                await thread.rollback(0)
-
-    run(go())
+async def test_rollback_refuses_less_than_one_turn() -> None:
+    async with await client_for(Canned({})) as client:
+        thread = await Thread.start(client)
+        with pytest.raises(ConfigError, match=">= 1"):
+            await thread.rollback(0)
 
 
-def test_rollback_without_thread_rollback_nor_a_paginated_thread_says_so() -> None:
+async def test_rollback_without_thread_rollback_nor_a_paginated_thread_says_so() -> None:
     # codex 0.171.0's words for a method it does not have (its threads are
     # paginated, so codexmini never asks it; a legacy thread on such a codex would).
     unknown = {
@@ -380,31 +341,25 @@ def test_rollback_without_thread_rollback_nor_a_paginated_thread_says_so() -> No
         }
     }
 
-    async def go() -> None:
-        fake = Canned({"thread/rollback": [unknown]})
-        async with await client_for(fake) as client:
-            thread = await Thread.start(client)
-            with pytest.raises(MethodNotFound) as caught:
-                await thread.rollback(2)
-            assert "no thread/rollback (removed in 0.171.0)" in str(caught.value) and "legacy, not paginated" in str(
-                caught.value
-            )
-            assert caught.value.method == "thread/rollback" and caught.value.code == -32600
-            assert fake.asked == [("thread/rollback", {"threadId": THREAD, "numTurns": 2})]
-
-    run(go())
+    fake = Canned({"thread/rollback": [unknown]})
+    async with await client_for(fake) as client:
+        thread = await Thread.start(client)
+        with pytest.raises(MethodNotFound) as caught:
+            await thread.rollback(2)
+        assert "no thread/rollback (removed in 0.171.0)" in str(caught.value) and "legacy, not paginated" in str(
+            caught.value
+        )
+        assert caught.value.method == "thread/rollback" and caught.value.code == -32600
+        assert fake.asked == [("thread/rollback", {"threadId": THREAD, "numTurns": 2})]
 
 
-def test_rollback_of_a_thread_of_unknown_history_mode_tries_thread_rollback() -> None:
-    async def go() -> None:
-        fake = Canned({"thread/rollback": [{"error": {"code": -32601, "message": "method not found"}}]})
-        async with await client_for(fake) as client:
-            thread = Thread(client, THREAD, {})  # opened elsewhere: no historyMode known
-            assert thread.history_mode is None
-            with pytest.raises(MethodNotFound, match="of unknown history mode"):
-                await thread.rollback()
-
-    run(go())
+async def test_rollback_of_a_thread_of_unknown_history_mode_tries_thread_rollback() -> None:
+    fake = Canned({"thread/rollback": [{"error": {"code": -32601, "message": "method not found"}}]})
+    async with await client_for(fake) as client:
+        thread = Thread(client, THREAD, {})  # opened elsewhere: no historyMode known
+        assert thread.history_mode is None
+        with pytest.raises(MethodNotFound, match="of unknown history mode"):
+            await thread.rollback()
 
 
 def paginated_start(version: str = "0.171.0") -> Any:
@@ -416,43 +371,37 @@ def paginated_start(version: str = "0.171.0") -> Any:
     return start
 
 
-def test_rollback_of_a_paginated_thread_reverts_before_the_nth_newest_turn() -> None:
-    async def go() -> None:
-        page = recorded("rollback", "thread/turns/list", version="0.171.0")
-        turn = page["result"]["data"][0]
-        two = {"result": {"data": [turn, dict(turn, id="00000000-0000-7000-8000-000000000099")], "nextCursor": None}}
-        fake = Canned(
-            {
-                "thread/start": [paginated_start()],
-                "thread/turns/list": [two],
-                "thread/revert": [recorded("rollback", "thread/revert", version="0.171.0")],
-            },
-            version="0.171.0",
-        )
-        async with await client_for(fake) as client:
-            thread = await Thread.start(client)
-            await thread.rollback(2)
-            await thread.rollback(1)
-        assert fake.asked[1:] == [
-            ("thread/turns/list", {"threadId": THREAD, "sortDirection": "desc", "limit": 2}),
-            ("thread/revert", {"threadId": THREAD, "beforeTurnId": "00000000-0000-7000-8000-000000000099"}),
-            ("thread/turns/list", {"threadId": THREAD, "sortDirection": "desc", "limit": 1}),
-            ("thread/revert", {"threadId": THREAD, "beforeTurnId": turn["id"]}),
-        ]
-
-    run(go())
+async def test_rollback_of_a_paginated_thread_reverts_before_the_nth_newest_turn() -> None:
+    page = recorded("rollback", "thread/turns/list", version="0.171.0")
+    turn = page["result"]["data"][0]
+    two = {"result": {"data": [turn, dict(turn, id="00000000-0000-7000-8000-000000000099")], "nextCursor": None}}
+    fake = Canned(
+        {
+            "thread/start": [paginated_start()],
+            "thread/turns/list": [two],
+            "thread/revert": [recorded("rollback", "thread/revert", version="0.171.0")],
+        },
+        version="0.171.0",
+    )
+    async with await client_for(fake) as client:
+        thread = await Thread.start(client)
+        await thread.rollback(2)
+        await thread.rollback(1)
+    assert fake.asked[1:] == [
+        ("thread/turns/list", {"threadId": THREAD, "sortDirection": "desc", "limit": 2}),
+        ("thread/revert", {"threadId": THREAD, "beforeTurnId": "00000000-0000-7000-8000-000000000099"}),
+        ("thread/turns/list", {"threadId": THREAD, "sortDirection": "desc", "limit": 1}),
+        ("thread/revert", {"threadId": THREAD, "beforeTurnId": turn["id"]}),
+    ]
 
 
-def test_rollback_of_a_paginated_thread_without_turns_sends_no_revert() -> None:
-    async def go() -> None:
-        none = {"result": {"data": [], "nextCursor": None}}
-        fake = Canned({"thread/start": [paginated_start()], "thread/turns/list": [none]}, version="0.171.0")
-        async with await client_for(fake) as client:
-            thread = await Thread.start(client)
-            await thread.rollback(3)
-        assert [m for m, _ in fake.asked] == ["thread/start", "thread/turns/list"]
-
-    run(go())
+async def test_rollback_of_a_paginated_thread_without_turns_sends_no_revert() -> None:
+    none = {"result": {"data": [], "nextCursor": None}}
+    fake = Canned({"thread/start": [paginated_start()], "thread/turns/list": [none]}, version="0.171.0")
+    async with await client_for(fake) as client:
+        thread = await Thread.start(client)
+        await thread.rollback(3)
+    assert [m for m, _ in fake.asked] == ["thread/start", "thread/turns/list"]
 
 
 # -- review and compaction: turns started another way ---------------------------------------
@@ -479,20 +428,17 @@ class Reviews(Canned):
         self.finish(items=[], turn=turn, thread=self.REVIEW_THREAD)
 
 
-def test_review_detached_runs_in_the_review_thread() -> None:
-    async def go() -> None:
-        fake = Reviews()
-        async with await client_for(fake) as client:
-            thread = await Thread.start(client)
-            review = thread.review({"type": "uncommittedChanges"}, delivery="detached", idle_timeout=10)
-            done = await review.run()
-            assert review.thread is not thread and review.thread.id == Reviews.REVIEW_THREAD
-            assert done.status == "completed" and [i["type"] for i in done.items] == ["exitedReviewMode"]
-            assert fake.asked == [
-                ("review/start", {"threadId": THREAD, "target": {"type": "uncommittedChanges"}, "delivery": "detached"})
-            ]
-
-    run(go())
+async def test_review_detached_runs_in_the_review_thread() -> None:
+    fake = Reviews()
+    async with await client_for(fake) as client:
+        thread = await Thread.start(client)
+        review = thread.review({"type": "uncommittedChanges"}, delivery="detached", idle_timeout=10)
+        done = await review.run()
+        assert review.thread is not thread and review.thread.id == Reviews.REVIEW_THREAD
+        assert done.status == "completed" and [i["type"] for i in done.items] == ["exitedReviewMode"]
+        assert fake.asked == [
+            ("review/start", {"threadId": THREAD, "target": {"type": "uncommittedChanges"}, "delivery": "detached"})
+        ]
 
 
 class Compacts(CodexLike):
@@ -514,25 +460,19 @@ class Compacts(CodexLike):
         self.finish(turn="00000000-0000-7000-8000-0000000000cc")
 
 
-def test_compact_learns_the_turn_id_from_turn_started() -> None:
-    async def go() -> None:
-        async with await client_for_behaviour(Compacts()) as client:
-            thread = await Thread.start(client)
-            done = await thread.compact(idle_timeout=10)
-            assert done.turn_id == "00000000-0000-7000-8000-0000000000cc"
-            assert [i["type"] for i in done.items] == ["contextCompaction"]
-
-    run(go())
+async def test_compact_learns_the_turn_id_from_turn_started() -> None:
+    async with await client_for_behaviour(Compacts()) as client:
+        thread = await Thread.start(client)
+        done = await thread.compact(idle_timeout=10)
+        assert done.turn_id == "00000000-0000-7000-8000-0000000000cc"
+        assert [i["type"] for i in done.items] == ["contextCompaction"]
 
 
-def test_compact_without_a_turn_started_times_out() -> None:
-    async def go() -> None:
-        async with await client_for_behaviour(Compacts(started=False)) as client:
-            thread = await Thread.start(client)
-            with pytest.raises(TurnTimeout):
-                await thread.compact(idle_timeout=0.2)
-
-    run(go())
+async def test_compact_without_a_turn_started_times_out() -> None:
+    async with await client_for_behaviour(Compacts(started=False)) as client:
+        thread = await Thread.start(client)
+        with pytest.raises(TurnTimeout):
+            await thread.compact(idle_timeout=0.2)
 
 
 async def client_for_behaviour(behaviour: Any) -> AppServerClient:
@@ -567,25 +507,22 @@ class RateLimited(CodexLike):
 SNAPSHOT = RATE_LIMITS_EXHAUSTED
 
 
-def test_usage_limit_failure_carries_the_reset_time_from_the_last_snapshot() -> None:
-    async def go() -> None:
-        async with await client_for_behaviour(RateLimited(SNAPSHOT, fail=True)) as client:
-            updates = client.subscribe(client.GLOBAL)
-            thread = await Thread.start(client)
-            done = await thread.turn("hi").run()
-            failure = done.failure
-            assert isinstance(failure, UsageLimitExceeded) and failure.resets_at == 1796130000
-            assert failure.rate_limits == SNAPSHOT and client.rate_limits == SNAPSHOT
-            assert failure.turn_id == done.turn_id and failure.info == "usageLimitExceeded"
-            with pytest.raises(UsageLimitExceeded, match="resets at 1796130000"):
-                done.raise_for_status()
-            event = await asyncio.wait_for(updates.events().__anext__(), 10)
-            assert event == RateLimitsUpdated(
-                "codex", RateLimitWindow(100, 300, 1796130000), RateLimitWindow(40, 10080, 1796216400), SNAPSHOT
-            )
-            assert event.resets_at == 1796130000
-
-    run(go())
+async def test_usage_limit_failure_carries_the_reset_time_from_the_last_snapshot() -> None:
+    async with await client_for_behaviour(RateLimited(SNAPSHOT, fail=True)) as client:
+        updates = client.subscribe(client.GLOBAL)
+        thread = await Thread.start(client)
+        done = await thread.turn("hi").run()
+        failure = done.failure
+        assert isinstance(failure, UsageLimitExceeded) and failure.resets_at == 1796130000
+        assert failure.rate_limits == SNAPSHOT and client.rate_limits == SNAPSHOT
+        assert failure.turn_id == done.turn_id and failure.info == "usageLimitExceeded"
+        with pytest.raises(UsageLimitExceeded, match="resets at 1796130000"):
+            done.raise_for_status()
+        event = await asyncio.wait_for(updates.events().__anext__(), 10)
+        assert event == RateLimitsUpdated(
+            "codex", RateLimitWindow(100, 300, 1796130000), RateLimitWindow(40, 10080, 1796216400), SNAPSHOT
+        )
+        assert event.resets_at == 1796130000
 
 
 def test_turn_completed_failure_of_other_turns() -> None:
@@ -618,84 +555,66 @@ def test_resets_at_is_the_latest_reset_of_an_exhausted_window(snapshot: Any, exp
     assert resets_at(snapshot) == expected
 
 
-def test_rate_limits_keep_the_last_valid_snapshot() -> None:
-    async def go() -> None:
-        async with await client_for_behaviour(RateLimited(SNAPSHOT, fail=False)) as client:
-            assert client.rate_limits is None
-            thread = await Thread.start(client)
-            await thread.turn("hi").run()
-            assert client.rate_limits == SNAPSHOT
-
-    run(go())
+async def test_rate_limits_keep_the_last_valid_snapshot() -> None:
+    async with await client_for_behaviour(RateLimited(SNAPSHOT, fail=False)) as client:
+        assert client.rate_limits is None
+        thread = await Thread.start(client)
+        await thread.turn("hi").run()
+        assert client.rate_limits == SNAPSHOT
 
 
 @pytest.mark.frame_problems("account/rateLimits/updated")  # rateLimits not an object: on purpose
-def test_rate_limits_that_are_not_an_object_are_not_kept() -> None:
-    async def go() -> None:
-        async with await client_for_behaviour(RateLimited("junk", fail=False)) as client:
-            thread = await Thread.start(client)
-            await thread.turn("hi").run()
-            assert client.rate_limits is None
-
-    run(go())
+async def test_rate_limits_that_are_not_an_object_are_not_kept() -> None:
+    async with await client_for_behaviour(RateLimited("junk", fail=False)) as client:
+        thread = await Thread.start(client)
+        await thread.turn("hi").run()
+        assert client.rate_limits is None
 
 
-def test_subscription_events_end_with_the_client() -> None:
-    async def go() -> None:
-        client = await client_for_behaviour(CodexLike())
-        sub = client.subscribe(client.GLOBAL)
-        await client.close()
-        assert [e async for e in sub.events()] == []
-
-    run(go())
+async def test_subscription_events_end_with_the_client() -> None:
+    client = await client_for_behaviour(CodexLike())
+    sub = client.subscribe(client.GLOBAL)
+    await client.close()
+    assert [e async for e in sub.events()] == []
 
 
-def test_read_and_admin_helpers_send_the_thread_id() -> None:
-    async def go() -> None:
-        fake = Canned(
-            {
-                "thread/read": [recorded("read", "thread/read")],
-                "thread/archive": [{"result": {}}],
-                "thread/unarchive": [recorded("archive", "thread/unarchive")],
-                "thread/name/set": [{"result": {}}],
-            }
-        )
-        async with await client_for(fake) as client:
-            thread = await Thread.start(client)
-            assert (await thread.read(include_turns=False))["id"]
-            await thread.archive()
-            assert (await thread.unarchive())["name"] == "filed thread"
-            await thread.set_name("n")
-        assert fake.asked == [
-            ("thread/read", {"threadId": THREAD, "includeTurns": False}),
-            ("thread/archive", {"threadId": THREAD}),
-            ("thread/unarchive", {"threadId": THREAD}),
-            ("thread/name/set", {"threadId": THREAD, "name": "n"}),
-        ]
-
-    run(go())
+async def test_read_and_admin_helpers_send_the_thread_id() -> None:
+    fake = Canned(
+        {
+            "thread/read": [recorded("read", "thread/read")],
+            "thread/archive": [{"result": {}}],
+            "thread/unarchive": [recorded("archive", "thread/unarchive")],
+            "thread/name/set": [{"result": {}}],
+        }
+    )
+    async with await client_for(fake) as client:
+        thread = await Thread.start(client)
+        assert (await thread.read(include_turns=False))["id"]
+        await thread.archive()
+        assert (await thread.unarchive())["name"] == "filed thread"
+        await thread.set_name("n")
+    assert fake.asked == [
+        ("thread/read", {"threadId": THREAD, "includeTurns": False}),
+        ("thread/archive", {"threadId": THREAD}),
+        ("thread/unarchive", {"threadId": THREAD}),
+        ("thread/name/set", {"threadId": THREAD, "name": "n"}),
+    ]
 
 
-def test_a_request_codex_never_answers_times_out() -> None:
-    async def go() -> None:
-        fake = Canned({"account/read": [None]})
-        async with await client_for(fake) as client:
-            with pytest.raises(RequestTimeout):
-                await client.read_account(timeout=0.2)
-
-    run(go())
+async def test_a_request_codex_never_answers_times_out() -> None:
+    fake = Canned({"account/read": [None]})
+    async with await client_for(fake) as client:
+        with pytest.raises(RequestTimeout):
+            await client.read_account(timeout=0.2)
 
 
-def test_read_rate_limits_with_a_chatgpt_login_returns_the_snapshot() -> None:
+async def test_read_rate_limits_with_a_chatgpt_login_returns_the_snapshot() -> None:
     # The recordings use an API key (codex refuses); with a ChatGPT login codex
     # answers the schema's GetAccountRateLimitsResponse: the snapshot.
-    async def go() -> None:
-        fake = Canned({"account/rateLimits/read": [{"result": {"rateLimits": SNAPSHOT}}]})
-        async with await client_for(fake) as client:
-            assert await client.read_rate_limits() == {"rateLimits": SNAPSHOT}
-            assert fake.asked == [("account/rateLimits/read", {})]
-
-    run(go())
+    fake = Canned({"account/rateLimits/read": [{"result": {"rateLimits": SNAPSHOT}}]})
+    async with await client_for(fake) as client:
+        assert await client.read_rate_limits() == {"rateLimits": SNAPSHOT}
+        assert fake.asked == [("account/rateLimits/read", {})]
 
 
 class BadStart(Compacts):
@@ -707,11 +626,8 @@ class BadStart(Compacts):
 
 
 @pytest.mark.frame_problems("turn/started")  # a turn without an id: on purpose
-def test_compact_skips_a_turn_started_without_an_id() -> None:
-    async def go() -> None:
-        async with await client_for_behaviour(BadStart()) as client:
-            thread = await Thread.start(client)
-            done = await thread.compact(idle_timeout=10)
-            assert done.turn_id == "00000000-0000-7000-8000-0000000000cc"
-
-    run(go())
+async def test_compact_skips_a_turn_started_without_an_id() -> None:
+    async with await client_for_behaviour(BadStart()) as client:
+        thread = await Thread.start(client)
+        done = await thread.compact(idle_timeout=10)
+        assert done.turn_id == "00000000-0000-7000-8000-0000000000cc"

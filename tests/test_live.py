@@ -58,8 +58,8 @@ def test_live_codex_lays_out_a_root_and_points_a_launch_at_the_model():
     live.close()  # idempotent
 
 
-def test_live_codex_remembers_every_child_and_tells_which_are_alive():
-    async def main(live: LiveCodex) -> None:
+async def test_live_codex_remembers_every_child_and_tells_which_are_alive():
+    with LiveCodex(SCRIPT, codex_bin=sys.executable) as live:
         child = await live.launch.launcher([sys.executable, "-c", "import time; time.sleep(60)"], {}, live.ws)
         pid = child.pid
         assert live.pids == [pid] and live.alive() == [pid]
@@ -67,9 +67,6 @@ def test_live_codex_remembers_every_child_and_tells_which_are_alive():
         await asyncio.wait_for(child.wait_exited(), 30)
         await child.aclose(5)
         assert live.alive() == [] and live.pids == [pid]
-
-    with LiveCodex(SCRIPT, codex_bin=sys.executable) as live:
-        asyncio.run(main(live))
 
 
 def test_live_codex_without_a_binary_raises_before_making_anything(tmp_path, monkeypatch):

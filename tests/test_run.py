@@ -43,6 +43,8 @@ ANSWER = '{"answer": 42, "why": "six times seven"}'
 
 
 def go(coro: Any) -> Any:
+    """Run ``coro`` in a loop of its own: the live tests check that codex's
+    children are gone once that loop is closed."""
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
@@ -68,10 +70,10 @@ class Fake:
 # -- offline -------------------------------------------------------------------------
 
 
-def test_run_returns_the_final_answer_items_usage_and_ids():
+async def test_run_returns_the_final_answer_items_usage_and_ids():
     fake = Fake(Echo)
     events: List[Any] = []
-    result = go(run("Hello there", launch=Launch(launcher=fake.launch), on_event=events.append))
+    result = await run("Hello there", launch=Launch(launcher=fake.launch), on_event=events.append)
     assert result == RunResult(
         final_response="Hello there",
         items=result.items,
@@ -93,19 +95,17 @@ def test_run_returns_the_final_answer_items_usage_and_ids():
         result.status = "failed"  # type: ignore[misc]
 
 
-def test_run_passes_thread_options_and_raw_params():
+async def test_run_passes_thread_options_and_raw_params():
     fake = Fake(Echo)
-    go(
-        run(
-            "hi",
-            launch=Launch(launcher=fake.launch),
-            cwd="/var/tmp",
-            model="gpt-fake",
-            sandbox="read-only",
-            approval_policy="never",
-            thread_params={"ephemeral": True},
-            turn_params={"effort": "low"},
-        )
+    await run(
+        "hi",
+        launch=Launch(launcher=fake.launch),
+        cwd="/var/tmp",
+        model="gpt-fake",
+        sandbox="read-only",
+        approval_policy="never",
+        thread_params={"ephemeral": True},
+        turn_params={"effort": "low"},
     )
     assert fake.sent("thread/start") == [
         {"cwd": "/var/tmp", "model": "gpt-fake", "sandbox": "read-only", "approvalPolicy": "never", "ephemeral": True}
@@ -113,21 +113,19 @@ def test_run_passes_thread_options_and_raw_params():
     assert fake.sent("turn/start")[0]["effort"] == "low"
 
 
-def test_run_starts_the_process_with_endpoint_config_env_and_codex_home():
+async def test_run_starts_the_process_with_endpoint_config_env_and_codex_home():
     fake = Fake(Echo)
     endpoint = ModelEndpoint("http://127.0.0.1:9/v1", "sk-run")
-    go(
-        run(
-            "hi",
-            launch=Launch(
-                launcher=fake.launch,
-                endpoint=endpoint,
-                config=["model_reasoning_effort=low"],
-                env={"EXTRA": "1"},
-                codex_home="/var/tmp/run-home",
-                codex_bin="codex-x",
-            ),
-        )
+    await run(
+        "hi",
+        launch=Launch(
+            launcher=fake.launch,
+            endpoint=endpoint,
+            config=["model_reasoning_effort=low"],
+            env={"EXTRA": "1"},
+            codex_home="/var/tmp/run-home",
+            codex_bin="codex-x",
+        ),
     )
     server = fake.fake.server
     provider, table = endpoint.config()
@@ -140,9 +138,9 @@ def test_run_starts_the_process_with_endpoint_config_env_and_codex_home():
     )
 
 
-def test_run_with_an_output_schema_parses_and_validates_the_answer():
+async def test_run_with_an_output_schema_parses_and_validates_the_answer():
     fake = Fake(Echo)
-    result = go(run(ANSWER, launch=Launch(launcher=fake.launch), output_schema=SCHEMA))
+    result = await run(ANSWER, launch=Launch(launcher=fake.launch), output_schema=SCHEMA)
     assert result.value == {"answer": 42, "why": "six times seven"} and result.final_response == ANSWER
     assert fake.sent("turn/start")[0]["outputSchema"] == SCHEMA
 
@@ -160,10 +158,10 @@ def test_run_with_an_output_schema_parses_and_validates_the_answer():
     ],
     ids=["schema-mismatch", "not-json", "no-message"],
 )
-def test_run_answer_breaking_the_schema_is_a_typed_error_and_the_process_is_closed(prompt, text, reason):
+async def test_run_answer_breaking_the_schema_is_a_typed_error_and_the_process_is_closed(prompt, text, reason):
     fake = Fake(Echo)
     with pytest.raises(OutputValidationError) as caught:
-        go(run(prompt, launch=Launch(launcher=fake.launch), output_schema=SCHEMA))
+        await run(prompt, launch=Launch(launcher=fake.launch), output_schema=SCHEMA)
     error = caught.value
     assert error.text == text
     if reason is not None:
@@ -173,14 +171,14 @@ def test_run_answer_breaking_the_schema_is_a_typed_error_and_the_process_is_clos
     assert fake.all_closed()
 
 
-def test_run_failed_turn_is_an_outcome_not_an_output_error():
+async def test_run_failed_turn_is_an_outcome_not_an_output_error():
     fake = Fake(tb.Failed, "with-error")
-    result = go(run("hi", launch=Launch(launcher=fake.launch), output_schema=SCHEMA))
+    result = await run("hi", launch=Launch(launcher=fake.launch), output_schema=SCHEMA)
     assert (result.status, result.error, result.value, result.ok) == ("failed", TURN_ERROR, None, False)
     assert result.error_message == TURN_ERROR["message"] and result.final_response is None
 
 
-def test_run_invalid_options_are_refused_before_anything_starts():
+async def test_run_invalid_options_are_refused_before_anything_starts():
     fake = Fake(Echo)
     cases = [
         (SchemaError, dict(output_schema={"type": "object", "multipleOf": 2})),
@@ -189,28 +187,25 @@ def test_run_invalid_options_are_refused_before_anything_starts():
     ]
     for error, options in cases:
         with pytest.raises(error):
-            go(run("hi", launch=Launch(launcher=fake.launch), **options))
+            await run("hi", launch=Launch(launcher=fake.launch), **options)
     assert fake.transports == []
 
 
-def test_run_on_a_given_client_leaves_it_open_and_refuses_process_options():
+async def test_run_on_a_given_client_leaves_it_open_and_refuses_process_options():
     fake = Fake(Echo)
 
-    async def main() -> None:
-        async with await AppServerClient.start(Launch(launcher=fake.launch)) as client:
-            first = await run("one", client=client)
-            second = await run("two", client=client, model="gpt-fake")
-            assert (first.final_response, second.final_response) == ("one", "two")
-            assert not client.closed
-            with pytest.raises(ConfigError, match="^launch, approvals: options of a process"):
-                await run(
-                    "x",
-                    launch=Launch(endpoint=ModelEndpoint("http://h/v1"), config=["a=b"]),
-                    client=client,
-                    approvals=accept,
-                )
-
-    go(main())
+    async with await AppServerClient.start(Launch(launcher=fake.launch)) as client:
+        first = await run("one", client=client)
+        second = await run("two", client=client, model="gpt-fake")
+        assert (first.final_response, second.final_response) == ("one", "two")
+        assert not client.closed
+        with pytest.raises(ConfigError, match="^launch, approvals: options of a process"):
+            await run(
+                "x",
+                launch=Launch(endpoint=ModelEndpoint("http://h/v1"), config=["a=b"]),
+                client=client,
+                approvals=accept,
+            )
     assert len(fake.sent("thread/start")) == 2 and len(fake.transports) == 1
 
 
@@ -218,62 +213,56 @@ async def accept(request: Any) -> Reply:
     return Reply("accept")
 
 
-def test_run_installs_the_approval_handler_on_the_process_it_starts():
+async def test_run_installs_the_approval_handler_on_the_process_it_starts():
     seen: List[Any] = []
 
     async def handler(request: Any) -> Reply:
         seen.append(request.kind)
         return Reply("accept")
 
-    result = go(run("approve it", launch=Launch(launcher=Fake(tb.Approving).launch), approvals=handler))
+    result = await run("approve it", launch=Launch(launcher=Fake(tb.Approving).launch), approvals=handler)
     assert result.final_response == "decision: accept" and seen == ["command"]
     # Without a handler, codex gets the fail-closed answer.
     assert (
-        go(run("approve it", launch=Launch(launcher=Fake(tb.Approving).launch))).final_response == "decision: decline"
-    )
+        await run("approve it", launch=Launch(launcher=Fake(tb.Approving).launch))
+    ).final_response == "decision: decline"
 
 
-def test_run_cancelled_interrupts_the_turn_and_closes_the_process():
+async def test_run_cancelled_interrupts_the_turn_and_closes_the_process():
     fake = Fake(tb.Interruptible)
 
-    async def main() -> None:
-        task: "asyncio.Task[Any]"
+    task: "asyncio.Task[Any]"
 
-        def on_event(event: Any) -> None:
-            if isinstance(event, AgentMessageDelta):
-                task.cancel()
+    def on_event(event: Any) -> None:
+        if isinstance(event, AgentMessageDelta):
+            task.cancel()
 
-        task = asyncio.ensure_future(run("hi", launch=Launch(launcher=fake.launch), on_event=on_event))
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    go(main())
+    task = asyncio.ensure_future(run("hi", launch=Launch(launcher=fake.launch), on_event=on_event))
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert [p["turnId"] for p in fake.sent("turn/interrupt")] == [TURN]
     assert fake.all_closed()
 
 
-def test_run_refused_thread_start_raises_and_closes_the_process():
+async def test_run_refused_thread_start_raises_and_closes_the_process():
     fake = Fake(tb.RejectThread)
     with pytest.raises(RpcError, match="Invalid request"):
-        go(run("hi", launch=Launch(launcher=fake.launch)))
+        await run("hi", launch=Launch(launcher=fake.launch))
     assert fake.all_closed()
 
 
-def test_thread_run_twice_on_one_thread_schema_per_turn():
+async def test_thread_run_twice_on_one_thread_schema_per_turn():
     fake = Fake(Echo)
 
-    async def main() -> None:
-        async with await AppServerClient.start(Launch(launcher=fake.launch)) as client:
-            thread = await Thread.start(client)
-            first = await thread.run(ANSWER, output_schema=SCHEMA, params={"effort": "low"})
-            second = await thread.run("plain")
-            assert first.value == json.loads(ANSWER) and second.value is None
-            assert first.thread_id == second.thread_id == thread.id
-            with pytest.raises(SchemaError):
-                await thread.run("x", output_schema={"type": 1})
-            thread.close()
-
-    go(main())
+    async with await AppServerClient.start(Launch(launcher=fake.launch)) as client:
+        thread = await Thread.start(client)
+        first = await thread.run(ANSWER, output_schema=SCHEMA, params={"effort": "low"})
+        second = await thread.run("plain")
+        assert first.value == json.loads(ANSWER) and second.value is None
+        assert first.thread_id == second.thread_id == thread.id
+        with pytest.raises(SchemaError):
+            await thread.run("x", output_schema={"type": 1})
+        thread.close()
     starts = fake.sent("turn/start")
     assert [("outputSchema" in s, s.get("effort")) for s in starts] == [(True, "low"), (False, None)]
 

@@ -26,10 +26,6 @@ class Deaf(CodexLike):
         pass
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
 class Starter:
     """Launch values over one in-memory fake (one per key: the key is an
     argument), and the clients the supervisor started from them."""
@@ -45,21 +41,18 @@ class Starter:
         return ChildSupervisor(idle_s, prepare=self.started.append)
 
 
-def test_supervisor_reuses_a_healthy_child_for_the_same_key():
-    async def main():
-        start = Starter()
-        sup = start.supervisor()
-        first = await sup.ensure(start("key"))
-        assert await sup.ensure(start("key")) is first
-        assert (start.started, sup.restarts, sup.launch) == ([first], 0, start("key"))
-        await sup.close()
-        assert sup.client is None and first.closed
-
-    run(main())
+async def test_supervisor_reuses_a_healthy_child_for_the_same_key():
+    start = Starter()
+    sup = start.supervisor()
+    first = await sup.ensure(start("key"))
+    assert await sup.ensure(start("key")) is first
+    assert (start.started, sup.restarts, sup.launch) == ([first], 0, start("key"))
+    await sup.close()
+    assert sup.client is None and first.closed
 
 
-def test_supervisor_replaces_the_child_for_a_new_key(caplog):
-    async def main():
+async def test_supervisor_replaces_the_child_for_a_new_key(caplog):
+    with caplog.at_level(logging.INFO, logger="codexmini.agent"):
         start = Starter()
         sup = start.supervisor()
         first = await sup.ensure(start("a"))
@@ -67,14 +60,11 @@ def test_supervisor_replaces_the_child_for_a_new_key(caplog):
         assert second is not first and first.closed
         assert (start.started, sup.restarts, sup.launch) == ([first, second], 1, start("b"))
         await sup.close()
-
-    with caplog.at_level(logging.INFO, logger="codexmini.agent"):
-        run(main())
     assert "replacing the codex app-server (new config)" in caplog.text
 
 
-def test_supervisor_replaces_a_child_that_stopped_answering(caplog):
-    async def main():
+async def test_supervisor_replaces_a_child_that_stopped_answering(caplog):
+    with caplog.at_level(logging.INFO, logger="codexmini.agent"):
         start = Starter(Deaf)
         sup = start.supervisor()
         first = await sup.ensure(start("key"))
@@ -84,14 +74,11 @@ def test_supervisor_replaces_a_child_that_stopped_answering(caplog):
         second = await sup.ensure(start("key"))
         assert second is not first and first.closed and sup.restarts == 1
         await sup.close()
-
-    with caplog.at_level(logging.INFO, logger="codexmini.agent"):
-        run(main())
     assert "replacing the codex app-server (unhealthy)" in caplog.text
 
 
-def test_supervisor_replaces_a_child_that_ended_without_saying_so(caplog):
-    async def main():
+async def test_supervisor_replaces_a_child_that_ended_without_saying_so(caplog):
+    with caplog.at_level(logging.INFO, logger="codexmini.agent"):
         start = Starter()
         sup = start.supervisor()
         first = await sup.ensure(start("key"))
@@ -99,101 +86,80 @@ def test_supervisor_replaces_a_child_that_ended_without_saying_so(caplog):
         second = await sup.ensure(start("key"))
         assert second is not first and sup.restarts == 1
         await sup.close()
-
-    with caplog.at_level(logging.INFO, logger="codexmini.agent"):
-        run(main())
     assert "replacing" not in caplog.text
 
 
-def test_supervisor_idle_timer_closes_the_child_in_a_maintenance_task():
-    async def main():
-        start = Starter()
-        sup = start.supervisor(idle_s=0.01)
-        first = await sup.ensure(start("key"))
-        sup.arm_idle(lambda: True)
-        await asyncio.wait_for(first.wait_closed(), 30)
-        await sup.wait_maintenance()
-        assert sup.client is None and not sup.maintaining
-        # The next ensure starts a fresh child; an idle shutdown is no restart.
-        second = await sup.ensure(start("key"))
-        assert second is not first and sup.restarts == 0
-        await sup.close()
-
-    run(main())
+async def test_supervisor_idle_timer_closes_the_child_in_a_maintenance_task():
+    start = Starter()
+    sup = start.supervisor(idle_s=0.01)
+    first = await sup.ensure(start("key"))
+    sup.arm_idle(lambda: True)
+    await asyncio.wait_for(first.wait_closed(), 30)
+    await sup.wait_maintenance()
+    assert sup.client is None and not sup.maintaining
+    # The next ensure starts a fresh child; an idle shutdown is no restart.
+    second = await sup.ensure(start("key"))
+    assert second is not first and sup.restarts == 0
+    await sup.close()
 
 
-def test_supervisor_idle_timer_keeps_a_child_that_is_busy_again():
-    async def main():
-        start = Starter()
-        sup = start.supervisor(idle_s=0.01)
-        first = await sup.ensure(start("key"))
-        asked = asyncio.Event()
+async def test_supervisor_idle_timer_keeps_a_child_that_is_busy_again():
+    start = Starter()
+    sup = start.supervisor(idle_s=0.01)
+    first = await sup.ensure(start("key"))
+    asked = asyncio.Event()
 
-        def is_idle() -> bool:
-            asked.set()
-            return False  # a turn started meanwhile
+    def is_idle() -> bool:
+        asked.set()
+        return False  # a turn started meanwhile
 
-        sup.arm_idle(is_idle)
-        await asyncio.wait_for(asked.wait(), 30)
-        assert sup.client is first and not first.closed and not sup.maintaining
-        await sup.close()
-
-    run(main())
+    sup.arm_idle(is_idle)
+    await asyncio.wait_for(asked.wait(), 30)
+    assert sup.client is first and not first.closed and not sup.maintaining
+    await sup.close()
 
 
-def test_supervisor_ensure_waits_for_an_idle_shutdown_under_way():
-    async def main():
-        start = Starter()
-        sup = start.supervisor(idle_s=3600)
-        first = await sup.ensure(start("key"))
-        sup._idle_shutdown(lambda: True)  # as the timer would
-        assert sup.maintaining
-        second = await sup.ensure(start("key"))  # never races the shutdown
-        assert first.closed and second is not first and not sup.maintaining
-        await sup.close()
-
-    run(main())
+async def test_supervisor_ensure_waits_for_an_idle_shutdown_under_way():
+    start = Starter()
+    sup = start.supervisor(idle_s=3600)
+    first = await sup.ensure(start("key"))
+    sup._idle_shutdown(lambda: True)  # as the timer would
+    assert sup.maintaining
+    second = await sup.ensure(start("key"))  # never races the shutdown
+    assert first.closed and second is not first and not sup.maintaining
+    await sup.close()
 
 
-def test_supervisor_arms_no_timer_without_idle_s_or_without_a_child():
-    async def main():
-        start = Starter()
-        never = start.supervisor(idle_s=0)
-        client = await never.ensure(start("key"))
-        never.arm_idle(lambda: True)
-        assert never._idle_timer is None
-        await never.close()
-        assert client.closed
-        empty = ChildSupervisor(idle_s=3600)
-        empty.arm_idle(lambda: True)  # nothing to close
-        assert empty._idle_timer is None
-        await empty.close()  # no child: nothing to do
-        await empty.wait_maintenance()  # none under way
-
-    run(main())
+async def test_supervisor_arms_no_timer_without_idle_s_or_without_a_child():
+    start = Starter()
+    never = start.supervisor(idle_s=0)
+    client = await never.ensure(start("key"))
+    never.arm_idle(lambda: True)
+    assert never._idle_timer is None
+    await never.close()
+    assert client.closed
+    empty = ChildSupervisor(idle_s=3600)
+    empty.arm_idle(lambda: True)  # nothing to close
+    assert empty._idle_timer is None
+    await empty.close()  # no child: nothing to do
+    await empty.wait_maintenance()  # none under way
 
 
-def test_supervisor_close_cancels_the_idle_timer():
-    async def main():
-        start = Starter()
-        sup = start.supervisor(idle_s=3600)
-        await sup.ensure(start("key"))
-        sup.arm_idle(lambda: True)
-        timer = sup._idle_timer
-        assert timer is not None
-        await sup.close()
-        assert timer.cancelled() and sup._idle_timer is None and sup.client is None
-
-    run(main())
+async def test_supervisor_close_cancels_the_idle_timer():
+    start = Starter()
+    sup = start.supervisor(idle_s=3600)
+    await sup.ensure(start("key"))
+    sup.arm_idle(lambda: True)
+    timer = sup._idle_timer
+    assert timer is not None
+    await sup.close()
+    assert timer.cancelled() and sup._idle_timer is None and sup.client is None
 
 
-def test_supervisor_without_a_prepare_hook_starts_a_bare_client():
-    async def main():
-        start = Starter()
-        sup = ChildSupervisor()
-        client = await sup.ensure(start("key"))
-        assert client is sup.client and start.started == [] and not client.closed
-        await sup.close()
-        assert client.closed
-
-    run(main())
+async def test_supervisor_without_a_prepare_hook_starts_a_bare_client():
+    start = Starter()
+    sup = ChildSupervisor()
+    client = await sup.ensure(start("key"))
+    assert client is sup.client and start.started == [] and not client.closed
+    await sup.close()
+    assert client.closed

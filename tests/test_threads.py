@@ -47,10 +47,6 @@ U2 = Usage.from_wire(USAGE_2)
 Frames = List[Tuple[str, Dict[str, Any]]]
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 60))
-
-
 @contextlib.asynccontextmanager
 async def server(
     behaviour: Any, *args: str, codex_bin: Optional[str] = None
@@ -98,254 +94,218 @@ async def first_delta(turn: Turn) -> AgentMessageDelta:
 # -- input --------------------------------------------------------------------------
 
 
-def test_thread_turn_sends_image_input():
+async def test_thread_turn_sends_image_input():
     # The localImage item is schema-checked on the way out; codex echoes it
     # in the userMessage item with detail:null (reference §3.12).
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            thread = await Thread.start(client)
-            done = await thread.turn(["what is this?", image_input("/abs/pixel.png")]).run()
-            (params,) = sent(seen, "turn/start")
-            assert params == {
-                "threadId": THREAD,
-                "input": [{"type": "text", "text": "what is this?"}, {"type": "localImage", "path": "/abs/pixel.png"}],
-            }
-            user = done.items[0]
-            assert user["type"] == "userMessage"
-            assert user["content"][1] == {"type": "localImage", "path": "/abs/pixel.png", "detail": None}
-
-    run(main())
+    async with server(CodexLike) as (client, seen):
+        thread = await Thread.start(client)
+        done = await thread.turn(["what is this?", image_input("/abs/pixel.png")]).run()
+        (params,) = sent(seen, "turn/start")
+        assert params == {
+            "threadId": THREAD,
+            "input": [{"type": "text", "text": "what is this?"}, {"type": "localImage", "path": "/abs/pixel.png"}],
+        }
+        user = done.items[0]
+        assert user["type"] == "userMessage"
+        assert user["content"][1] == {"type": "localImage", "path": "/abs/pixel.png", "detail": None}
 
 
-def test_thread_turn_passes_other_input_items_through():
+async def test_thread_turn_passes_other_input_items_through():
     # A mention (UserInput's MentionUserInput) is sent as given and echoed so.
     mention = {"type": "mention", "name": "repo", "path": "app://repo"}
 
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            thread = await Thread.start(client)
-            done = await thread.turn(["see", mention]).run()
-            assert sent(seen, "turn/start")[0]["input"][1] == mention
-            assert done.items[0]["content"][1] == mention
-
-    run(main())
+    async with server(CodexLike) as (client, seen):
+        thread = await Thread.start(client)
+        done = await thread.turn(["see", mention]).run()
+        assert sent(seen, "turn/start")[0]["input"][1] == mention
+        assert done.items[0]["content"][1] == mention
 
 
 # -- thread/start ---------------------------------------------------------------------
 
 
-def test_thread_start_sends_options_and_keeps_the_result():
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            thread = await Thread.start(
-                client,
-                cwd="/var/tmp/ws",
-                model="gpt-fake",
-                sandbox="workspace-write",
-                approval_policy="never",
-                params={"ephemeral": True, "model": "gpt-5.4"},
-            )
-            assert sent(seen, "thread/start") == [
-                {
-                    "cwd": "/var/tmp/ws",
-                    "model": "gpt-5.4",  # params override the keyword options
-                    "sandbox": "workspace-write",
-                    "approvalPolicy": "never",
-                    "ephemeral": True,
-                }
-            ]
-            assert thread.id == THREAD
-            assert thread.info["approvalPolicy"] == "never"
-            assert thread.info["thread"]["id"] == THREAD
-
-    run(main())
+async def test_thread_start_sends_options_and_keeps_the_result():
+    async with server(CodexLike) as (client, seen):
+        thread = await Thread.start(
+            client,
+            cwd="/var/tmp/ws",
+            model="gpt-fake",
+            sandbox="workspace-write",
+            approval_policy="never",
+            params={"ephemeral": True, "model": "gpt-5.4"},
+        )
+        assert sent(seen, "thread/start") == [
+            {
+                "cwd": "/var/tmp/ws",
+                "model": "gpt-5.4",  # params override the keyword options
+                "sandbox": "workspace-write",
+                "approvalPolicy": "never",
+                "ephemeral": True,
+            }
+        ]
+        assert thread.id == THREAD
+        assert thread.info["approvalPolicy"] == "never"
+        assert thread.info["thread"]["id"] == THREAD
 
 
-def test_thread_start_with_no_options_sends_empty_params():
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            await Thread.start(client)
-            assert sent(seen, "thread/start") == [{}]
-
-    run(main())
+async def test_thread_start_with_no_options_sends_empty_params():
+    async with server(CodexLike) as (client, seen):
+        await Thread.start(client)
+        assert sent(seen, "thread/start") == [{}]
 
 
-def test_thread_warning_during_thread_start_reaches_the_thread():
+async def test_thread_warning_during_thread_start_reaches_the_thread():
     # codex sends it before the thread/start response (reference §2).
-    async def main():
-        async with server(tb.ThreadWarning) as (client, _seen):
-            thread = await Thread.start(client)
-            first = await thread._sub.get(timeout=30)
-            assert first["method"] == "warning"
-            assert first["params"]["threadId"] == THREAD
-            assert (await thread._sub.get(timeout=30))["method"] == "thread/started"
-            # And the turn stream is not disturbed by it.
-            done = await thread.turn("hi").run()
-            assert done.status == "completed"
-
-    run(main())
+    async with server(tb.ThreadWarning) as (client, _seen):
+        thread = await Thread.start(client)
+        first = await thread._sub.get(timeout=30)
+        assert first["method"] == "warning"
+        assert first["params"]["threadId"] == THREAD
+        assert (await thread._sub.get(timeout=30))["method"] == "thread/started"
+        # And the turn stream is not disturbed by it.
+        done = await thread.turn("hi").run()
+        assert done.status == "completed"
 
 
-def test_thread_warning_is_not_an_event_of_the_turn():
+async def test_thread_warning_is_not_an_event_of_the_turn():
     # Left in the subscription, the warning and thread/started are ignored
     # methods (mapping.IGNORED): the turn yields neither.
-    async def main():
-        async with server(tb.ThreadWarning) as (client, _seen):
-            thread = await Thread.start(client)
-            events = await collect(thread.turn("hi"))
-            assert kinds(events) == [
-                "ItemStarted",
-                "ItemCompleted",
-                "ItemStarted",
-                "AgentMessageDelta",
-                "ItemCompleted",
-                "TokenUsage",
-                "TurnCompleted",
-            ]
-
-    run(main())
+    async with server(tb.ThreadWarning) as (client, _seen):
+        thread = await Thread.start(client)
+        events = await collect(thread.turn("hi"))
+        assert kinds(events) == [
+            "ItemStarted",
+            "ItemCompleted",
+            "ItemStarted",
+            "AgentMessageDelta",
+            "ItemCompleted",
+            "TokenUsage",
+            "TurnCompleted",
+        ]
 
 
-def test_thread_close_stops_listening():
+async def test_thread_close_stops_listening():
     # After close() nobody listens to the thread: what codex sends for it is
     # held for the next subscriber instead of going to the closed one.
-    async def main():
-        async with server(CodexLike) as (client, _seen):
-            thread = await Thread.start(client)
-            assert (await thread._sub.get(timeout=30))["method"] == "thread/started"
-            thread.close()
-            thread.close()  # idempotent
-            await client.request("turn/start", {"threadId": THREAD, "input": [text_input("hi")]}, timeout=30)
-            later = client.subscribe(THREAD)
-            methods = []
-            while not methods or methods[-1] != "turn/completed":
-                methods.append((await later.get(timeout=30))["method"])
-            assert methods[:2] == ["thread/status/changed", "turn/started"]
-            assert thread._sub.pending() == 0
-
-    run(main())
+    async with server(CodexLike) as (client, _seen):
+        thread = await Thread.start(client)
+        assert (await thread._sub.get(timeout=30))["method"] == "thread/started"
+        thread.close()
+        thread.close()  # idempotent
+        await client.request("turn/start", {"threadId": THREAD, "input": [text_input("hi")]}, timeout=30)
+        later = client.subscribe(THREAD)
+        methods = []
+        while not methods or methods[-1] != "turn/completed":
+            methods.append((await later.get(timeout=30))["method"])
+        assert methods[:2] == ["thread/status/changed", "turn/started"]
+        assert thread._sub.pending() == 0
 
 
 # -- a plain turn ---------------------------------------------------------------------
 
 
-def test_turn_plain_events_items_and_usage():
-    async def main():
-        async with server(tb.Plain) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("say hi")
-            events = await collect(turn)
-            assert kinds(events) == [
-                "ItemStarted",  # userMessage
-                "ItemCompleted",
-                "ItemStarted",  # reasoning
-                "ReasoningSummaryDelta",
-                "ReasoningSummaryDelta",
-                "ItemCompleted",
-                "ItemStarted",  # commandExecution
-                "CommandOutputDelta",
-                "ItemCompleted",
-                "TokenUsage",
-                "ItemStarted",  # agentMessage
-                "AgentMessageDelta",
-                "AgentMessageDelta",
-                "ItemCompleted",
-                "TokenUsage",
-                "TurnCompleted",
-            ]
-            assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["Hel", "lo"]
-            assert [e.delta for e in events if isinstance(e, ReasoningSummaryDelta)] == ["**Planning** ", "the answer."]
-            assert [e.delta for e in events if isinstance(e, CommandOutputDelta)] == ["done\n"]
-            usage = [e for e in events if isinstance(e, TokenUsage)]
-            assert [u.last for u in usage] == [U1, U2]
-            assert usage[-1].total == U1 + U2
-            assert usage[-1].context_window == 258400
+async def test_turn_plain_events_items_and_usage():
+    async with server(tb.Plain) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("say hi")
+        events = await collect(turn)
+        assert kinds(events) == [
+            "ItemStarted",  # userMessage
+            "ItemCompleted",
+            "ItemStarted",  # reasoning
+            "ReasoningSummaryDelta",
+            "ReasoningSummaryDelta",
+            "ItemCompleted",
+            "ItemStarted",  # commandExecution
+            "CommandOutputDelta",
+            "ItemCompleted",
+            "TokenUsage",
+            "ItemStarted",  # agentMessage
+            "AgentMessageDelta",
+            "AgentMessageDelta",
+            "ItemCompleted",
+            "TokenUsage",
+            "TurnCompleted",
+        ]
+        assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["Hel", "lo"]
+        assert [e.delta for e in events if isinstance(e, ReasoningSummaryDelta)] == ["**Planning** ", "the answer."]
+        assert [e.delta for e in events if isinstance(e, CommandOutputDelta)] == ["done\n"]
+        usage = [e for e in events if isinstance(e, TokenUsage)]
+        assert [u.last for u in usage] == [U1, U2]
+        assert usage[-1].total == U1 + U2
+        assert usage[-1].context_window == 258400
 
-            done = events[-1]
-            assert done is turn.completed
-            assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
-            # The turn's history in completion order (not the wire's summary).
-            assert [(i["type"], i["id"]) for i in done.items] == [
-                ("userMessage", USER_ITEM),
-                ("reasoning", "rs_1"),
-                ("commandExecution", "call_cmd_1"),
-                ("agentMessage", "msg_1"),
-            ]
-            assert done.items[-1]["text"] == "Hello"
-            assert done.abandoned == ()
-            assert done.usage == U1 + U2 == turn.usage
-            assert turn.id == TURN and turn.done
-            assert set(turn.items) == {USER_ITEM, "rs_1", "call_cmd_1", "msg_1"}
-            # The books are the turn's fold, shared with whoever reads them.
-            assert turn.books.done and turn.books.completed is done
-            assert [c.call_id for c in turn.books.started_tools()] == ["call_cmd_1"]
-            # The stream is over.
-            assert await collect(turn) == []
-            assert sent(seen, "turn/start") == [{"threadId": THREAD, "input": [{"type": "text", "text": "say hi"}]}]
-            assert sent(seen, "turn/interrupt") == []
-
-    run(main())
+        done = events[-1]
+        assert done is turn.completed
+        assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
+        # The turn's history in completion order (not the wire's summary).
+        assert [(i["type"], i["id"]) for i in done.items] == [
+            ("userMessage", USER_ITEM),
+            ("reasoning", "rs_1"),
+            ("commandExecution", "call_cmd_1"),
+            ("agentMessage", "msg_1"),
+        ]
+        assert done.items[-1]["text"] == "Hello"
+        assert done.abandoned == ()
+        assert done.usage == U1 + U2 == turn.usage
+        assert turn.id == TURN and turn.done
+        assert set(turn.items) == {USER_ITEM, "rs_1", "call_cmd_1", "msg_1"}
+        # The books are the turn's fold, shared with whoever reads them.
+        assert turn.books.done and turn.books.completed is done
+        assert [c.call_id for c in turn.books.started_tools()] == ["call_cmd_1"]
+        # The stream is over.
+        assert await collect(turn) == []
+        assert sent(seen, "turn/start") == [{"threadId": THREAD, "input": [{"type": "text", "text": "say hi"}]}]
+        assert sent(seen, "turn/interrupt") == []
 
 
-def test_turn_params_are_added_to_turn_start():
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            thread = await Thread.start(client)
-            await thread.turn("hi", params={"model": "gpt-5.4", "effort": "low"}).run()
-            assert sent(seen, "turn/start") == [
-                {"threadId": THREAD, "input": [{"type": "text", "text": "hi"}], "model": "gpt-5.4", "effort": "low"}
-            ]
-
-    run(main())
+async def test_turn_params_are_added_to_turn_start():
+    async with server(CodexLike) as (client, seen):
+        thread = await Thread.start(client)
+        await thread.turn("hi", params={"model": "gpt-5.4", "effort": "low"}).run()
+        assert sent(seen, "turn/start") == [
+            {"threadId": THREAD, "input": [{"type": "text", "text": "hi"}], "model": "gpt-5.4", "effort": "low"}
+        ]
 
 
-def test_turn_run_returns_turn_completed_and_threads_outlive_turns():
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            thread = await Thread.start(client)
-            first = await thread.turn("one").run()
-            second = await thread.turn("two").run()
-            assert isinstance(first, TurnCompleted) and isinstance(second, TurnCompleted)
-            assert (first.turn_id, second.turn_id) == (TURNS[0], TURNS[1])
-            assert first.status == second.status == "completed"
-            assert first.usage == second.usage == U1
-            assert sent(seen, "turn/interrupt") == []
-
-    run(main())
+async def test_turn_run_returns_turn_completed_and_threads_outlive_turns():
+    async with server(CodexLike) as (client, seen):
+        thread = await Thread.start(client)
+        first = await thread.turn("one").run()
+        second = await thread.turn("two").run()
+        assert isinstance(first, TurnCompleted) and isinstance(second, TurnCompleted)
+        assert (first.turn_id, second.turn_id) == (TURNS[0], TURNS[1])
+        assert first.status == second.status == "completed"
+        assert first.usage == second.usage == U1
+        assert sent(seen, "turn/interrupt") == []
 
 
-def test_turn_notifications_before_the_turn_start_response_are_kept():
+async def test_turn_notifications_before_the_turn_start_response_are_kept():
     # codex can stream before it answers turn/start; the subscription exists first.
-    async def main():
-        async with server(tb.Early) as (client, _seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            events = await collect(turn)
-            # The delta that came before the response -- and before its item/started.
-            assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["early ", "late"]
-            first = next(i for i, e in enumerate(events) if isinstance(e, AgentMessageDelta))
-            msg_started = next(i for i, e in enumerate(events) if isinstance(e, ItemStarted) and e.item_id == "msg_1")
-            assert first < msg_started
-            assert events[-1].items[-1]["text"] == "early late"
-
-    run(main())
+    async with server(tb.Early) as (client, _seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        events = await collect(turn)
+        # The delta that came before the response -- and before its item/started.
+        assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["early ", "late"]
+        first = next(i for i, e in enumerate(events) if isinstance(e, AgentMessageDelta))
+        msg_started = next(i for i, e in enumerate(events) if isinstance(e, ItemStarted) and e.item_id == "msg_1")
+        assert first < msg_started
+        assert events[-1].items[-1]["text"] == "early late"
 
 
-def test_turn_filters_other_turns_and_threads():
-    async def main():
-        async with server(tb.Filtering) as (client, _seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            events = await collect(turn)
-            assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["mine"]
-            done = events[-1]
-            assert [e for e in events if isinstance(e, TurnCompleted)] == [done]
-            assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
-            assert [i["id"] for i in done.items] == [USER_ITEM, "msg_1"]
-            assert done.usage == U1  # the other turn's usage is not counted
-            assert [e.last for e in events if isinstance(e, TokenUsage)] == [U1]
-
-    run(main())
+async def test_turn_filters_other_turns_and_threads():
+    async with server(tb.Filtering) as (client, _seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        events = await collect(turn)
+        assert [e.delta for e in events if isinstance(e, AgentMessageDelta)] == ["mine"]
+        done = events[-1]
+        assert [e for e in events if isinstance(e, TurnCompleted)] == [done]
+        assert (done.turn_id, done.status, done.error) == (TURN, "completed", None)
+        assert [i["id"] for i in done.items] == [USER_ITEM, "msg_1"]
+        assert done.usage == U1  # the other turn's usage is not counted
+        assert [e.last for e in events if isinstance(e, TokenUsage)] == [U1]
 
 
 class TrailingFrames(tb.Filtering):
@@ -356,269 +316,221 @@ class TrailingFrames(tb.Filtering):
         self.delta("msg_next", "next turn", turn="turn-next")
 
 
-def test_turn_burst_takes_every_queued_event_and_stops_at_the_turns_end():
+async def test_turn_burst_takes_every_queued_event_and_stops_at_the_turns_end():
     # The agent's loop: the events of the bursts, concatenated, are exactly the
     # turn's events as ``async for`` yields them; another turn's frames in the
     # queue are folded away; a frame queued behind turn/completed stays queued.
-    async def main():
-        async with server(tb.Filtering) as (client, _seen):
-            expected = await collect((await Thread.start(client)).turn("hi"))
-        async with server(TrailingFrames) as (client, _seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            got = await turn._burst()  # starts the turn; at least one event
-            queued = thread._sub._items
-            while not any(n.params.get("turnId") == "turn-next" for n in queued):
-                await asyncio.sleep(0)  # until the whole script is queued
-            while not turn.done:
-                burst = await turn._burst()
-                assert burst
-                got += burst
-            assert got == expected and isinstance(got[-1], TurnCompleted)
-            assert await turn._burst() == []
-            assert [n.params.get("turnId") for n in queued] == ["turn-next"]
-
-    run(main())
+    async with server(tb.Filtering) as (client, _seen):
+        expected = await collect((await Thread.start(client)).turn("hi"))
+    async with server(TrailingFrames) as (client, _seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        got = await turn._burst()  # starts the turn; at least one event
+        queued = thread._sub._items
+        while not any(n.params.get("turnId") == "turn-next" for n in queued):
+            await asyncio.sleep(0)  # until the whole script is queued
+        while not turn.done:
+            burst = await turn._burst()
+            assert burst
+            got += burst
+        assert got == expected and isinstance(got[-1], TurnCompleted)
+        assert await turn._burst() == []
+        assert [n.params.get("turnId") for n in queued] == ["turn-next"]
 
 
-def test_turn_item_bookkeeping_abandoned_last_writer_and_early_delta():
-    async def main():
-        async with server(tb.Bookkeeping) as (client, _seen):
-            thread = await Thread.start(client)
-            events = await collect(thread.turn("hi"))
-            done = events[-1]
-            # Started, streamed, never completed (a cut stream that was retried).
-            assert done.abandoned == ("msg_cut_1",)
-            # Started and completed three times: once in items, the last payload.
-            assert [i["id"] for i in done.items] == [USER_ITEM, "msg_inc", "msg_late"]
-            assert done.items[1]["text"] == "attempt 3"
-            assert sum(1 for e in events if isinstance(e, ItemCompleted) and e.item_id == "msg_inc") == 3
-            # A delta before its item/started is still yielded, in order.
-            late = [i for i, e in enumerate(events) if getattr(e, "item_id", None) == "msg_late"]
-            assert isinstance(events[late[0]], AgentMessageDelta) and events[late[0]].delta == "late "
-            assert isinstance(events[late[1]], ItemStarted)
-            assert [e.message for e in events if isinstance(e, RetryingError)] == ["Reconnecting... 1/5"]
-
-    run(main())
+async def test_turn_item_bookkeeping_abandoned_last_writer_and_early_delta():
+    async with server(tb.Bookkeeping) as (client, _seen):
+        thread = await Thread.start(client)
+        events = await collect(thread.turn("hi"))
+        done = events[-1]
+        # Started, streamed, never completed (a cut stream that was retried).
+        assert done.abandoned == ("msg_cut_1",)
+        # Started and completed three times: once in items, the last payload.
+        assert [i["id"] for i in done.items] == [USER_ITEM, "msg_inc", "msg_late"]
+        assert done.items[1]["text"] == "attempt 3"
+        assert sum(1 for e in events if isinstance(e, ItemCompleted) and e.item_id == "msg_inc") == 3
+        # A delta before its item/started is still yielded, in order.
+        late = [i for i, e in enumerate(events) if getattr(e, "item_id", None) == "msg_late"]
+        assert isinstance(events[late[0]], AgentMessageDelta) and events[late[0]].delta == "late "
+        assert isinstance(events[late[1]], ItemStarted)
+        assert [e.message for e in events if isinstance(e, RetryingError)] == ["Reconnecting... 1/5"]
 
 
-def test_turn_retrying_errors_are_events_and_the_turn_goes_on():
-    async def main():
-        async with server(tb.Retrying) as (client, _seen):
-            thread = await Thread.start(client)
-            events = await collect(thread.turn("hi"))
-            retries = [e for e in events if isinstance(e, RetryingError)]
-            assert [r.message for r in retries] == ["Reconnecting... 1/5", "Reconnecting... 2/5"]
-            assert retries[0].info == {"responseStreamDisconnected": {"httpStatusCode": 401}}
-            assert retries[0].details.startswith("unexpected status 401")
-            done = events[-1]
-            assert (done.status, done.error) == ("completed", None)
-            assert done.items[-1]["text"] == "recovered"
-
-    run(main())
+async def test_turn_retrying_errors_are_events_and_the_turn_goes_on():
+    async with server(tb.Retrying) as (client, _seen):
+        thread = await Thread.start(client)
+        events = await collect(thread.turn("hi"))
+        retries = [e for e in events if isinstance(e, RetryingError)]
+        assert [r.message for r in retries] == ["Reconnecting... 1/5", "Reconnecting... 2/5"]
+        assert retries[0].info == {"responseStreamDisconnected": {"httpStatusCode": 401}}
+        assert retries[0].details.startswith("unexpected status 401")
+        done = events[-1]
+        assert (done.status, done.error) == ("completed", None)
+        assert done.items[-1]["text"] == "recovered"
 
 
-def test_turn_failed_carries_the_turn_error():
-    async def main():
-        async with server(tb.Failed, "with-error") as (client, _seen):
-            thread = await Thread.start(client)
-            events = await collect(thread.turn("hi"))
-            # error{willRetry:false} is not an event of its own.
-            assert not [e for e in events if isinstance(e, RetryingError)]
-            done = events[-1]
-            assert (done.status, done.error) == ("failed", TURN_ERROR)
-            assert done.error_message == TURN_ERROR["message"]
-
-    run(main())
+async def test_turn_failed_carries_the_turn_error():
+    async with server(tb.Failed, "with-error") as (client, _seen):
+        thread = await Thread.start(client)
+        events = await collect(thread.turn("hi"))
+        # error{willRetry:false} is not an event of its own.
+        assert not [e for e in events if isinstance(e, RetryingError)]
+        done = events[-1]
+        assert (done.status, done.error) == ("failed", TURN_ERROR)
+        assert done.error_message == TURN_ERROR["message"]
 
 
-def test_turn_failed_without_error_takes_the_error_notification():
-    async def main():
-        async with server(tb.Failed, "no-error") as (client, _seen):
-            thread = await Thread.start(client)
-            done = await thread.turn("hi").run()
-            assert (done.status, done.error) == ("failed", TURN_ERROR)
-
-    run(main())
+async def test_turn_failed_without_error_takes_the_error_notification():
+    async with server(tb.Failed, "no-error") as (client, _seen):
+        thread = await Thread.start(client)
+        done = await thread.turn("hi").run()
+        assert (done.status, done.error) == ("failed", TURN_ERROR)
 
 
-def test_turn_interrupted_after_a_final_error_has_no_error():
-    async def main():
-        async with server(tb.Failed, "interrupted") as (client, _seen):
-            thread = await Thread.start(client)
-            done = await thread.turn("hi").run()
-            assert (done.status, done.error) == ("interrupted", None)
-
-    run(main())
+async def test_turn_interrupted_after_a_final_error_has_no_error():
+    async with server(tb.Failed, "interrupted") as (client, _seen):
+        thread = await Thread.start(client)
+        done = await thread.turn("hi").run()
+        assert (done.status, done.error) == ("interrupted", None)
 
 
-def test_turn_start_refused_raises_rpc_error():
-    async def main():
-        async with server(tb.RejectTurn) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            with pytest.raises(RpcError) as caught:
-                await turn.run()
-            assert (caught.value.code, caught.value.message) == (-32600, "Invalid request: missing field `input`")
-            # Nothing to interrupt: the turn never got an id.
-            assert turn.done and turn.id is None
-            assert sent(seen, "turn/interrupt") == []
-
-    run(main())
+async def test_turn_start_refused_raises_rpc_error():
+    async with server(tb.RejectTurn) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        with pytest.raises(RpcError) as caught:
+            await turn.run()
+        assert (caught.value.code, caught.value.message) == (-32600, "Invalid request: missing field `input`")
+        # Nothing to interrupt: the turn never got an id.
+        assert turn.done and turn.id is None
+        assert sent(seen, "turn/interrupt") == []
 
 
 @pytest.mark.frame_problems("item/hologram/delta")
-def test_turn_unknown_notification_is_unmapped():
-    async def main():
-        async with server(tb.Unmapped) as (client, _seen):
-            thread = await Thread.start(client)
-            events = await collect(thread.turn("hi"))
-            (unmapped,) = [e for e in events if isinstance(e, Unmapped)]
-            assert unmapped.method == "item/hologram/delta"
-            assert unmapped.params["delta"] == "3d"
-            assert events[-1].status == "completed"
-
-    run(main())
+async def test_turn_unknown_notification_is_unmapped():
+    async with server(tb.Unmapped) as (client, _seen):
+        thread = await Thread.start(client)
+        events = await collect(thread.turn("hi"))
+        (unmapped,) = [e for e in events if isinstance(e, Unmapped)]
+        assert unmapped.method == "item/hologram/delta"
+        assert unmapped.params["delta"] == "3d"
+        assert events[-1].status == "completed"
 
 
 # -- stopping a turn ----------------------------------------------------------------------
 
 
-def test_turn_cancelling_the_consumer_interrupts_and_waits_for_completion():
-    async def main():
-        async with server(tb.Interruptible) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            got_delta = asyncio.get_running_loop().create_future()
+async def test_turn_cancelling_the_consumer_interrupts_and_waits_for_completion():
+    async with server(tb.Interruptible) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        got_delta = asyncio.get_running_loop().create_future()
 
-            async def consume():
-                async for event in turn:
-                    if isinstance(event, AgentMessageDelta) and not got_delta.done():
-                        got_delta.set_result(event)
+        async def consume():
+            async for event in turn:
+                if isinstance(event, AgentMessageDelta) and not got_delta.done():
+                    got_delta.set_result(event)
 
-            task = asyncio.ensure_future(consume())
-            assert (await got_delta).delta == "Hel"
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
-            # It waited for turn/completed and kept the books.
-            assert turn.done
-            assert turn.completed is not None and turn.completed.status == "interrupted"
-            assert turn.completed.abandoned == ("msg_1",)
-            # The fake really got the interrupt.
-            interrupts = [f for f in await received_by_fake(client) if f["method"] == "turn/interrupt"]
-            assert interrupts == [{"method": "turn/interrupt", "params": {"threadId": THREAD, "turnId": TURN}}]
-            assert await collect(turn) == []
-
-    run(main())
+        task = asyncio.ensure_future(consume())
+        assert (await got_delta).delta == "Hel"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+        # It waited for turn/completed and kept the books.
+        assert turn.done
+        assert turn.completed is not None and turn.completed.status == "interrupted"
+        assert turn.completed.abandoned == ("msg_1",)
+        # The fake really got the interrupt.
+        interrupts = [f for f in await received_by_fake(client) if f["method"] == "turn/interrupt"]
+        assert interrupts == [{"method": "turn/interrupt", "params": {"threadId": THREAD, "turnId": TURN}}]
+        assert await collect(turn) == []
 
 
-def test_turn_leaving_async_with_early_interrupts():
-    async def main():
-        async with server(tb.Interruptible) as (client, seen):
-            thread = await Thread.start(client)
-            async with thread.turn("hi") as turn:
-                assert (await first_delta(turn)).delta == "Hel"
-            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
-            assert turn.done and turn.completed.status == "interrupted"
-            # The thread is free for the next turn, which gets its own id.
-            async with thread.turn("again") as second:
-                await first_delta(second)
-            assert second.id == TURNS[1]
-            assert second.completed.status == "interrupted"
-
-    run(main())
+async def test_turn_leaving_async_with_early_interrupts():
+    async with server(tb.Interruptible) as (client, seen):
+        thread = await Thread.start(client)
+        async with thread.turn("hi") as turn:
+            assert (await first_delta(turn)).delta == "Hel"
+        assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+        assert turn.done and turn.completed.status == "interrupted"
+        # The thread is free for the next turn, which gets its own id.
+        async with thread.turn("again") as second:
+            await first_delta(second)
+        assert second.id == TURNS[1]
+        assert second.completed.status == "interrupted"
 
 
-def test_turn_aclose_interrupts_once():
-    async def main():
-        async with server(tb.Interruptible) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            await first_delta(turn)
-            await turn.aclose()
-            await turn.aclose()
-            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
-            assert turn.completed.status == "interrupted"
-
-    run(main())
+async def test_turn_aclose_interrupts_once():
+    async with server(tb.Interruptible) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        await first_delta(turn)
+        await turn.aclose()
+        await turn.aclose()
+        assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+        assert turn.completed.status == "interrupted"
 
 
-def test_turn_aclose_after_completion_sends_nothing():
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            thread = await Thread.start(client)
-            async with thread.turn("hi") as turn:
-                await collect(turn)
-            await turn.interrupt()  # done: a no-op
-            assert sent(seen, "turn/interrupt") == []
-
-    run(main())
+async def test_turn_aclose_after_completion_sends_nothing():
+    async with server(CodexLike) as (client, seen):
+        thread = await Thread.start(client)
+        async with thread.turn("hi") as turn:
+            await collect(turn)
+        await turn.interrupt()  # done: a no-op
+        assert sent(seen, "turn/interrupt") == []
 
 
-def test_turn_aclose_before_start_sends_nothing():
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            await turn.interrupt()  # not started: a no-op
-            await turn.aclose()
-            assert turn.done and turn.id is None
-            assert await collect(turn) == []
-            assert sent(seen, "turn/start") == [] and sent(seen, "turn/interrupt") == []
-
-    run(main())
+async def test_turn_aclose_before_start_sends_nothing():
+    async with server(CodexLike) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        await turn.interrupt()  # not started: a no-op
+        await turn.aclose()
+        assert turn.done and turn.id is None
+        assert await collect(turn) == []
+        assert sent(seen, "turn/start") == [] and sent(seen, "turn/interrupt") == []
 
 
-def test_turn_explicit_interrupt_ends_with_interrupted():
-    async def main():
-        async with server(tb.Interruptible) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            await first_delta(turn)
-            await turn.interrupt()
-            rest = await collect(turn)
-            assert kinds(rest) == ["TurnCompleted"]
-            assert rest[-1].status == "interrupted"
-            assert rest[-1].abandoned == ("msg_1",)
-            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
-
-    run(main())
+async def test_turn_explicit_interrupt_ends_with_interrupted():
+    async with server(tb.Interruptible) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        await first_delta(turn)
+        await turn.interrupt()
+        rest = await collect(turn)
+        assert kinds(rest) == ["TurnCompleted"]
+        assert rest[-1].status == "interrupted"
+        assert rest[-1].abandoned == ("msg_1",)
+        assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
 
 
-def test_turn_interrupt_when_codex_says_no_active_turn():
+async def test_turn_interrupt_when_codex_says_no_active_turn():
     # The turn ended before the interrupt arrived: -32600 "no active turn to
     # interrupt" (reference §3.11); the turn/completed already sent is drained.
-    async def main():
-        async with server(tb.NoActiveTurn) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            await first_delta(turn)
-            await turn.aclose()
-            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
-            errors = [f["error"] for d, f in seen if d == "in" and "error" in f]
-            assert errors == [{"code": -32600, "message": "no active turn to interrupt"}]
-            assert turn.done and turn.completed.status == "completed"
-            assert turn.completed.items[-1]["text"] == "Hello"
-
-    run(main())
+    async with server(tb.NoActiveTurn) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        await first_delta(turn)
+        await turn.aclose()
+        assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+        errors = [f["error"] for d, f in seen if d == "in" and "error" in f]
+        assert errors == [{"code": -32600, "message": "no active turn to interrupt"}]
+        assert turn.done and turn.completed.status == "completed"
+        assert turn.completed.items[-1]["text"] == "Hello"
 
 
-def test_thread_interrupt_without_active_turn_raises_rpc_error():
-    async def main():
-        async with server(CodexLike) as (client, _seen):
-            thread = await Thread.start(client)
-            with pytest.raises(RpcError) as caught:
-                await thread.interrupt(TURN)
-            assert caught.value.code == -32600
-            assert "no active turn to interrupt" in str(caught.value)
-
-    run(main())
+async def test_thread_interrupt_without_active_turn_raises_rpc_error():
+    async with server(CodexLike) as (client, _seen):
+        thread = await Thread.start(client)
+        with pytest.raises(RpcError) as caught:
+            await thread.interrupt(TURN)
+        assert caught.value.code == -32600
+        assert "no active turn to interrupt" in str(caught.value)
 
 
-def test_turn_interrupt_grace_expires_without_turn_completed(caplog):
-    async def main():
+async def test_turn_interrupt_grace_expires_without_turn_completed(caplog):
+    with caplog.at_level(logging.INFO, logger="codexmini.thread"):
         async with server(tb.SilentInterrupt) as (client, seen):
             thread = await Thread.start(client)
             turn = thread.turn("hi", interrupt_grace=0.3)
@@ -626,236 +538,194 @@ def test_turn_interrupt_grace_expires_without_turn_completed(caplog):
             await turn.aclose()
             assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
             assert turn.done and turn.completed is None
-
-    with caplog.at_level(logging.INFO, logger="codexmini.thread"):
-        run(main())
     assert "no clean end after interrupt" in caplog.text
 
 
-def test_turn_process_exit_during_interrupt_ends_the_wait():
-    async def main():
-        async with server(tb.ExitOnInterrupt) as (client, _seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            await first_delta(turn)
-            await turn.aclose()
-            assert turn.done and turn.completed is None
-            await client.wait_closed()
-            assert client.returncode == 0
-
-    run(main())
+async def test_turn_process_exit_during_interrupt_ends_the_wait():
+    async with server(tb.ExitOnInterrupt) as (client, _seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        await first_delta(turn)
+        await turn.aclose()
+        assert turn.done and turn.completed is None
+        await client.wait_closed()
+        assert client.returncode == 0
 
 
 @pytest.mark.parametrize("transport", ["memory", "pipes"])
-def test_turn_child_exit_mid_turn_raises_process_exited(transport, tmp_path):
+async def test_turn_child_exit_mid_turn_raises_process_exited(transport, tmp_path):
     # Over pipes, the exit code and the stderr tail come from a real process.
     codex_bin = None
     if transport == "pipes":
         codex_bin = FakeAppServer("thread_behaviours:ExitMidTurn").executable(str(tmp_path), [tb.TESTS])
 
-    async def main():
-        async with server(tb.ExitMidTurn, codex_bin=codex_bin) as (client, _seen):
-            assert (client.pid is None) == (transport == "memory")
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            with pytest.raises(ProcessExited) as caught:
-                async with turn:
-                    await collect(turn)
-            assert caught.value.returncode == 3
-            assert "dying mid-turn on purpose" in caught.value.stderr_tail
-            assert turn.done and turn.completed is None
-            # The books keep what streamed before the exit.
-            assert list(turn.books.open) == ["msg_1"]
-
-    run(main())
+    async with server(tb.ExitMidTurn, codex_bin=codex_bin) as (client, _seen):
+        assert (client.pid is None) == (transport == "memory")
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        with pytest.raises(ProcessExited) as caught:
+            async with turn:
+                await collect(turn)
+        assert caught.value.returncode == 3
+        assert "dying mid-turn on purpose" in caught.value.stderr_tail
+        assert turn.done and turn.completed is None
+        # The books keep what streamed before the exit.
+        assert list(turn.books.open) == ["msg_1"]
 
 
-def test_turn_idle_timeout_raises_turn_timeout():
-    async def main():
-        async with server(tb.Silent) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi", idle_timeout=0.3)
-            with pytest.raises(TurnTimeout) as caught:
-                async with turn:
-                    await collect(turn)
-            # A codexmini error, not asyncio's (issue 9 item 5), naming the turn.
-            assert isinstance(caught.value, CodexminiError) and not isinstance(caught.value, asyncio.TimeoutError)
-            assert (caught.value.turn_id, caught.value.timeout) == (TURN, 0.3)
-            # Leaving the block interrupted the stalled turn.
-            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
-            assert turn.completed.status == "interrupted"
-
-    run(main())
+async def test_turn_idle_timeout_raises_turn_timeout():
+    async with server(tb.Silent) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi", idle_timeout=0.3)
+        with pytest.raises(TurnTimeout) as caught:
+            async with turn:
+                await collect(turn)
+        # A codexmini error, not asyncio's (issue 9 item 5), naming the turn.
+        assert isinstance(caught.value, CodexminiError) and not isinstance(caught.value, asyncio.TimeoutError)
+        assert (caught.value.turn_id, caught.value.timeout) == (TURN, 0.3)
+        # Leaving the block interrupted the stalled turn.
+        assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+        assert turn.completed.status == "interrupted"
 
 
-def test_a_turn_goes_on_after_an_idle_timeout_the_caller_caught():
+async def test_a_turn_goes_on_after_an_idle_timeout_the_caller_caught():
     # The idle timeout is a question to the caller, not the end of the turn:
     # caught outside `async with` (nothing interrupts), iteration goes on where
     # it stopped -- with async for or __anext__, which share one stream.
-    async def main():
-        async with server(tb.Steer) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("start working", idle_timeout=0.3)
-            assert isinstance(await turn.__anext__(), ItemStarted)
-            seen_events = []
-            with pytest.raises(TurnTimeout):
-                async for event in turn:
-                    seen_events.append(event)
-            assert type(seen_events[-1]) is AgentMessageDelta and seen_events[-1].delta == "Working"
-            assert not turn.done and sent(seen, "turn/interrupt") == []
-            assert turn.__aiter__() is turn.__aiter__()  # one stream again, a fresh one
-            await turn.steer("also this")
-            rest = [event async for event in turn]
-            assert type(rest[-1]) is TurnCompleted and rest[-1].status == "completed"
-            assert turn.done and [e async for e in turn] == [] and sent(seen, "turn/interrupt") == []
-
-    run(main())
+    async with server(tb.Steer) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("start working", idle_timeout=0.3)
+        assert isinstance(await turn.__anext__(), ItemStarted)
+        seen_events = []
+        with pytest.raises(TurnTimeout):
+            async for event in turn:
+                seen_events.append(event)
+        assert type(seen_events[-1]) is AgentMessageDelta and seen_events[-1].delta == "Working"
+        assert not turn.done and sent(seen, "turn/interrupt") == []
+        assert turn.__aiter__() is turn.__aiter__()  # one stream again, a fresh one
+        await turn.steer("also this")
+        rest = [event async for event in turn]
+        assert type(rest[-1]) is TurnCompleted and rest[-1].status == "completed"
+        assert turn.done and [e async for e in turn] == [] and sent(seen, "turn/interrupt") == []
 
 
-def test_turn_cancelled_during_turn_start_still_interrupts():
-    async def main():
-        behaviour = tb.SlowStart()
-        async with server(behaviour) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            watcher = client.subscribe(AppServerClient.ALL)
-            task = asyncio.ensure_future(collect(turn))
-            # The fake says it got turn/start; it answers once the gate opens.
-            while (await watcher.get(timeout=30))["method"] != "warning":
-                pass
-            task.cancel()
-            await asyncio.sleep(0)  # the cancel lands while turn/start is in flight
-            behaviour.gate.set()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            assert turn.id == TURN
-            assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
-            assert turn.completed.status == "interrupted"
-
-    run(main())
+async def test_turn_cancelled_during_turn_start_still_interrupts():
+    behaviour = tb.SlowStart()
+    async with server(behaviour) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        watcher = client.subscribe(AppServerClient.ALL)
+        task = asyncio.ensure_future(collect(turn))
+        # The fake says it got turn/start; it answers once the gate opens.
+        while (await watcher.get(timeout=30))["method"] != "warning":
+            pass
+        task.cancel()
+        await asyncio.sleep(0)  # the cancel lands while turn/start is in flight
+        behaviour.gate.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert turn.id == TURN
+        assert sent(seen, "turn/interrupt") == [{"threadId": THREAD, "turnId": TURN}]
+        assert turn.completed.status == "interrupted"
 
 
-def test_turn_cancelled_during_turn_start_gives_up_after_the_grace():
+async def test_turn_cancelled_during_turn_start_gives_up_after_the_grace():
     # The turn/start answer never comes within the grace: the turn id is
     # never learned, the request is abandoned and nothing is interrupted.
-    async def main():
-        behaviour = tb.SlowStart()
-        async with server(behaviour) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi", interrupt_grace=0.01)
-            watcher = client.subscribe(AppServerClient.ALL)
-            task = asyncio.ensure_future(collect(turn))
-            while (await watcher.get(timeout=30))["method"] != "warning":
-                pass
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-            assert turn.id is None
-            assert sent(seen, "turn/interrupt") == []
-            behaviour.gate.set()  # let the fake go on, so that it can exit
-
-    run(main())
+    behaviour = tb.SlowStart()
+    async with server(behaviour) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi", interrupt_grace=0.01)
+        watcher = client.subscribe(AppServerClient.ALL)
+        task = asyncio.ensure_future(collect(turn))
+        while (await watcher.get(timeout=30))["method"] != "warning":
+            pass
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert turn.id is None
+        assert sent(seen, "turn/interrupt") == []
+        behaviour.gate.set()  # let the fake go on, so that it can exit
 
 
 # -- steering ---------------------------------------------------------------------------
 
 
-def test_turn_steer_sends_expected_turn_id_and_returns_it():
-    async def main():
-        async with server(tb.Steer) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("start working")
-            await first_delta(turn)
-            assert await turn.steer(["also this", image_input("/abs/pixel.png")]) == TURN
-            assert sent(seen, "turn/steer") == [
-                {
-                    "threadId": THREAD,
-                    "expectedTurnId": TURN,
-                    "input": [{"type": "text", "text": "also this"}, {"type": "localImage", "path": "/abs/pixel.png"}],
-                }
-            ]
-            done = (await collect(turn))[-1]
-            assert done.status == "completed"
-            steered = [i for i in done.items if i["type"] == "userMessage"][-1]
-            assert steered["content"][0]["text"] == "also this"
-            assert done.items[-1]["text"] == "Steered."
-
-    run(main())
+async def test_turn_steer_sends_expected_turn_id_and_returns_it():
+    async with server(tb.Steer) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("start working")
+        await first_delta(turn)
+        assert await turn.steer(["also this", image_input("/abs/pixel.png")]) == TURN
+        assert sent(seen, "turn/steer") == [
+            {
+                "threadId": THREAD,
+                "expectedTurnId": TURN,
+                "input": [{"type": "text", "text": "also this"}, {"type": "localImage", "path": "/abs/pixel.png"}],
+            }
+        ]
+        done = (await collect(turn))[-1]
+        assert done.status == "completed"
+        steered = [i for i in done.items if i["type"] == "userMessage"][-1]
+        assert steered["content"][0]["text"] == "also this"
+        assert done.items[-1]["text"] == "Steered."
 
 
-def test_turn_steer_before_start_raises_and_sends_nothing():
-    async def main():
-        async with server(CodexLike) as (client, seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            with pytest.raises(CodexminiError, match="not started"):
-                await turn.steer("too early")
-            assert sent(seen, "turn/steer") == []
-
-    run(main())
+async def test_turn_steer_before_start_raises_and_sends_nothing():
+    async with server(CodexLike) as (client, seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        with pytest.raises(CodexminiError, match="not started"):
+            await turn.steer("too early")
+        assert sent(seen, "turn/steer") == []
 
 
-def test_thread_steer_with_a_wrong_turn_id_is_an_rpc_error():
-    async def main():
-        async with server(tb.Steer) as (client, _seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            await first_delta(turn)
-            with pytest.raises(RpcError) as caught:
-                await thread.steer("x", "wrong-turn-id")
-            assert caught.value.code == -32600
-            assert f"expected active turn id `wrong-turn-id` but found `{TURN}`" in str(caught.value)
-            await turn.aclose()
-
-    run(main())
+async def test_thread_steer_with_a_wrong_turn_id_is_an_rpc_error():
+    async with server(tb.Steer) as (client, _seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        await first_delta(turn)
+        with pytest.raises(RpcError) as caught:
+            await thread.steer("x", "wrong-turn-id")
+        assert caught.value.code == -32600
+        assert f"expected active turn id `wrong-turn-id` but found `{TURN}`" in str(caught.value)
+        await turn.aclose()
 
 
-def test_thread_steer_without_an_active_turn_is_an_rpc_error():
-    async def main():
-        async with server(CodexLike) as (client, _seen):
-            thread = await Thread.start(client)
-            with pytest.raises(RpcError, match="no active turn to steer"):
-                await thread.steer("x", TURN)
-
-    run(main())
+async def test_thread_steer_without_an_active_turn_is_an_rpc_error():
+    async with server(CodexLike) as (client, _seen):
+        thread = await Thread.start(client)
+        with pytest.raises(RpcError, match="no active turn to steer"):
+            await thread.steer("x", TURN)
 
 
 # -- the fake itself ----------------------------------------------------------------------
 
 
-def test_codex_like_refuses_a_method_it_does_not_know():
+async def test_codex_like_refuses_a_method_it_does_not_know():
     # As codex does (-32600 for every error): the fake never leaves a request unanswered.
-    async def main():
-        async with server(CodexLike) as (client, _seen):
-            with pytest.raises(RpcError, match="unknown method 'model/list'") as caught:
-                await client.request("model/list", {}, timeout=30)
-            assert caught.value.code == -32600
-
-    run(main())
+    async with server(CodexLike) as (client, _seen):
+        with pytest.raises(RpcError, match="unknown method 'model/list'") as caught:
+            await client.request("model/list", {}, timeout=30)
+        assert caught.value.code == -32600
 
 
-def test_codex_like_instance_takes_its_variant_from_the_fake_s_args():
+async def test_codex_like_instance_takes_its_variant_from_the_fake_s_args():
     # A behaviour passed as an instance is not re-created per launch; the
     # fake's args still choose its variant.
-    async def main():
-        async with server(tb.Failed(), "interrupted") as (client, _seen):
-            thread = await Thread.start(client)
-            assert (await thread.turn("hi").run()).status == "interrupted"
-
-    run(main())
+    async with server(tb.Failed(), "interrupted") as (client, _seen):
+        thread = await Thread.start(client)
+        assert (await thread.turn("hi").run()).status == "interrupted"
 
 
 @pytest.mark.frame_problems("'delta' is a required property")
-def test_turn_invalid_notifications_are_all_counted_and_the_first_ten_logged(caplog):
-    async def main():
-        async with server(tb.InvalidDeltas) as (client, _seen):
-            thread = await Thread.start(client)
-            turn = thread.turn("hi")
-            with caplog.at_level(logging.WARNING, logger="codexmini.thread"):
-                events = await collect(turn)
-            assert kinds(events).count("InvalidNotification") == 12
-            assert events[-1].status == "completed" and turn.books.invalid == 12
-
-    run(main())
+async def test_turn_invalid_notifications_are_all_counted_and_the_first_ten_logged(caplog):
+    async with server(tb.InvalidDeltas) as (client, _seen):
+        thread = await Thread.start(client)
+        turn = thread.turn("hi")
+        with caplog.at_level(logging.WARNING, logger="codexmini.thread"):
+            events = await collect(turn)
+        assert kinds(events).count("InvalidNotification") == 12
+        assert events[-1].status == "completed" and turn.books.invalid == 12
     logged = [r.getMessage() for r in caplog.records if "skipped invalid notification" in r.getMessage()]
     assert [m.split("#")[1].split(":")[0] for m in logged] == [str(n) for n in range(1, 11)]

@@ -12,9 +12,8 @@ the scripted one, on loopback.  The same behaviour is recorded as the
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, Iterator
 
 import pytest
 
@@ -22,7 +21,8 @@ from codexmini import AppServerClient, Thread, ThreadNotFound
 from codexmini.testing.live import LiveCodex
 from conformance.versions import live_codex
 
-pytestmark = pytest.mark.live
+# Two codex processes one after the other: more than the one-process deadline.
+pytestmark = [pytest.mark.live, pytest.mark.timeout_s(180)]
 
 REMEMBER = "Remember the word: heron."
 RECALL = "Which word was it?"
@@ -46,10 +46,6 @@ def live() -> Iterator[LiveCodex]:
         yield live
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 180))
-
-
 async def process(live: LiveCodex) -> AppServerClient:
     return await AppServerClient.start(live.launch)
 
@@ -62,27 +58,24 @@ def _input_of(request: Dict[str, Any]) -> str:
     return json.dumps((request["body"] or {}).get("input"), ensure_ascii=False)
 
 
-def test_live_resume_in_a_fresh_process_carries_the_first_turn(live: LiveCodex) -> None:
-    async def go() -> Tuple[List[Dict[str, Any]], int, int]:
-        first = await process(live)
-        try:
-            thread = await new_thread(live, first)
-            done = await thread.turn(REMEMBER).run()
-            assert done.status == "completed"
-            first_pid = first.pid
-        finally:
-            await first.close()
-        second = await process(live)  # a fresh codex process, same CODEX_HOME
-        try:
-            resumed = await Thread.resume(second, thread.id)
-            assert resumed.id == thread.id
-            done = await resumed.turn(RECALL).run()
-            assert done.status == "completed"
-            return live.requests, first_pid or 0, second.pid or 0
-        finally:
-            await second.close()
-
-    requests, first_pid, second_pid = run(go())
+async def test_live_resume_in_a_fresh_process_carries_the_first_turn(live: LiveCodex) -> None:
+    first = await process(live)
+    try:
+        thread = await new_thread(live, first)
+        done = await thread.turn(REMEMBER).run()
+        assert done.status == "completed"
+        first_pid = first.pid
+    finally:
+        await first.close()
+    second = await process(live)  # a fresh codex process, same CODEX_HOME
+    try:
+        resumed = await Thread.resume(second, thread.id)
+        assert resumed.id == thread.id
+        done = await resumed.turn(RECALL).run()
+        assert done.status == "completed"
+        requests, second_pid = live.requests, second.pid
+    finally:
+        await second.close()
     assert first_pid != second_pid
     recall = [r for r in requests if RECALL in _input_of(r)]
     assert len(recall) == 1
@@ -91,22 +84,19 @@ def test_live_resume_in_a_fresh_process_carries_the_first_turn(live: LiveCodex) 
     assert REMEMBER in _input_of(recall[0]) and "Noted, heron." in _input_of(recall[0])
 
 
-def test_live_resume_of_a_thread_that_ran_no_turn_raises_thread_not_found(live: LiveCodex) -> None:
-    async def go() -> ThreadNotFound:
-        first = await process(live)
-        try:
-            thread = await new_thread(live, first)  # no turn: never written to disk
-        finally:
-            await first.close()
-        second = await process(live)
-        try:
-            with pytest.raises(ThreadNotFound) as caught:
-                await Thread.resume(second, thread.id)
-            assert caught.value.thread_id == thread.id
-            assert live.requests == []
-            return caught.value
-        finally:
-            await second.close()
-
-    error = run(go())
+async def test_live_resume_of_a_thread_that_ran_no_turn_raises_thread_not_found(live: LiveCodex) -> None:
+    first = await process(live)
+    try:
+        thread = await new_thread(live, first)  # no turn: never written to disk
+    finally:
+        await first.close()
+    second = await process(live)
+    try:
+        with pytest.raises(ThreadNotFound) as caught:
+            await Thread.resume(second, thread.id)
+        assert caught.value.thread_id == thread.id
+        assert live.requests == []
+    finally:
+        await second.close()
+    error = caught.value
     assert "ran no turn" in str(error) and "no rollout found for thread id" in str(error)

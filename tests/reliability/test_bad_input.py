@@ -332,17 +332,13 @@ def check_agent(kind: Kind, path: str, first: Dict[str, Any], second: Optional[D
 
 
 @pytest.mark.parametrize("kind", rows())
-def test_bad_input(kind, tmp_path, caplog):
+async def test_bad_input(kind, tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="codexmini")
     exe = executable(tmp_path, kind)
     path = str(tmp_path / "session.jsonl")
 
-    async def both() -> Tuple[Played, Tuple[Dict[str, Any], Optional[Dict[str, Any]]]]:
-        # Two conversations with two children, independent: played side by side.
-        client, agent = await asyncio.gather(play_client(kind, exe), play_agent(kind, exe, path, str(tmp_path)))
-        return client, agent
-
-    played, (first, second) = asyncio.run(asyncio.wait_for(both(), DEADLINE))
+    # Two conversations with two children, independent: played side by side.
+    played, (first, second) = await asyncio.gather(play_client(kind, exe), play_agent(kind, exe, path, str(tmp_path)))
     check_client(kind, played, [r for r in caplog.records if r.levelno >= logging.WARNING])
     check_agent(kind, path, first, second)
     figures.count("bad server input", "kinds played, each through AppServerClient + Thread and through the Agent")
@@ -351,26 +347,22 @@ def test_bad_input(kind, tmp_path, caplog):
 # -- a flood for threads nobody claimed -------------------------------------------------------
 
 
-def test_bad_input_a_flood_for_threads_nobody_claimed_is_bounded_in_bytes(tmp_path, caplog):
+async def test_bad_input_a_flood_for_threads_nobody_claimed_is_bounded_in_bytes(tmp_path, caplog):
     # codex may name a thread before anyone subscribed to it, so the client
     # holds such notifications -- within a bound in bytes too, not only in
     # threads and frames (32 x 512 frames of 8 KiB would be 128 MiB).
     exe = FakeAppServer("hostile:unclaimed_flood").executable(str(tmp_path), pythonpath=[hostile.HERE])
     sent = hostile.UNCLAIMED_THREADS * hostile.UNCLAIMED_FRAMES
 
-    async def main() -> Tuple[int, int]:
-        async with await AppServerClient.start(Launch(codex_bin=exe)) as client:
-            await client.request("thread/loaded/list", {})  # answered after the flood: all of it was read
-            held = held_bytes = 0
-            for n in range(hostile.UNCLAIMED_THREADS):
-                sub = client.subscribe(hostile.unclaimed_thread(n))  # what was held for it comes first
-                while sub.pending():
-                    held += 1
-                    held_bytes += len(sub.get_nowait()["params"]["delta"])
-            assert held + client.stats["dropped"] == sent  # every frame not held is counted
-            return held, held_bytes
-
-    held, held_bytes = asyncio.run(asyncio.wait_for(main(), DEADLINE))
+    async with await AppServerClient.start(Launch(codex_bin=exe)) as client:
+        await client.request("thread/loaded/list", {})  # answered after the flood: all of it was read
+        held = held_bytes = 0
+        for n in range(hostile.UNCLAIMED_THREADS):
+            sub = client.subscribe(hostile.unclaimed_thread(n))  # what was held for it comes first
+            while sub.pending():
+                held += 1
+                held_bytes += len(sub.get_nowait()["params"]["delta"])
+        assert held + client.stats["dropped"] == sent  # every frame not held is counted
     assert held < sent and held_bytes <= 8 * MIB
     figures.record(
         "bad server input",

@@ -16,7 +16,7 @@ import asyncio
 import os
 import signal
 import uuid
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, List, Tuple
 
 import faulty
 import figures
@@ -41,7 +41,6 @@ from codexmini import (
 )
 from codexmini.testing import FakeAppServer
 
-DEADLINE = 60.0
 #: For the child that stops reading: how long a request waits for its answer.
 REQUEST_TIMEOUT = 0.5
 #: Bound on waiting for the kernel to reap what the client killed.
@@ -200,27 +199,22 @@ EXPECTED_CLIENT_ERROR = {
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_fault_through_the_client(point, tmp_path):
-    async def main() -> None:
-        setup = Setup(tmp_path, point)
-        error, events = await client_fault(setup)
-        assert type(error) is EXPECTED_CLIENT_ERROR[point]
-        if point in ("mid_stream", "approval_pending", "during_close", "stdout_closed"):
-            # delivered before the fault: kept
-            said = [
-                e.item.get("text") for e in events if isinstance(e, ItemCompleted) and e.item["type"] == "agentMessage"
-            ]
-            assert said == ["before"]
-            assert [e.delta for e in events if isinstance(e, AgentMessageDelta)][-1] == "half a mess"
-        await nothing_left(setup.dir, setup.token)
-        # the next turn works, on a fresh child
-        async with await AppServerClient.start(Launch(codex_bin=setup.exe, env=setup.env)) as client:
-            completed = await (await Thread.start(client)).turn("again").run()
-            assert completed.status == "completed"
-            assert client.pid == child_pid(setup.dir, 1)
-        await nothing_left(setup.dir, setup.token)
-
-    asyncio.run(asyncio.wait_for(main(), DEADLINE))
+async def test_fault_through_the_client(point, tmp_path):
+    setup = Setup(tmp_path, point)
+    error, events = await client_fault(setup)
+    assert type(error) is EXPECTED_CLIENT_ERROR[point]
+    if point in ("mid_stream", "approval_pending", "during_close", "stdout_closed"):
+        # delivered before the fault: kept
+        said = [e.item.get("text") for e in events if isinstance(e, ItemCompleted) and e.item["type"] == "agentMessage"]
+        assert said == ["before"]
+        assert [e.delta for e in events if isinstance(e, AgentMessageDelta)][-1] == "half a mess"
+    await nothing_left(setup.dir, setup.token)
+    # the next turn works, on a fresh child
+    async with await AppServerClient.start(Launch(codex_bin=setup.exe, env=setup.env)) as client:
+        completed = await (await Thread.start(client)).turn("again").run()
+        assert completed.status == "completed"
+        assert client.pid == child_pid(setup.dir, 1)
+    await nothing_left(setup.dir, setup.token)
     figures.count("faults", "fault points played through AppServerClient + Thread")
 
 
@@ -239,40 +233,36 @@ EXPECTED_AGENT_END = {
 
 
 @pytest.mark.parametrize("point", POINTS)
-def test_fault_through_the_agent(point, tmp_path):
+async def test_fault_through_the_agent(point, tmp_path):
     path = str(tmp_path / "session.jsonl")
 
-    async def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
-        setup = Setup(tmp_path, point)
-        config = AgentConfig(
-            launch=Launch(codex_bin=setup.exe, env=setup.env, timeouts=Timeouts(request=REQUEST_TIMEOUT, close=0.5)),
-            cwd=setup.cwd,
-            skills=False,
-        )
+    setup = Setup(tmp_path, point)
+    config = AgentConfig(
+        launch=Launch(codex_bin=setup.exe, env=setup.env, timeouts=Timeouts(request=REQUEST_TIMEOUT, close=0.5)),
+        cwd=setup.cwd,
+        skills=False,
+    )
 
-        async def approvals(request: Any) -> Reply:
-            await setup.killing_handler()
-            return Reply("accept")  # never reached: the handler is cancelled
+    async def approvals(request: Any) -> Reply:
+        await setup.killing_handler()
+        return Reply("accept")  # never reached: the handler is cancelled
 
-        seen: List[Any] = []
-        with SessionLog.open(path) as log:
-            agent = Agent(log, config, approvals=approvals, on_event=seen.append)
-            if point == "during_close":
-                running = asyncio.ensure_future(agent.run("go"))
-                assert await until(lambda: any(isinstance(e, AgentMessageDelta) for e in seen))
-                await agent.close()
-                first = await running
-            else:
-                first = await agent.run("go")
-            if point == "approval_pending":
-                assert setup.handler_started.is_set() and setup.handler_cancelled.is_set()
-            await nothing_left(setup.dir, setup.token)  # the faulted child is gone already
-            second = await agent.run("again")
+    seen: List[Any] = []
+    with SessionLog.open(path) as log:
+        agent = Agent(log, config, approvals=approvals, on_event=seen.append)
+        if point == "during_close":
+            running = asyncio.ensure_future(agent.run("go"))
+            assert await until(lambda: any(isinstance(e, AgentMessageDelta) for e in seen))
             await agent.close()
-        await nothing_left(setup.dir, setup.token)
-        return first, second
-
-    first, second = asyncio.run(asyncio.wait_for(main(), DEADLINE))
+            first = await running
+        else:
+            first = await agent.run("go")
+        if point == "approval_pending":
+            assert setup.handler_started.is_set() and setup.handler_cancelled.is_set()
+        await nothing_left(setup.dir, setup.token)  # the faulted child is gone already
+        second = await agent.run("again")
+        await agent.close()
+    await nothing_left(setup.dir, setup.token)
     reason, code = EXPECTED_AGENT_END[point]
     assert first["reason"] == reason
     assert (first.get("error") or {}).get("code") == code
@@ -295,7 +285,7 @@ def test_fault_through_the_agent(point, tmp_path):
 
 
 @pytest.mark.frame_problems("item/hologram/delta")
-def test_fault_a_listener_raising_mid_turn_keeps_what_was_committed(tmp_path):
+async def test_fault_a_listener_raising_mid_turn_keeps_what_was_committed(tmp_path):
     # The agent's on_event raises at the second of three parts of a turn: the
     # turn ends in error (logged) and the message completed before is written,
     # turn after turn.  What codex sent in the same read as the part the
@@ -309,15 +299,11 @@ def test_fault_a_listener_raising_mid_turn_keeps_what_was_committed(tmp_path):
         if type(event).__name__ == "Unmapped":
             raise RuntimeError("the listener's own bug")
 
-    async def main() -> Tuple[Dict[str, Any], Dict[str, Any]]:
-        config = AgentConfig(launch=Launch(codex_bin=exe), cwd=str(tmp_path), skills=False)
-        with SessionLog.open(path) as log:
-            async with Agent(log, config, on_event=listener) as agent:
-                first = await agent.run("go")
-                second = await agent.run("again")
-        return first, second
-
-    first, second = asyncio.run(asyncio.wait_for(main(), DEADLINE))
+    config = AgentConfig(launch=Launch(codex_bin=exe), cwd=str(tmp_path), skills=False)
+    with SessionLog.open(path) as log:
+        async with Agent(log, config, on_event=listener) as agent:
+            first = await agent.run("go")
+            second = await agent.run("again")
     assert first["reason"] == "error" and "the listener's own bug" in first["error"]["message"]
     assert second["reason"] == "error"  # the listener is still broken: the same, logged again
     events = read_log(path).events

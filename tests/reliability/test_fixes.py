@@ -24,10 +24,6 @@ APPROVAL = "item/commandExecution/requestApproval"
 APPROVAL_PARAMS = {"threadId": THREAD, "turnId": "t", "itemId": "call_1", "startedAtMs": 1}
 
 
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 30))
-
-
 def test_fixes_a_frame_too_deep_to_measure_is_skipped_not_raised():
     # json.loads parses it; json.dumps (the unclaimed buffer measures frames,
     # a skip previews them) is called a few stack frames deeper and may not:
@@ -62,19 +58,16 @@ async def flood(server: ServerSide) -> None:
         server.send({"id": request["id"], "result": {"data": [], "nextCursor": None}})
 
 
-def test_fixes_a_flood_of_turn_shaping_notifications_is_bounded(caplog):
+async def test_fixes_a_flood_of_turn_shaping_notifications_is_bounded(caplog):
     # item/started passes a full queue (it shapes the turn), but not forever.
-    async def main() -> None:
-        async with await AppServerClient.start(
-            Launch(launcher=FakeAppServer(flood).launch, limits=Limits(queue_size=100))
-        ) as client:
-            sub = client.subscribe(THREAD)
-            await client.request("thread/loaded/list", {})
-            assert sub.pending() == 200
-            assert sub.dropped == client.stats["dropped"] == 1000 - 200
-            sub.close()
-
-    run(main())
+    async with await AppServerClient.start(
+        Launch(launcher=FakeAppServer(flood).launch, limits=Limits(queue_size=100))
+    ) as client:
+        sub = client.subscribe(THREAD)
+        await client.request("thread/loaded/list", {})
+        assert sub.pending() == 200
+        assert sub.dropped == client.stats["dropped"] == 1000 - 200
+        sub.close()
     assert "is full" in caplog.text
 
 
@@ -86,7 +79,7 @@ async def approval_then_report(server: ServerSide) -> None:
     await server.drain()
 
 
-def test_fixes_a_handler_that_ignores_its_cancel_does_not_delay_the_answer():
+async def test_fixes_a_handler_that_ignores_its_cancel_does_not_delay_the_answer():
     release = None
     ended: List[str] = []
 
@@ -99,25 +92,21 @@ def test_fixes_a_handler_that_ignores_its_cancel_does_not_delay_the_answer():
             except asyncio.CancelledError:
                 continue  # ignores its cancel
 
-    async def main() -> None:
-        nonlocal release
-        release = asyncio.Event()
-        client = await AppServerClient.start(
-            Launch(launcher=FakeAppServer(approval_then_report).launch, timeouts=Timeouts(handler=0.05))
-        )
-        client.on_request(APPROVAL, stubborn)
-        answers = []
-        client.on_answer(lambda *a: answers.append(a[3]))
-        try:
-            report = await client.subscribe(client.GLOBAL).get(timeout=10)
-            assert json.loads(report["params"]["summary"]) == {"id": 0, "result": {"decision": "decline"}}
-            assert answers == ["timeout"] and ended == []  # answered while the handler still ran
-        finally:
-            release.set()
-            await client.close()
-        assert ended == ["released"]
-
-    run(main())
+    release = asyncio.Event()
+    client = await AppServerClient.start(
+        Launch(launcher=FakeAppServer(approval_then_report).launch, timeouts=Timeouts(handler=0.05))
+    )
+    client.on_request(APPROVAL, stubborn)
+    answers = []
+    client.on_answer(lambda *a: answers.append(a[3]))
+    try:
+        report = await client.subscribe(client.GLOBAL).get(timeout=10)
+        assert json.loads(report["params"]["summary"]) == {"id": 0, "result": {"decision": "decline"}}
+        assert answers == ["timeout"] and ended == []  # answered while the handler still ran
+    finally:
+        release.set()
+        await client.close()
+    assert ended == ["released"]
 
 
 class SteerShapes(CodexLike):
@@ -126,29 +115,22 @@ class SteerShapes(CodexLike):
 
 
 @pytest.mark.frame_problems("turn/steer")
-def test_fixes_a_steer_answer_that_is_not_an_object_keeps_the_expected_turn():
-    async def main() -> str:
-        async with await AppServerClient.start(Launch(launcher=FakeAppServer(SteerShapes).launch)) as client:
-            thread = await Thread.start(client)
-            return await thread.steer("more", "turn-9")
-
-    assert run(main()) == "turn-9"
+async def test_fixes_a_steer_answer_that_is_not_an_object_keeps_the_expected_turn():
+    async with await AppServerClient.start(Launch(launcher=FakeAppServer(SteerShapes).launch)) as client:
+        thread = await Thread.start(client)
+        result = await thread.steer("more", "turn-9")
+    assert result == "turn-9"
 
 
-def test_fixes_an_agent_whose_launcher_has_a_bug_logs_the_turn(tmp_path, caplog):
+async def test_fixes_an_agent_whose_launcher_has_a_bug_logs_the_turn(tmp_path, caplog):
     async def broken(argv: Any, env: Any, cwd: Any) -> Any:
         raise RuntimeError("the launcher's own bug")
 
     path = str(tmp_path / "session.jsonl")
 
-    async def main() -> Any:
-        with SessionLog.open(path) as log:
-            async with Agent(
-                log, AgentConfig(launch=Launch(launcher=broken), cwd=str(tmp_path), skills=False)
-            ) as agent:
-                return await agent.run("hello")
-
-    end = run(main())
+    with SessionLog.open(path) as log:
+        async with Agent(log, AgentConfig(launch=Launch(launcher=broken), cwd=str(tmp_path), skills=False)) as agent:
+            end = await agent.run("hello")
     assert end["reason"] == "error" and end["error"]["code"] == "CODEX_UNAVAILABLE"
     assert "the launcher's own bug" in end["error"]["message"]
     types = [e["type"] for e in read_log(path).events]

@@ -14,7 +14,6 @@ reports: not in the error, the stderr tail, the log records or the session log.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -61,29 +60,22 @@ NAMED = [pytest.param([], id="none named"), pytest.param(["OPENAI_API_KEY"], id=
 
 
 @pytest.mark.parametrize("named", NAMED)
-def test_secrets_a_started_client_passes_only_the_named(named, secrets, tmp_path):
-    async def main() -> str:
-        async with await AppServerClient.start(Launch(codex_bin=executable(tmp_path), pass_env=named)) as client:
-            completed = await (await Thread.start(client)).turn("who are you").run()
-            return str(completed.items[-1]["text"])
-
-    assert reported(asyncio.run(asyncio.wait_for(main(), DEADLINE))) == named
+async def test_secrets_a_started_client_passes_only_the_named(named, secrets, tmp_path):
+    async with await AppServerClient.start(Launch(codex_bin=executable(tmp_path), pass_env=named)) as client:
+        completed = await (await Thread.start(client)).turn("who are you").run()
+        text = str(completed.items[-1]["text"])
+    assert reported(text) == named
     figures.count("secrets", "children checked for the 4 planted secrets")
 
 
 @pytest.mark.parametrize("named", NAMED)
-def test_secrets_the_agent_passes_only_the_named(named, secrets, tmp_path):
+async def test_secrets_the_agent_passes_only_the_named(named, secrets, tmp_path):
     path = str(tmp_path / "session.jsonl")
 
-    async def main() -> None:
-        config = AgentConfig(
-            launch=Launch(codex_bin=executable(tmp_path), pass_env=named), cwd=str(tmp_path), skills=False
-        )
-        with SessionLog.open(path) as log:
-            async with Agent(log, config) as agent:
-                assert (await agent.run("who are you"))["reason"] == "completed"
-
-    asyncio.run(asyncio.wait_for(main(), DEADLINE))
+    config = AgentConfig(launch=Launch(codex_bin=executable(tmp_path), pass_env=named), cwd=str(tmp_path), skills=False)
+    with SessionLog.open(path) as log:
+        async with Agent(log, config) as agent:
+            assert (await agent.run("who are you"))["reason"] == "completed"
     messages = [e for e in read_log(path).events if e["type"] == "assistant/message"]
     assert reported(messages[-1]["data"]["content"][-1]["text"]) == named
     with open(path) as fh:
@@ -115,7 +107,7 @@ def test_secrets_a_client_cannot_be_built_from_argv(secrets, tmp_path):
         AppServerClient([executable(tmp_path), "app-server"])  # type: ignore[arg-type]
 
 
-def test_secrets_a_child_printing_its_environment_leaks_nothing(secrets, tmp_path, caplog):
+async def test_secrets_a_child_printing_its_environment_leaks_nothing(secrets, tmp_path, caplog):
     # The worst case: the child was given every secret, prints its whole
     # environment to stderr and dies mid-turn.
     caplog.set_level(logging.DEBUG, logger="codexmini")
@@ -123,22 +115,19 @@ def test_secrets_a_child_printing_its_environment_leaks_nothing(secrets, tmp_pat
     exe = executable(tmp_path, "crash")
     path = str(tmp_path / "session.jsonl")
 
-    async def main() -> ProcessExited:
-        async with await AppServerClient.start(Launch(codex_bin=exe, pass_env=named)) as client:
-            with pytest.raises(ProcessExited) as raised:
-                await (await Thread.start(client)).turn("who are you").run()
-            assert_nowhere(secrets, client.stderr_tail)
-            assert "OPENAI_API_KEY=***" in client.stderr_tail
-        config = AgentConfig(
-            launch=Launch(codex_bin=exe, pass_env=named, timeouts=Timeouts(close=0.5)), cwd=str(tmp_path), skills=False
-        )
-        with SessionLog.open(path) as log:
-            async with Agent(log, config) as agent:
-                end = await agent.run("who are you")
-        assert end["reason"] == "error" and "***" in end["error"]["message"]
-        return raised.value
-
-    error = asyncio.run(asyncio.wait_for(main(), DEADLINE))
+    async with await AppServerClient.start(Launch(codex_bin=exe, pass_env=named)) as client:
+        with pytest.raises(ProcessExited) as raised:
+            await (await Thread.start(client)).turn("who are you").run()
+        assert_nowhere(secrets, client.stderr_tail)
+        assert "OPENAI_API_KEY=***" in client.stderr_tail
+    config = AgentConfig(
+        launch=Launch(codex_bin=exe, pass_env=named, timeouts=Timeouts(close=0.5)), cwd=str(tmp_path), skills=False
+    )
+    with SessionLog.open(path) as log:
+        async with Agent(log, config) as agent:
+            end = await agent.run("who are you")
+    assert end["reason"] == "error" and "***" in end["error"]["message"]
+    error = raised.value
     assert "***" in str(error)
     with open(path) as fh:
         log_text = fh.read()
