@@ -9,8 +9,11 @@ and restart logic all run here, so ``make test-offline`` exercises them; one
 test kills a real fake child over real pipes (SIGKILL mid-step).
 
 Live, the same behaviours a recorded transcript cannot show (a killed codex,
-restarts, idle shutdown, the inbox) run against the pinned binary.  Frames of
-both are validated by the conformance plugin like everywhere else.
+restarts, idle shutdown, the inbox) run against the pinned binary.  A test
+that holds on both is written once and runs twice (:data:`BOTH`: ids
+``memory`` and ``live``), with what differs between the fake and codex keyed
+on ``kind`` inside it.  Frames of both are validated by the conformance
+plugin like everywhere else.
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ from fake_client import agent_config, reconfigured
 from codexmini import Agent, AgentConfig, Blocked, Launch, ModelEndpoint
 from codexmini import _agent as agent_mod
 from codexmini._binary import find_codex
-from codexmini._errors import BinaryNotFound, ConfigError
+from codexmini._errors import BinaryNotFound, ConfigError, RpcError
 from codexmini._events import AgentMessageDelta, Event, ItemStarted, MessageDelta, MessageStreamEnd, Usage
 from codexmini._permission import Reply
 from codexmini._prompt import derive_messages, serialize
 from codexmini._session import SessionLog, read_log
+from codexmini._threads import Turn
 from codexmini.testing import CodexLike, FakeAppServer
 from codexmini.testing.codex_like import TURN, TURN_ERROR, USAGE_1
 from codexmini.testing.live import LiveCodex, scratch_dir
@@ -146,6 +150,11 @@ class Offline(Setup):
     def options(self) -> Dict[str, Any]:
         return dict(super().options(), launcher=self.fake.launch)
 
+    async def held(self, agent: Agent, said: str) -> None:
+        """Until the codex turn for ``said`` streams and holds (:class:`AgentTurns`;
+        the agent's listener is :attr:`watch`)."""
+        await self.watch.held(said)
+
 
 class Live(Setup):
     """The agent on the pinned codex and a scripted model (:class:`LiveCodex`)."""
@@ -157,6 +166,10 @@ class Live(Setup):
 
     def options(self) -> Dict[str, Any]:
         return dict(super().options(), launch=self.live.launch)
+
+    async def held(self, agent: Agent, said: str) -> None:
+        """Until a codex turn runs (the script's ``delay_ms`` keeps it running)."""
+        await codex_turn_running(agent)
 
     def close(self) -> None:
         super().close()
@@ -189,6 +202,37 @@ def live_setup():
     yield make
     for s in made:
         s.close()
+
+
+#: A twin test runs on both setups: ``memory`` (the in-memory fake playing a
+#: behaviour of tests/thread_behaviours.py) and ``live`` (the pinned codex and
+#: the scripted model).  Its ``twin`` fixture makes the setup of its kind; what
+#: differs between the two is spelled out in the test, keyed on ``kind``.
+BOTH = pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param("memory", id="memory"),
+        pytest.param(
+            "live",
+            id="live",
+            marks=[
+                pytest.mark.live,
+                pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)"),
+            ],
+        ),
+    ],
+)
+
+
+@pytest.fixture
+def twin(kind: str, offline: Any, live_setup: Any) -> Callable[[Any, Dict[str, Any]], Setup]:
+    """``twin(behaviour, script)``: the setup of this test's ``kind``, the
+    fake playing ``behaviour`` or codex on a model playing ``script``."""
+
+    def make(behaviour: Any, script: Dict[str, Any]) -> Setup:
+        return offline(behaviour) if kind == "memory" else live_setup(script)
+
+    return make
 
 
 async def one_turn(s: Setup, said: str, **kwargs: Any) -> Dict[str, Any]:
@@ -257,14 +301,19 @@ def test_agent_set_knob_refuses_an_unknown_knob(offline):
 # -- offline: turns and steps ---------------------------------------------------------
 
 
-async def test_agent_second_prompt_is_the_serialized_log_in_memory(offline):
-    s = offline(tb.AgentTurns)
+@BOTH
+async def test_agent_second_prompt_is_the_serialized_log(twin, kind):
+    s = twin(
+        tb.AgentTurns,
+        {"rules": [{"when": {"user_contains": "second"}, "respond": reply("two")}], "default": reply("one")},
+    )
 
     async with s.agent() as agent:
         assert agent.phase == agent_mod.IDLE
         first = await agent.run("first")
         await agent.run("second")
-    assert first == {"reason": "completed", "usage": Usage.from_wire(USAGE_1).to_log()}
+    if kind == "memory":
+        assert first == {"reason": "completed", "usage": Usage.from_wire(USAGE_1).to_log()}
     starts = s.sent("turn/start")
     assert len(starts) == 2
     events = s.log.events
@@ -272,22 +321,29 @@ async def test_agent_second_prompt_is_the_serialized_log_in_memory(offline):
         text = frame["params"]["input"][0]["text"]
         # The prompt is exactly the serialization of some prefix of the log.
         assert text in [serialize(derive_messages(events[:n])) for n in range(len(events) + 1)]
+    answer = "re: first" if kind == "memory" else "one"  # AgentTurns answers "re: …"; the script "one"
     assert (
         starts[1]["params"]["input"][0]["text"]
-        == "<user>\nfirst\n</user>\n\n<assistant>\nre: first\n</assistant>\n\n<user>\nsecond\n</user>"
+        == f"<user>\nfirst\n</user>\n\n<assistant>\n{answer}\n</assistant>\n\n<user>\nsecond\n</user>"
     )
     # Each step is a fresh thread on the one child.
-    assert len(s.sent("thread/start")) == 2 and len(s.fake.launches) == 1
-    # The header was written once per agent instance, with the version codex reported.
+    assert len(s.sent("thread/start")) == 2 and len(s.sent("initialize")) == 1
+    if kind == "memory":
+        assert len(s.fake.launches) == 1
+    # The header was written once per agent instance, then turns 1 and 2.
     (header,) = s.of_type("session/header")
-    assert header["data"]["reason"] == "initial" and header["data"]["codexVersion"] == "0.149.1"
+    assert header["data"]["reason"] == "initial"
+    if kind == "memory":  # the version the fake reports
+        assert header["data"]["codexVersion"] == "0.149.1"
     assert [e["turn"] for e in s.of_type("turn/start")] == [1, 2]
-    # The usage of the codex turn is on the step's last message and on turn/end.
-    assert s.of_type("assistant/message")[-1]["data"]["usage"] == Usage.from_wire(USAGE_1).to_log()
+    if kind == "memory":
+        # The usage of the codex turn is on the step's last message and on turn/end.
+        assert s.of_type("assistant/message")[-1]["data"]["usage"] == Usage.from_wire(USAGE_1).to_log()
 
 
-async def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers_in_memory(offline):
-    s = offline(tb.AgentTurns)
+@BOTH
+async def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers(twin):
+    s = twin(tb.AgentTurns, {"rules": [], "default": reply("ok")})
 
     async with s.agent() as agent:
         await agent.run("one")
@@ -298,8 +354,9 @@ async def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers_in
     assert [e["turn"] for e in s.of_type("turn/end")] == [1, 2]
 
 
-async def test_agent_pins_override_only_their_own_field_in_memory(offline):
-    s = offline(CodexLike)
+@BOTH
+async def test_agent_pins_override_only_their_own_field(twin):
+    s = twin(CodexLike, {"rules": [], "default": reply("ok")})
 
     async with s.agent(config=s.config(sandbox="workspace-write")) as agent:
         await agent.run("one")  # knobs: none → (read-only, never); the sandbox pin wins its field
@@ -321,8 +378,9 @@ async def test_agent_pins_override_only_their_own_field_in_memory(offline):
     assert {f["params"]["cwd"] for f in s.sent("thread/start")} == {s.ws}
 
 
-async def test_agent_skills_and_images_reach_codex_in_memory(offline):
-    s = offline(CodexLike)
+@BOTH
+async def test_agent_skills_and_images_reach_codex(twin):
+    s = twin(CodexLike, {"rules": [], "default": reply("ok")})
     with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
         fh.write("Always answer <briefly>.\n")
     os.makedirs(os.path.join(s.ws, ".git"))
@@ -342,15 +400,25 @@ async def test_agent_skills_and_images_reach_codex_in_memory(offline):
     assert "[image: /nonexistent/pic.png]" in start["params"]["input"][0]["text"]
 
 
-async def test_agent_codex_refusing_turn_start_is_a_codex_error_in_memory(offline):
-    s = offline(tb.RejectTurn)
+@BOTH
+async def test_agent_codex_refusing_turn_start_is_a_codex_error(twin, kind):
+    # In memory the fake refuses every turn/start (a missing field); codex
+    # refuses a remote image URL at turn/start (reference §3.12).
+    s = twin(tb.RejectTurn, {"rules": [], "default": reply("ok")})
 
-    async with s.agent() as agent:
+    async with s.agent(on_event=None) as agent:
+        await agent.start()
+        if kind == "live":
+            agent._step_input = lambda messages: [{"type": "image", "url": "https://example.com/x.png"}]
         end = await agent.run("look")
-    assert end == {
-        "reason": "error",
-        "error": {"message": "Invalid request: missing field `input`", "code": "CODEX_ERROR"},
-    }
+    assert end["reason"] == "error" and end["error"]["code"] == "CODEX_ERROR"
+    if kind == "memory":
+        assert end == {
+            "reason": "error",
+            "error": {"message": "Invalid request: missing field `input`", "code": "CODEX_ERROR"},
+        }
+    else:
+        assert "remote image URLs are not supported" in end["error"]["message"]
     assert [e["data"]["reason"] for e in s.of_type("step/end")] == ["error"]
 
 
@@ -421,22 +489,26 @@ def test_agent_blocked_repr_names_its_reason():
     assert repr(Blocked("no tools today")) == "Blocked('no tools today')"
 
 
-async def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log_in_memory(offline):
-    s = offline(tb.AgentTurns)
+@BOTH
+async def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log(twin, kind):
+    s = twin(tb.AgentTurns, {"rules": [], "default": reply("ok")})
 
     def boom(event: Any) -> None:
         raise RuntimeError("listener broke")
 
     async with s.agent(on_event=boom) as agent:
         end = await agent.run("hello")
-    # The usage counts too: leaving the turn drained it to its turn/completed.
-    usage = Usage.from_wire(USAGE_1).to_log()
-    assert end == {
+    expected: Dict[str, Any] = {
         "reason": "error",
         "error": {"message": "RuntimeError: listener broke", "code": "UNKNOWN"},
-        "usage": usage,
     }
-    assert [e["type"] for e in s.log.events][-3:] == ["step/end", "agent/error", "turn/end"]
+    tail = ["agent/error", "turn/end"]
+    if kind == "memory":
+        # The usage counts too: leaving the turn drained it to its turn/completed.
+        expected["usage"] = Usage.from_wire(USAGE_1).to_log()
+        tail = ["step/end", *tail]
+    assert end == expected
+    assert [e["type"] for e in s.log.events][-len(tail) :] == tail
     assert read_log(s.log.path).events == s.log.events
 
 
@@ -708,8 +780,9 @@ async def test_agent_closes_the_idle_child_and_starts_a_fresh_one_on_demand(offl
     assert s.ends() == ["completed", "completed"]
 
 
-async def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off_in_memory(offline):
-    s = offline(tb.AgentTurns)
+@BOTH
+async def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(twin, kind):
+    s = twin(tb.AgentTurns, {"rules": [], "default": reply("ok")})
     with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
         fh.write("never injected\n")
 
@@ -721,21 +794,32 @@ async def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off_
         await agent.run("two")  # waits for the shutdown, then starts a fresh child
         assert first.closed and agent.child.client is not first
     assert [e["data"]["source"]["kind"] for e in s.of_type("user/message")] == ["user", "user"]
-    assert len(s.fake.launches) == 2
+    assert len(s.sent("initialize")) == 2
+    if kind == "memory":
+        assert len(s.fake.launches) == 2
 
 
-async def test_agent_cancel_while_the_child_starts_logs_no_turn_in_memory(offline):
-    s = offline()
-
+@BOTH
+async def test_agent_cancel_while_the_child_starts_logs_no_turn(twin, kind):
+    # In memory the child's initialize waits for the test (SlowHandshake);
+    # codex is caught spawning, before the driver's first await returns.
     behaviour = tb.SlowHandshake()
-    s.fake = FakeAppServer(behaviour)
+    s = twin(behaviour, {"rules": [], "default": reply("never")})
+
     async with s.agent() as agent:
-        running = asyncio.ensure_future(agent.run("hello"))
-        await asyncio.wait_for(behaviour.initializing.wait(), 30)
+        if kind == "memory":
+            running = asyncio.ensure_future(agent.run("hello"))
+            await asyncio.wait_for(behaviour.initializing.wait(), 30)
+        else:
+            agent.followup("hello")
+            await asyncio.sleep(0)  # the driver runs until it waits for the spawn
         assert agent.phase == agent_mod.RUNNING and agent.child.client is None
         agent.cancel()
-        behaviour.gate.set()
-        assert await asyncio.wait_for(running, 30) == {"reason": "aborted"}  # nothing ran
+        if kind == "memory":
+            behaviour.gate.set()
+            assert await asyncio.wait_for(running, 30) == {"reason": "aborted"}  # nothing ran
+        else:
+            await agent.wait_idle()
         assert agent.phase == agent_mod.IDLE
         assert s.log.events == []  # not even the header
         end = await agent.run("after the cancel")
@@ -744,16 +828,16 @@ async def test_agent_cancel_while_the_child_starts_logs_no_turn_in_memory(offlin
     assert s.users() == [(1, 1, "after the cancel")]
 
 
-async def test_agent_driver_cancelled_from_outside_still_ends_the_turn_in_memory(offline):
-    s = offline()
-
+@BOTH
+async def test_agent_driver_cancelled_from_outside_still_ends_the_turn(twin, kind):
     behaviour = tb.SlowHandshake()
-    behaviour.gate.set()  # the first child answers at once
-    s.fake = FakeAppServer(behaviour)
+    behaviour.gate.set()  # in memory, the first child answers at once
+    s = twin(behaviour, {"rules": [], "default": {**reply("a", "b", "c", "d"), "delay_ms": 200}})
+
     agent = s.agent(on_event=s.watch)
     async with agent:
         agent.followup("slow")
-        await s.watch.held("slow")
+        await s.held(agent, "slow")
         waiter = asyncio.ensure_future(agent.wait_idle())
         await asyncio.sleep(0)
         waiter.cancel()  # a cancelled waiter does not cancel the turn
@@ -765,68 +849,96 @@ async def test_agent_driver_cancelled_from_outside_still_ends_the_turn_in_memory
             await agent._driver
         assert s.ends() == ["aborted"]
         await agent.child.close()
-        behaviour.gate.clear()
-        behaviour.initializing.clear()
+        if kind == "memory":
+            behaviour.gate.clear()
+            behaviour.initializing.clear()
         agent.followup("again")
-        await asyncio.wait_for(behaviour.initializing.wait(), 30)  # the child is starting
-        idle = asyncio.ensure_future(agent.wait_idle())
-        await asyncio.sleep(0)
+        if kind == "memory":
+            await asyncio.wait_for(behaviour.initializing.wait(), 30)  # the child is starting
+            idle = asyncio.ensure_future(agent.wait_idle())
+        await asyncio.sleep(0)  # memory: the waiter waits; live: the driver waits for the child's spawn
         agent._driver.cancel()  # cancelled from outside before the turn began
-        behaviour.gate.set()
+        if kind == "memory":
+            behaviour.gate.set()
         with pytest.raises(asyncio.CancelledError):
             await agent._driver
-        await asyncio.wait_for(idle, 30)  # waiting for a driver that got cancelled ends
-        assert agent.phase == agent_mod.IDLE
+        if kind == "memory":
+            await asyncio.wait_for(idle, 30)  # waiting for a driver that got cancelled ends
+            assert agent.phase == agent_mod.IDLE
     (end,) = s.of_type("turn/end")
     assert end["data"]["reason"] == "aborted"
-    assert len(s.sent("turn/interrupt")) == 1
+    if kind == "memory":
+        assert len(s.sent("turn/interrupt")) == 1
 
 
 # -- offline: the inbox ---------------------------------------------------------------
 
 
-async def test_agent_inbox_followup_inject_and_cancel_in_memory(offline):
+@BOTH
+async def test_agent_inbox_followup_inject_and_cancel(twin, kind):
+    # In memory a "slow" turn holds until released or interrupted; live, the
+    # scripted model streams it slowly.
     behaviour = tb.AgentTurns()
-    s = offline(behaviour)
+    slow = {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150}
+    s = twin(
+        behaviour,
+        {
+            # The prompt is the whole log: the newest marker must be matched first.
+            "rules": [
+                {"when": {"user_contains": "<user>\ndropped"}, "respond": reply("never")},
+                {"when": {"user_contains": "<user>\nslow three"}, "respond": slow},
+                {"when": {"user_contains": "<user>\nafter"}, "respond": reply("after")},
+                {"when": {"user_contains": "<user>\nslow two"}, "respond": slow},
+                {"when": {"user_contains": "<user>\ninjected"}, "respond": reply("saw the injection")},
+                {"when": {"user_contains": "<user>\nslow one"}, "respond": slow},
+            ],
+        },
+    )
 
     agent = s.agent(on_event=s.watch)
     async with agent:
         # inject during a turn: a second step of the same turn picks it up.
         agent.followup("slow one")
-        await s.watch.held("slow one")
+        await s.held(agent, "slow one")
         assert agent.phase == agent_mod.RUNNING
         agent.inject("injected later")
-        behaviour.release()
+        if kind == "memory":
+            behaviour.release()
         await agent.wait_idle()
         assert s.ends() == ["completed"]
+        assert [e["turn"] for e in s.of_type("turn/end")] == [1]
         steps = sorted({e["step"] for e in s.log.events if e["turn"] == 1 and e["step"]})
         assert steps == [1, 2]
         # followups queued while running run as the next turns, in order.
         agent.followup("slow two")
         agent.followup("after")
-        await s.watch.held("slow two")
+        await s.held(agent, "slow two")
         agent.cancel(keep_inbox=True)  # abort turn 2, keep "after"
         await agent.wait_idle()
         # cancel() without keep_inbox drops what is queued.
         agent.followup("slow three")
         agent.followup("dropped")
-        await s.watch.held("slow three")
+        await s.held(agent, "slow three")
         agent.cancel()
         await agent.wait_idle()
         agent.cancel()  # idle: nothing to do
         assert agent.phase == agent_mod.IDLE
     assert s.ends() == ["completed", "aborted", "completed", "aborted"]
-    assert s.users() == [
-        (1, 1, "slow one"),
-        (1, 2, "injected later"),
-        (2, 1, "slow two"),
-        (3, 1, "after"),
-        (4, 1, "slow three"),
-    ]
+    users = [b["text"] for e in s.of_type("user/message") for b in e["data"]["content"]]
+    assert users == ["slow one", "injected later", "slow two", "after", "slow three"]
+    if kind == "memory":
+        assert s.users() == [
+            (1, 1, "slow one"),
+            (1, 2, "injected later"),
+            (2, 1, "slow two"),
+            (3, 1, "after"),
+            (4, 1, "slow three"),
+        ]
     assert len(s.sent("turn/interrupt")) == 2
-    # An aborted step settles what it held: the interrupted message is not lost.
-    aborted = [e for e in s.of_type("step/end") if e["data"]["reason"] == "aborted"]
-    assert [e["turn"] for e in aborted] == [2, 4]
+    if kind == "memory":
+        # An aborted step settles what it held: the interrupted message is not lost.
+        aborted = [e for e in s.of_type("step/end") if e["data"]["reason"] == "aborted"]
+        assert [e["turn"] for e in aborted] == [2, 4]
 
 
 async def test_agent_inject_while_idle_waits_for_the_next_turn(offline):
@@ -841,47 +953,82 @@ async def test_agent_inject_while_idle_waits_for_the_next_turn(offline):
     assert s.ends() == ["completed"]
 
 
-async def test_agent_steer_while_running_and_while_idle_in_memory(offline):
-    behaviour = tb.EchoSteer()
-    s = offline(behaviour)
+@BOTH
+async def test_agent_steer_while_running_and_while_idle(twin, kind):
+    s = twin(
+        tb.EchoSteer,
+        {
+            "rules": [
+                {"when": {"user_contains": "steered"}, "respond": reply("got the steer", id_="msg_2")},
+                {"when": {"user_contains": "slow"}, "respond": {**reply("a", "b", "c", "d"), "delay_ms": 150}},
+            ],
+            "default": reply("ok"),
+        },
+    )
 
     agent = s.agent(on_event=s.watch)
     async with agent:
         agent.followup("slow please")
-        await s.watch.held("slow please")
+        await s.held(agent, "slow please")
         await agent.steer("steered message")
         await agent.wait_idle()
         await agent.steer("idle steer starts a turn")
         await agent.wait_idle()
     (steer,) = s.sent("turn/steer")
     assert steer["params"]["input"] == [{"type": "text", "text": "steered message"}]
-    assert steer["params"]["expectedTurnId"] == TURN  # the running codex turn's id
-    # Logged where codex echoed it: after what the model said before it.
-    assert s.users() == [(1, 1, "slow please"), (1, 1, "steered message"), (2, 1, "idle steer starts a turn")]
-    turn1 = [e["type"] for e in s.log.events if e["turn"] == 1]
-    assert turn1[turn1.index("user/message") + 1 :][:3] == ["assistant/message", "user/message", "assistant/message"]
+    steered = [e for e in s.of_type("user/message") if e["data"]["content"][0]["text"] == "steered message"]
+    assert steered and steered[0]["turn"] == 1 and steered[0]["step"] == 1
+    if kind == "memory":
+        assert steer["params"]["expectedTurnId"] == TURN  # the running codex turn's id
+        # Logged where codex echoed it: after what the model said before it.
+        assert s.users() == [(1, 1, "slow please"), (1, 1, "steered message"), (2, 1, "idle steer starts a turn")]
+        turn1 = [e["type"] for e in s.log.events if e["turn"] == 1]
+        assert turn1[turn1.index("user/message") + 1 :][:3] == [
+            "assistant/message",
+            "user/message",
+            "assistant/message",
+        ]
     assert s.ends() == ["completed", "completed"]
 
 
-async def test_agent_refused_steer_goes_to_the_next_step_in_memory(offline):
+@BOTH
+async def test_agent_refused_steer_goes_to_the_next_step(twin, kind, monkeypatch):
+    # In memory the fake refuses turn/steer; live, the steer is refused before
+    # it reaches codex (as codex refuses one whose turn is over, reference §3.11).
     behaviour = tb.RefuseSteer()
-    s = offline(behaviour)
+    s = twin(
+        behaviour,
+        {
+            "rules": [
+                {"when": {"user_contains": "<user>\nlate words"}, "respond": reply("got them")},
+                {"when": {"user_contains": "slow"}, "respond": {**reply("a", "b", "c"), "delay_ms": 100}},
+            ]
+        },
+    )
+    if kind == "live":
+
+        async def refuse(self: Turn, input: Any) -> None:
+            raise RpcError(-32600, "no active turn to steer", method="turn/steer")
+
+        monkeypatch.setattr(Turn, "steer", refuse)
 
     agent = s.agent(on_event=s.watch)
     async with agent:
         agent.followup("slow please")
-        await s.watch.held("slow please")
+        await s.held(agent, "slow please")
         await agent.steer([{"type": "text", "text": "late words"}, {"type": "image", "path": "/nonexistent/x.png"}])
-        behaviour.release()
+        if kind == "memory":
+            behaviour.release()
         await agent.wait_idle()
     assert s.users() == [(1, 1, "slow please"), (1, 2, "late words")]
     starts = s.sent("turn/start")
     assert starts[1]["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/x.png"}]
-    (steer,) = s.sent("turn/steer")  # sent with its image, refused
-    assert steer["params"]["input"] == [
-        {"type": "text", "text": "late words"},
-        {"type": "localImage", "path": "/nonexistent/x.png"},
-    ]
+    if kind == "memory":
+        (steer,) = s.sent("turn/steer")  # sent with its image, refused
+        assert steer["params"]["input"] == [
+            {"type": "text", "text": "late words"},
+            {"type": "localImage", "path": "/nonexistent/x.png"},
+        ]
 
 
 async def test_agent_steer_into_a_dying_child_goes_to_the_next_turn(offline):
@@ -1029,67 +1176,6 @@ async def test_agent_child_killed_mid_step_then_next_turn_on_a_fresh_child(live_
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_pins_override_only_their_own_field(live_setup):
-    s = live_setup({"rules": [], "default": reply("ok")})
-
-    async with s.agent(config=s.config(sandbox="workspace-write")) as agent:
-        await agent.run("one")  # knobs: none → (read-only, never); the sandbox pin wins its field
-        agent.set_knob("approval/policy", "ask")
-        await agent.run("two")  # ask → (workspace-write, on-request)
-        agent.set_knob("sandbox/mode", "danger-full-access")
-        agent.set_knob("approval/policy", "bogus")  # invalid: counts as absent
-        await agent.run("three")  # full access → (danger-full-access, never), but the pin keeps workspace-write
-    async with s.agent(config=s.config(approval_policy="untrusted")) as agent:
-        await agent.run("four")
-    pairs = [(f["params"]["sandbox"], f["params"]["approvalPolicy"]) for f in s.sent("thread/start")]
-    assert pairs == [
-        ("workspace-write", "never"),
-        ("workspace-write", "on-request"),
-        ("workspace-write", "never"),
-        ("danger-full-access", "untrusted"),
-    ]
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_second_prompt_is_the_serialized_log(live_setup):
-    s = live_setup({"rules": [{"when": {"user_contains": "second"}, "respond": reply("two")}], "default": reply("one")})
-
-    async with s.agent() as agent:
-        await agent.run("first")
-        await agent.run("second")
-    starts = s.sent("turn/start")
-    assert len(starts) == 2
-    events = s.log.events
-    for frame in starts:
-        text = frame["params"]["input"][0]["text"]
-        # The prompt is exactly the serialization of some prefix of the log.
-        prefixes = [serialize(derive_messages(events[:n])) for n in range(len(events) + 1)]
-        assert text in prefixes
-    assert (
-        starts[1]["params"]["input"][0]["text"]
-        == "<user>\nfirst\n</user>\n\n<assistant>\none\n</assistant>\n\n<user>\nsecond\n</user>"
-    )
-    # The header was written once per agent instance, then turns 1 and 2.
-    assert [e["data"]["reason"] for e in s.of_type("session/header")] == ["initial"]
-    assert [e["turn"] for e in s.of_type("turn/start")] == [1, 2]
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers(live_setup):
-    s = live_setup({"rules": [], "default": reply("ok")})
-
-    async with s.agent() as agent:
-        await agent.run("one")
-    async with s.agent() as agent:
-        await agent.run("two")
-    assert [e["data"]["reason"] for e in s.of_type("session/header")] == ["initial", "resume"]
-    assert [e["turn"] for e in s.of_type("turn/end")] == [1, 2]
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
 async def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_when_idle(live_setup):
     s = live_setup({"rules": [], "default": reply("ok")})
 
@@ -1116,142 +1202,6 @@ async def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_whe
         await agent.run("four")  # a fresh child on demand
     assert len(s.sent("initialize")) == 3
     assert [e["data"]["reason"] for e in s.of_type("turn/end")] == ["completed"] * 4
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_inbox_followup_inject_and_cancel(live_setup):
-    s = live_setup(
-        {
-            # The prompt is the whole log: the newest marker must be matched first.
-            "rules": [
-                {"when": {"user_contains": "<user>\ndropped"}, "respond": reply("never")},
-                {
-                    "when": {"user_contains": "<user>\nslow three"},
-                    "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150},
-                },
-                {"when": {"user_contains": "<user>\nafter"}, "respond": reply("after")},
-                {
-                    "when": {"user_contains": "<user>\nslow two"},
-                    "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150},
-                },
-                {"when": {"user_contains": "<user>\ninjected"}, "respond": reply("saw the injection")},
-                {
-                    "when": {"user_contains": "<user>\nslow one"},
-                    "respond": {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150},
-                },
-            ],
-        }
-    )
-
-    agent = s.agent()
-    async with agent:
-        # inject during a turn: a second step of the same turn picks it up.
-        agent.followup("slow one")
-        await codex_turn_running(agent)
-        agent.inject("injected later")
-        await agent.wait_idle()
-        assert [e["turn"] for e in s.of_type("turn/end")] == [1]
-        steps = sorted({e["step"] for e in s.log.events if e["turn"] == 1 and e["step"]})
-        assert steps == [1, 2]
-        # followups queued while running run as the next turns, in order.
-        agent.followup("slow two")
-        agent.followup("after")
-        await codex_turn_running(agent)
-        agent.cancel(keep_inbox=True)  # abort turn 2, keep "after"
-        await agent.wait_idle()
-        # cancel() without keep_inbox drops what is queued.
-        agent.followup("slow three")
-        agent.followup("dropped")
-        await codex_turn_running(agent)
-        agent.cancel()
-        await agent.wait_idle()
-        agent.cancel()  # idle: nothing to do
-    ends = [e["data"]["reason"] for e in s.of_type("turn/end")]
-    assert ends == ["completed", "aborted", "completed", "aborted"]
-    users = [b["text"] for e in s.of_type("user/message") for b in e["data"]["content"]]
-    assert users == ["slow one", "injected later", "slow two", "after", "slow three"]
-    assert len(s.sent("turn/interrupt")) == 2
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_listener_error_ends_the_turn_with_unknown_and_keeps_the_log(live_setup):
-    s = live_setup({"rules": [], "default": reply("ok")})
-
-    def boom(event: Any) -> None:
-        raise RuntimeError("listener broke")
-
-    async with s.agent(on_event=boom) as agent:
-        end = await agent.run("hello")
-    assert end == {"reason": "error", "error": {"message": "RuntimeError: listener broke", "code": "UNKNOWN"}}
-    assert [e["type"] for e in s.log.events][-2:] == ["agent/error", "turn/end"]
-    assert read_log(s.log.path).events == s.log.events
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_codex_refusing_turn_start_is_a_codex_error(live_setup):
-    s = live_setup({"rules": [], "default": reply("ok")})
-
-    async with s.agent(on_event=None) as agent:
-        await agent.start()
-        # A remote image URL is refused at turn/start (reference §3.12).
-        agent._step_input = lambda messages: [{"type": "image", "url": "https://example.com/x.png"}]
-        end = await agent.run("look")
-    assert end["reason"] == "error" and end["error"]["code"] == "CODEX_ERROR"
-    assert "remote image URLs are not supported" in end["error"]["message"]
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_steer_while_running_and_while_idle(live_setup):
-    s = live_setup(
-        {
-            "rules": [
-                {"when": {"user_contains": "steered"}, "respond": reply("got the steer", id_="msg_2")},
-                {"when": {"user_contains": "slow"}, "respond": {**reply("a", "b", "c", "d"), "delay_ms": 150}},
-            ],
-            "default": reply("ok"),
-        }
-    )
-
-    agent = s.agent()
-    async with agent:
-        agent.followup("slow please")
-        await codex_turn_running(agent)
-        await agent.steer("steered message")
-        await agent.wait_idle()
-        await agent.steer("idle steer starts a turn")
-        await agent.wait_idle()
-    (steer,) = s.sent("turn/steer")
-    assert steer["params"]["input"] == [{"type": "text", "text": "steered message"}]
-    steered = [e for e in s.of_type("user/message") if e["data"]["content"][0]["text"] == "steered message"]
-    assert steered and steered[0]["turn"] == 1 and steered[0]["step"] == 1
-    assert [e["data"]["reason"] for e in s.of_type("turn/end")] == ["completed", "completed"]
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_skills_and_images_reach_codex(live_setup):
-    s = live_setup({"rules": [], "default": reply("ok")})
-    with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
-        fh.write("Always answer <briefly>.\n")
-    os.makedirs(os.path.join(s.ws, ".git"))
-
-    async with s.agent() as agent:
-        await agent.run(
-            [
-                {"type": "text", "text": "use /agents-md and /unknown"},
-                {"type": "image", "path": "/nonexistent/pic.png"},
-            ]
-        )
-    users = s.of_type("user/message")
-    assert users[1]["data"]["source"] == {"kind": "skill-invocation", "name": "agents-md"}
-    assert "Always answer &lt;briefly&gt;." in users[1]["data"]["content"][0]["text"]
-    (start,) = s.sent("turn/start")
-    assert start["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/pic.png"}]
-    assert "[image: /nonexistent/pic.png]" in start["params"]["input"][0]["text"]
 
 
 @pytest.mark.live
@@ -1284,103 +1234,6 @@ async def test_agent_approval_handler_answers_are_logged(live_setup):
 
 
 # -- the inbox's edges ---------------------------------------------------------------
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_refused_steer_goes_to_the_next_step(live_setup, monkeypatch):
-    from codexmini._errors import RpcError
-    from codexmini._threads import Turn
-
-    s = live_setup(
-        {
-            "rules": [
-                {"when": {"user_contains": "<user>\nlate words"}, "respond": reply("got them")},
-                {"when": {"user_contains": "slow"}, "respond": {**reply("a", "b", "c"), "delay_ms": 100}},
-            ]
-        }
-    )
-
-    async def refuse(self, input):
-        raise RpcError(-32600, "no active turn to steer", method="turn/steer")
-
-    monkeypatch.setattr(Turn, "steer", refuse)
-
-    async with s.agent() as agent:
-        agent.followup("slow please")
-        await codex_turn_running(agent)
-        await agent.steer([{"type": "text", "text": "late words"}, {"type": "image", "path": "/nonexistent/x.png"}])
-        await agent.wait_idle()
-    users = s.of_type("user/message")
-    assert [(u["turn"], u["step"], u["data"]["content"][0]["text"]) for u in users] == [
-        (1, 1, "slow please"),
-        (1, 2, "late words"),
-    ]
-    starts = s.sent("turn/start")
-    assert starts[1]["params"]["input"][1:] == [{"type": "localImage", "path": "/nonexistent/x.png"}]
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_cancel_while_the_child_starts_logs_no_turn(live_setup):
-    s = live_setup({"rules": [], "default": reply("never")})
-
-    async with s.agent() as agent:
-        agent.followup("hello")
-        await asyncio.sleep(0)  # the driver runs until it waits for the spawn
-        assert agent.phase == agent_mod.RUNNING and agent.child.client is None
-        agent.cancel()
-        await agent.wait_idle()
-        assert agent.phase == agent_mod.IDLE
-        end = await agent.run("after the cancel")
-    assert end["reason"] == "completed"
-    assert [e["turn"] for e in s.of_type("turn/start")] == [1]  # the cancelled one left nothing
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_driver_cancelled_from_outside_still_ends_the_turn(live_setup):
-    s = live_setup({"rules": [], "default": {**reply("a", "b", "c", "d"), "delay_ms": 200}})
-
-    agent = s.agent()
-    async with agent:
-        agent.followup("slow")
-        await codex_turn_running(agent)
-        waiter = asyncio.ensure_future(agent.wait_idle())
-        await asyncio.sleep(0)
-        waiter.cancel()  # a cancelled waiter does not cancel the turn
-        with pytest.raises(asyncio.CancelledError):
-            await waiter
-        assert not agent._driver.done()
-        agent._driver.cancel()  # e.g. the event loop shutting down
-        with pytest.raises(asyncio.CancelledError):
-            await agent._driver
-        await agent.child.close()
-        agent.followup("again")
-        await asyncio.sleep(0)  # now waiting for the child to spawn
-        agent._driver.cancel()  # cancelled from outside before the turn began
-        with pytest.raises(asyncio.CancelledError):
-            await agent._driver
-    (end,) = s.of_type("turn/end")
-    assert end["data"]["reason"] == "aborted"
-
-
-@pytest.mark.live
-@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
-async def test_agent_followup_waits_for_the_idle_shutdown_and_skills_can_be_off(live_setup):
-    s = live_setup({"rules": [], "default": reply("ok")})
-    with open(os.path.join(s.ws, "AGENTS.md"), "w") as fh:
-        fh.write("never injected\n")
-
-    async with s.agent(config=s.config(skills=False)) as agent:
-        await agent.run("one /agents-md")
-        first = agent.child.client
-        agent.child._idle_shutdown(lambda: True)  # as the idle timer would
-        assert agent.phase == agent_mod.MAINTENANCE
-        await agent.run("two")  # waits for the shutdown, then starts a fresh child
-        assert first.closed and agent.child.client is not first
-    assert [e["data"]["source"]["kind"] for e in s.of_type("user/message")] == ["user", "user"]
-    assert len(s.sent("initialize")) == 2
 
 
 # -- the session's model and endpoint (issue: the agent, complete) ---------------------------
