@@ -876,7 +876,7 @@ MCP_ELICITATION = Scenario(
         ),
     },
     prompts=("call the mcp tool",),
-    config=('mcp_servers.probe.command="{PYTHON}"', 'mcp_servers.probe.args=["{REPO}/tests/mcp_server.py"]'),
+    config=('mcp_servers.probe.command="{PYTHON}"', 'mcp_servers.probe.args=["{REPO}/tests/support/mcp_server.py"]'),
     knobs=(("approval/policy", "ask"),),
     approvals={"mcp_tool_call": Reply("accept")},
     check=_check_mcp_elicitation,

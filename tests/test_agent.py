@@ -1,7 +1,7 @@
 """The agent: its state machine offline against the in-memory fake
 app-server, and against the real binary and the scripted model (``live``).
 
-Offline, ``tests/thread_behaviours.py`` plays codex: :class:`AgentTurns`
+Offline, ``tests/support/thread_behaviours.py`` plays codex: :class:`AgentTurns`
 answers each step by its newest user message, and a test that needs a turn to
 *stay* running holds it (``slow …``) until it says so (``release()``) or
 cancels it -- no sleeps, no timing.  The inbox, cancel, steer, idle shutdown
@@ -27,8 +27,8 @@ import signal
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
-import thread_behaviours as tb
-from fake_client import agent_config, reconfigured
+from support import thread_behaviours as tb
+from support.fake_client import agent_config, reconfigured
 
 from codexmini import Agent, AgentConfig, Blocked, Launch, ModelEndpoint
 from codexmini import _agent as agent_mod
@@ -205,7 +205,7 @@ def live_setup():
 
 
 #: A twin test runs on both setups: ``memory`` (the in-memory fake playing a
-#: behaviour of tests/thread_behaviours.py) and ``live`` (the pinned codex and
+#: behaviour of tests/support/thread_behaviours.py) and ``live`` (the pinned codex and
 #: the scripted model).  Its ``twin`` fixture makes the setup of its kind; what
 #: differs between the two is spelled out in the test, keyed on ``kind``.
 BOTH = pytest.mark.parametrize(
@@ -685,7 +685,7 @@ async def test_agent_child_dead_mid_step_then_next_turn_on_a_fresh_child(offline
         config = s.config()
     else:
         s = offline()
-        codex_bin = FakeAppServer("thread_behaviours:AgentTurns").executable(s.root, [tb.TESTS])
+        codex_bin = FakeAppServer("support.thread_behaviours:AgentTurns").executable(s.root, [tb.TESTS])
         config = s.config(launcher=None, codex_bin=codex_bin)
     killed: List[int] = []
 

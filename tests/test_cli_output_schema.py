@@ -16,7 +16,7 @@ import os
 from typing import Any, Dict, List
 
 import pytest
-from run_support import HAVE_CODEX, SCHEMA, Echo, Live, message
+from support.run_support import HAVE_CODEX, SCHEMA, Echo, Live, message
 
 from codexmini import Agent, AgentConfig, Launch, SchemaError, SessionLog
 from codexmini import _cli as cli

@@ -1,6 +1,6 @@
 """The client's conversation, in memory: the asyncio shell over the RPC core.
 
-Every test here runs a behaviour of tests/behaviours.py through
+Every test here runs a behaviour of tests/support/behaviours.py through
 :class:`codexmini.testing.FakeAppServer` in memory (no process, no pipe):
 routing, responses in any order, unknown and duplicate answers, server
 requests and their handlers, big, oversized and garbage lines, timeouts,
@@ -20,9 +20,9 @@ import asyncio
 import collections
 import signal
 
-import behaviours as b
 import pytest
-from fake_client import reported, started, until
+from support import behaviours as b
+from support.fake_client import reported, started, until
 
 from codexmini import Launch, Limits, Timeouts, _rpc
 from codexmini import _client as client_mod

@@ -1,7 +1,7 @@
 """The client over real pipes: what is about processes, pipes and signals.
 
 tests/test_client.py covers the conversation in memory; here the fake
-app-server of tests/behaviours.py runs as a *child process* (an executable
+app-server of tests/support/behaviours.py runs as a *child process* (an executable
 "codex" written by ``FakeAppServer.executable``), for what only a process
 shows: ``start()`` reaching the child (argv, environment, working directory),
 a refused ``initialize`` closing the child, exit codes and the stderr tail, a
@@ -24,9 +24,9 @@ import logging
 import os
 import signal
 
-import behaviours as b
 import pytest
-from fake_client import alive, codex_bin, gone, reported, run, spawned, started, until
+from support import behaviours as b
+from support.fake_client import alive, codex_bin, gone, reported, run, spawned, started, until
 
 from codexmini import Launch, Timeouts, __version__
 from codexmini._binary import INSTALL_HINT

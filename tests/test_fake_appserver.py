@@ -16,9 +16,9 @@ import json
 import os
 import signal
 
-import behaviours as b
 import pytest
-from fake_client import reported, started, until
+from support import behaviours as b
+from support.fake_client import reported, started, until
 
 from codexmini import Launch, Timeouts
 from codexmini._client import AppServerClient
@@ -104,7 +104,7 @@ async def test_fake_stop_reading_drops_what_fits_in_the_pipe():
 
 
 async def test_fake_launch_imports_a_spec_and_instantiates_a_class_per_launch():
-    by_name = FakeAppServer("behaviours:echo")
+    by_name = FakeAppServer("support.behaviours:echo")
     client = await AppServerClient.start(Launch(launcher=by_name.launch))
     assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
     await client.close()
@@ -123,7 +123,7 @@ async def test_fake_launch_imports_a_spec_and_instantiates_a_class_per_launch():
 
 def test_fake_instantiate_returns_a_callable_as_it_is():
     assert instantiate(b.echo) is b.echo
-    assert instantiate("behaviours:echo") is b.echo
+    assert instantiate("support.behaviours:echo") is b.echo
     assert isinstance(instantiate(b.Numbered, ["a"]), b.Numbered)
 
 
@@ -133,12 +133,12 @@ def test_fake_executable_needs_a_spec():
 
 
 def test_fake_executable_script_runs_the_spec_with_its_args_and_argv(tmp_path):
-    path = FakeAppServer("behaviours:echo", "it's").executable(str(tmp_path), pythonpath=["/p"])
+    path = FakeAppServer("support.behaviours:echo", "it's").executable(str(tmp_path), pythonpath=["/p"])
     with open(path) as fh:
         text = fh.read()
     assert os.access(path, os.X_OK)
     assert text.startswith("#!/bin/sh\nPYTHONPATH='/p" + os.pathsep)
-    assert "'-m' 'codexmini.testing' 'fake' 'behaviours:echo' 'it'\\''s' '--' \"$0\" \"$@\"" in text
+    assert "'-m' 'codexmini.testing' 'fake' 'support.behaviours:echo' 'it'\\''s' '--' \"$0\" \"$@\"" in text
 
 
 # -- the stdio side, in this process over pipes ------------------------------------------
@@ -164,7 +164,7 @@ def test_fake_main_plays_a_behaviour_over_file_descriptors():
     os.write(in_w, lines(INITIALIZE, INITIALIZED, {"id": 2, "method": "thread/loaded/list", "params": {}}))
     os.close(in_w)  # then EOF: the behaviour returns
     try:
-        code = main(["behaviours:echo", "--", "/bin/codex", "app-server"], fds=(in_r, out_w, err_w))
+        code = main(["support.behaviours:echo", "--", "/bin/codex", "app-server"], fds=(in_r, out_w, err_w))
     finally:
         os.close(in_r), os.close(out_w), os.close(err_w)
     assert code == 0
@@ -180,7 +180,7 @@ def test_fake_stdio_side_tells_the_end_of_input_once():
     os.write(in_w, lines(INITIALIZE, INITIALIZED))
     os.close(in_w)
     try:
-        assert main(["behaviours:close_input_after_eof", "--"], fds=(in_r, out_w, err_w)) == 0
+        assert main(["support.behaviours:close_input_after_eof", "--"], fds=(in_r, out_w, err_w)) == 0
     finally:
         os.close(out_w), os.close(err_w)  # in_r: closed by the behaviour
     assert frames_of(read_all(out_r)) == [{"id": 1, "result": INIT_RESULT}]
@@ -193,7 +193,7 @@ def test_fake_stdio_side_every_operation():
 
     async def go():
         return await _serve(
-            "behaviours:stdio_tour", ["arg"], ["/bin/codex", "app-server"], {}, "/here", (in_r, out_w, err_w)
+            "support.behaviours:stdio_tour", ["arg"], ["/bin/codex", "app-server"], {}, "/here", (in_r, out_w, err_w)
         )
 
     try:
@@ -219,7 +219,7 @@ def test_fake_stdio_side_fake_error_exits_3():
     os.write(in_w, lines(INITIALIZE, INITIALIZED, {"id": 2, "method": "thread/loaded/list", "params": {}}))
     os.close(in_w)
     try:
-        code = main(["behaviours:expect_thread_start"], fds=(in_r, out_w, err_w))  # no "--": no argv
+        code = main(["support.behaviours:expect_thread_start"], fds=(in_r, out_w, err_w))  # no "--": no argv
     finally:
         os.close(in_r), os.close(out_w), os.close(err_w)
     assert code == 3
@@ -234,7 +234,7 @@ def test_fake_stdio_side_raising_behaviour_propagates():
     os.close(in_w)
     try:
         with pytest.raises(RuntimeError, match="the fake's own bug"):
-            main(["behaviours:raises", "--"], fds=(in_r, out_w, err_w))
+            main(["support.behaviours:raises", "--"], fds=(in_r, out_w, err_w))
     finally:
         for fd in (in_r, out_w, err_w, out_r, err_r):
             os.close(fd)

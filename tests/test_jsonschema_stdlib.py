@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import jsonschema
 import pytest
-from recorded_frames import FRAME_FILES, frame_count, recorded, routed
+from support.recorded_frames import FRAME_FILES, frame_count, recorded, routed
 
 from codexmini import CODEX_VERSION, _schema
 from codexmini._jsonschema import DRAFT7, KEYWORDS, SchemaError, Validator, child_path

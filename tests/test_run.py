@@ -1,8 +1,8 @@
 """``codexmini.run()`` and ``Thread.run()``: one turn, a frozen result, structured output.
 
-Offline against the in-memory fake (:class:`run_support.Echo` answers with
+Offline against the in-memory fake (:class:`support.run_support.Echo` answers with
 the prompt, so the prompt chooses the answer; the turns of
-``thread_behaviours`` for failures, approvals and interrupts); live against
+``support.thread_behaviours`` for failures, approvals and interrupts); live against
 the pinned codex and the scripted model for the plain answer and for an
 output schema answered validly and invalidly.  Every frame either way goes
 through the conformance plugin's validator.
@@ -16,8 +16,8 @@ import json
 from typing import Any, Dict, List
 
 import pytest
-import thread_behaviours as tb
-from run_support import HAVE_CODEX, SCHEMA, Echo, Live, message
+from support import thread_behaviours as tb
+from support.run_support import HAVE_CODEX, SCHEMA, Echo, Live, message
 
 from codexmini import (
     AgentMessageDelta,

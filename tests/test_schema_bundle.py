@@ -18,7 +18,7 @@ import os
 import stat
 
 import pytest
-from recorded_frames import FRAME_FILES, recorded
+from support.recorded_frames import FRAME_FILES, recorded
 
 from codexmini import CODEX_VERSION, ConfigError, _schema
 from codexmini._jsonschema import SchemaError

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import jsonschema
 import pytest
-from run_support import SCHEMA
+from support.run_support import SCHEMA
 
 from codexmini import OutputValidationError, SchemaError
 from codexmini._jsonschema import Validator

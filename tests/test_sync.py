@@ -23,8 +23,8 @@ import threading
 from typing import Any, Dict, List, Optional
 
 import pytest
-import thread_behaviours as tb
-from run_support import HAVE_CODEX, SCHEMA, Echo, Live, command, message
+from support import thread_behaviours as tb
+from support.run_support import HAVE_CODEX, SCHEMA, Echo, Live, command, message
 
 from codexmini import (
     AgentConfig,

@@ -1,6 +1,6 @@
 """Threads and turns against the one fake app-server, in memory.
 
-The behaviours live in ``tests/thread_behaviours.py`` (:class:`CodexLike`
+The behaviours live in ``tests/support/thread_behaviours.py`` (:class:`CodexLike`
 subclasses with the real binary's shapes).  Every frame exchanged here goes
 through the conformance plugin's strict validator (it taps every client), so
 the fake's frames must stay schema-valid.  What the client sent is read from
@@ -18,7 +18,7 @@ import logging
 from typing import Any, AsyncIterator, Dict, List, Optional, Tuple
 
 import pytest
-import thread_behaviours as tb
+from support import thread_behaviours as tb
 
 from codexmini import Launch, Timeouts
 from codexmini._client import AppServerClient
@@ -557,7 +557,7 @@ async def test_turn_child_exit_mid_turn_raises_process_exited(transport, tmp_pat
     # Over pipes, the exit code and the stderr tail come from a real process.
     codex_bin = None
     if transport == "pipes":
-        codex_bin = FakeAppServer("thread_behaviours:ExitMidTurn").executable(str(tmp_path), [tb.TESTS])
+        codex_bin = FakeAppServer("support.thread_behaviours:ExitMidTurn").executable(str(tmp_path), [tb.TESTS])
 
     async with server(tb.ExitMidTurn, codex_bin=codex_bin) as (client, _seen):
         assert (client.pid is None) == (transport == "memory")

@@ -3,9 +3,9 @@
 Each behaviour is ``async def name(server) -> exit status`` for
 :class:`codexmini.testing.FakeAppServer`: the same function runs in memory
 (``AppServerClient.start(Launch(launcher=FakeAppServer(name).launch))``) or, named
-``"behaviours:name"``, as a child process over real pipes
-(``FakeAppServer("behaviours:name").executable(dir)``, see
-:func:`tests.fake_client.codex_bin`).  Most run after :meth:`handshake`; the
+``"support.behaviours:name"``, as a child process over real pipes
+(``FakeAppServer("support.behaviours:name").executable(dir)``, see
+:func:`tests.support.fake_client.codex_bin`).  Most run after :meth:`handshake`; the
 ones that must see ``initialize`` themselves say so.
 
 Every frame they send goes through the conformance validator (the plugin taps

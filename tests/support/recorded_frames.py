@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 from codexmini import _schema
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FRAME_FILES = sorted(glob.glob(os.path.join(ROOT, "fixtures", "*", "*.frames.jsonl")))
 
 

@@ -4,7 +4,7 @@ Each class plays one kind of turn the way codex 0.149.1 does (the shapes come
 from :mod:`codexmini.testing.codex_like`, copied from the real binary).  A
 test runs one in memory -- ``FakeAppServer(Plain).launch`` as the client's or
 the agent's launcher -- or, where the real process matters, as a child over
-real pipes: ``FakeAppServer("thread_behaviours:ExitMidTurn").executable(dir,
+real pipes: ``FakeAppServer("support.thread_behaviours:ExitMidTurn").executable(dir,
 [TESTS])``.  Every frame sent here is validated by the conformance plugin
 (strict, experimental schema) through the client's tap; :class:`Unmapped` is
 the one that sends a method the schema does not know, on purpose.
@@ -37,7 +37,8 @@ from codexmini.testing.codex_like import (
 )
 from codexmini.testing.fake_appserver import ServerSide, _StdioServerSide
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
+#: tests/, the directory to put on a child's path to import ``support.thread_behaviours``.
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OTHER_TURN = "01a22879-0000-7000-8000-00000000000b"
 OTHER_THREAD = "01a22879-0000-7000-8000-00000000000c"
 STEERED_ITEM = "01a22879-9c31-7b71-8c65-263c78c031fb"

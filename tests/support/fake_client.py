@@ -1,5 +1,5 @@
 """Helpers shared by the client tests: a client on a fake app-server playing
-a behaviour of tests/behaviours.py -- in memory (:func:`started`) or as a
+a behaviour of tests/support/behaviours.py -- in memory (:func:`started`) or as a
 child process over real pipes (:func:`spawned`) -- and process checks."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from codexmini import AgentConfig, Launch
 from codexmini._client import AppServerClient, Subscription
 from codexmini.testing import FakeAppServer
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
+#: tests/, the directory to put on a child's path to import ``support.behaviours``.
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 _LAUNCH_FIELDS = frozenset(f.name for f in dataclasses.fields(Launch))
@@ -45,14 +46,14 @@ def reconfigured(base: AgentConfig, **launch: Any) -> AgentConfig:
 
 async def started(behaviour: Any, **options: Any) -> AppServerClient:
     """An initialized client on an in-memory fake playing ``behaviour``
-    (a behaviour of tests/behaviours.py, or any other)."""
+    (a behaviour of tests/support/behaviours.py, or any other)."""
     return await _start({"launcher": FakeAppServer(behaviour).launch}, options)
 
 
 def codex_bin(directory: Any, behaviour: str) -> str:
-    """An executable "codex" in ``directory`` that runs ``behaviours.<behaviour>``
+    """An executable "codex" in ``directory`` that runs ``support.behaviours.<behaviour>``
     as a child process (argv and environment are codex's own)."""
-    return FakeAppServer(f"behaviours:{behaviour}").executable(str(directory), pythonpath=[TESTS])
+    return FakeAppServer(f"support.behaviours:{behaviour}").executable(str(directory), pythonpath=[TESTS])
 
 
 async def spawned(directory: Any, behaviour: str, **options: Any) -> AppServerClient:
@@ -61,7 +62,7 @@ async def spawned(directory: Any, behaviour: str, **options: Any) -> AppServerCl
 
 
 async def reported(sub: Subscription) -> Any:
-    """What a behaviour reported (tests/behaviours.py:report) in its next delta."""
+    """What a behaviour reported (tests/support/behaviours.py:report) in its next delta."""
     return json.loads((await sub.get(timeout=10))["params"]["delta"])
 
 
