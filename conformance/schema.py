@@ -9,7 +9,7 @@ repository has:
 * the verbatim bundles under ``fixtures/schema/<version>/<flavor>/`` (kept by
   ``tools/schema_fixtures.py``), loaded once each by :meth:`SchemaBundle.load`;
 * ``jsonschema``'s Draft 7 validator as the engine, the reference the stdlib
-  validator is proven against (``tests/test_jsonschema_stdlib.py``);
+  validator is proven against (``tests/test_jsonschema.py``);
 * :data:`KNOWN_UNDECLARED`, the catalog of fields codex really sends but the
   chosen flavor does not declare (protocol reference §5), per codex version,
   checked against live traffic by ``conformance/test_live_frames.py``, which

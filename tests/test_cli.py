@@ -22,17 +22,8 @@ from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION, __version__
 from codexmini import _cli as cli
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound
-from codexmini._events import (
-    AgentMessageDelta,
-    ItemCompleted,
-    ItemStarted,
-    MessageStreamEnd,
-    ReasoningSummaryDelta,
-    RetryingError,
-    TurnCompleted,
-)
 from codexmini._permission import ApprovalRequest
-from codexmini._render import Console, EventPrinter, command_of, use_color
+from codexmini._render import Console
 from codexmini._session import read_log
 from codexmini.testing.live import scratch_dir
 from codexmini.testing.scripted_model import ScriptedModel
@@ -382,60 +373,6 @@ def test_cli_prompter_user_input():
     assert reply.decision == "decline"
 
 
-def test_render_transcript_lines():
-    out = io.StringIO()
-    t = EventPrinter(Console(out, color=False))
-    cmd = {
-        "type": "commandExecution",
-        "id": "c",
-        "command": "/bin/bash -lc 'ls'",
-        "commandActions": [{"type": "unknown", "command": "ls"}],
-    }
-    t(ReasoningSummaryDelta("r", "thinking"))
-    t(AgentMessageDelta("m", "Hi"))
-    t(ItemStarted(cmd))
-    t(ItemCompleted({**cmd, "status": "completed", "exitCode": 0}))
-    t(ItemCompleted({**cmd, "status": "failed", "exitCode": 3}))
-    t(ItemCompleted({**cmd, "status": "declined", "exitCode": None}))
-    t(ItemCompleted({**cmd, "status": "failed", "exitCode": None}))
-    t(
-        ItemCompleted(
-            {
-                "type": "fileChange",
-                "id": "p",
-                "status": "completed",
-                "changes": [{"path": "a.txt", "kind": {"type": "add"}}],
-            }
-        )
-    )
-    t(ItemCompleted({"type": "mcpToolCall", "id": "x", "server": "probe", "tool": "echo", "status": "completed"}))
-    t(ItemCompleted({"type": "agentMessage", "id": "m", "text": "Hi"}))
-    t(RetryingError("Reconnecting... 1/5"))
-    t(TurnCompleted("t", "failed", {"message": "boom"}))
-    assert out.getvalue() == (
-        "thinking\nHi\n$ ls\n  → exit 0\n  → exit 3\n  ✗ declined\n  → failed\n"
-        "  patched a.txt (add, completed)\n  [probe/echo] completed\nretrying: Reconnecting... 1/5\ncodex turn failed: boom\n"
-    )
-
-
-def test_render_colour_only_on_a_tty_and_never_with_no_color():
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    assert use_color(Tty(), {}) is True
-    assert use_color(Tty(), {"NO_COLOR": "1"}) is False
-    assert use_color(io.StringIO(), {}) is False
-    console = Console(Tty(), color=True)
-    console.write("x", "red", "bold")
-    console.write("")
-    assert console.stream.getvalue() == "\x1b[31;1mx\x1b[0m"
-    assert (
-        command_of({"command": "/bin/bash -lc 'a; b'", "commandActions": [{"command": "a"}, {"command": "b"}]})
-        == "/bin/bash -lc 'a; b'"
-    )
-
-
 # -- in process, live (these are what cover cli.run and smoke) ------------------------
 
 
@@ -658,14 +595,6 @@ def test_cli_run_in_process_with_api_key_env_and_a_failing_model(hermetic):
     assert [r["status"] for r in model.requests] == [400]
 
 
-def test_render_line_starts_a_new_line_when_needed():
-    console = Console(io.StringIO(), color=False)
-    console.write("partial")
-    console.line("next")
-    console.line("again")
-    assert console.stream.getvalue() == "partial\nnext\nagain\n"
-
-
 def python39():
     """A Python 3.9 interpreter, if this machine has one (pyenv or PATH)."""
     import glob
@@ -721,13 +650,3 @@ def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch)
 def test_cli_config_items_reach_the_agent_config_in_order(tmp_path):
     args = cli.build_parser().parse_args(["run", "x", "--cwd", str(tmp_path), "-c", 'model="m"', "-c", "a.b=1"])
     assert list(cli.agent_config(args, {}).launch.config) == ['model="m"', "a.b=1"]
-
-
-def test_render_an_abandoned_stream_is_marked_and_a_committed_one_is_not():
-    out = io.StringIO()
-    t = EventPrinter(Console(out, color=False))
-    t(AgentMessageDelta("m", "Hel"))
-    t(MessageStreamEnd("msg-1", "m", committed=False))
-    t(AgentMessageDelta("m2", "Hello"))
-    t(MessageStreamEnd("msg-2", "m2", committed=True))
-    assert out.getvalue() == "Hel\n  [the text above was abandoned: it is not in the session log]\nHello"

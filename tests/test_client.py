@@ -1,12 +1,25 @@
-"""The client's conversation, in memory: the asyncio shell over the RPC core.
+"""The client (``codexmini._client``): the asyncio shell over the RPC core.
 
-Every test here runs a behaviour of tests/support/behaviours.py through
-:class:`codexmini.testing.FakeAppServer` in memory (no process, no pipe):
+In memory first: a behaviour of tests/support/behaviours.py plays codex
+through :class:`codexmini.testing.FakeAppServer` (no process, no pipe):
 routing, responses in any order, unknown and duplicate answers, server
 requests and their handlers, big, oversized and garbage lines, timeouts,
-taps and observers, subscriptions and closing.  What needs a real process
-(exit codes, stderr, signals, pipes) is in tests/test_client_more.py; the
-protocol bookkeeping itself, without any I/O, in tests/test_rpc.py.
+taps and observers, closing; an overloaded request retried with backoff and
+jitter until the retries run out, the rate-limit snapshot it keeps.
+
+Then over real pipes: the fake runs as a *child process* (an executable
+"codex" written by ``FakeAppServer.executable``) for what only a process
+shows: ``start()`` reaching the child (argv, environment, working directory),
+a refused ``initialize`` closing the child, exit codes and the stderr tail,
+the close escalating to signals (a child that ignores stdin's end and
+SIGTERM), stdout closed by a child that keeps running, stdin closed under a
+write, a last line without a newline.  A few of them run in memory too
+(``via`` = ``memory``): the in-memory fake claims to simulate these
+faithfully, and the same test proves it.
+
+The process itself (spawn errors, its group, stderr) is tested in
+tests/test_process.py, a subscription's queue in tests/test_subscriptions.py,
+the protocol bookkeeping without any I/O in tests/test_rpc.py.
 
 Every frame exchanged passes through the conformance plugin's validator (it
 taps every client), so the fake is held to the real protocol.  Waits are
@@ -18,21 +31,39 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
+import logging
+import os
 import signal
+from typing import List
 
 import pytest
 from support import behaviours as b
-from support.fake_client import reported, started, until
+from support.canned import Canned, client_for, client_for_behaviour, recorded
+from support.fake_client import alive, codex_bin, gone, reported, run, spawned, started, until
+from support.thread_behaviours import RateLimited
 
-from codexmini import Launch, Limits, Timeouts, _rpc
+from codexmini import NO_RETRY, Launch, Limits, RetryPolicy, Timeouts, __version__, _rpc
 from codexmini import _client as client_mod
 from codexmini._client import ALL, GLOBAL, AppServerClient
-from codexmini._errors import ClientClosed, CodexTimeout, ProtocolError, RequestTimeout, RpcError
+from codexmini._errors import (
+    ClientClosed,
+    CodexTimeout,
+    ProcessExited,
+    ProtocolError,
+    RequestTimeout,
+    RpcError,
+    ServerOverloaded,
+    TransportError,
+)
+from codexmini._threads import Thread
 from codexmini.testing import FakeAppServer, MemoryTransport
+from codexmini.testing.codex_like import RATE_LIMITS_EXHAUSTED
 from codexmini.testing.fake_appserver import INIT_RESULT
 
 THREAD = b.THREAD
 APPROVAL = b.APPROVAL
+SNAPSHOT = RATE_LIMITS_EXHAUSTED
 
 
 def sent(fake: FakeAppServer, method: str) -> bool:
@@ -271,35 +302,6 @@ async def test_client_global_notification_without_a_global_subscriber_is_counted
         assert client.stats["unrouted"] == 1  # configWarning; the thread frames are held
     finally:
         await client.close()
-
-
-async def test_client_bounded_queue_drops_deltas_but_never_turn_frames(caplog):
-    client = await started(b.flood_thread)
-    sub = client.subscribe(THREAD, maxsize=2)
-    try:
-        await client.request("thread/loaded/list", {})
-        assert (sub.pending(), sub.dropped, client.stats["dropped"]) == (3, 3, 3)
-        assert [sub.get_nowait()["method"] for _ in range(3)] == [
-            "item/agentMessage/delta",
-            "item/agentMessage/delta",
-            "turn/completed",
-        ]
-        assert "subscription '%s' is full: 1 notification(s) dropped" % THREAD in caplog.text
-    finally:
-        await client.close()
-
-
-async def test_client_subscription_get_times_out_and_iterates_until_the_end():
-    client = await started(b.echo)
-    sub = client.subscribe(THREAD)
-    with pytest.raises(CodexTimeout):
-        await sub.get(timeout=0.01)
-    waiting = asyncio.ensure_future(sub.get(timeout=30))
-    await asyncio.sleep(0)
-    await client.close()
-    with pytest.raises(ClientClosed):
-        await waiting
-    assert [f async for f in sub] == []
 
 
 # -- server requests -------------------------------------------------------------------
@@ -756,3 +758,359 @@ async def test_client_resolution_with_no_handler_running_only_routes_the_notific
             client._on_resolved(_rpc.ServerRequestResolved(rid, note))
             assert (await sub.get(timeout=10))["params"]["requestId"] == rid
         assert not finished.cancelled() and client._inflight[7] is finished
+
+
+# -- overload: retries with backoff and jitter (canned answers, from the recordings) ---
+
+
+OVERLOADED = {"code": -32001, "message": "Server overloaded; retry later."}
+
+
+class Sleeps:
+    """An injected sleep that records the delays and waits for nothing."""
+
+    def __init__(self) -> None:
+        self.delays: List[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+async def test_request_retries_an_overloaded_request_with_backoff_and_jitter() -> None:
+    account = recorded("account", "account/read")
+    fake = Canned({"account/read": [{"error": OVERLOADED}, {"error": OVERLOADED}, account]})
+    sleeps = Sleeps()
+    policy = RetryPolicy(retries=3, base_delay=0.1, max_delay=1.0, jitter=lambda: 0.5)
+    async with await client_for(fake, retry=policy, retry_sleep=sleeps) as client:
+        assert await client.read_account() == account["result"]
+        # d = 0.1 then 0.2; waited d/2 + 0.5 * d/2
+        assert sleeps.delays == [pytest.approx(0.075), pytest.approx(0.15)]
+        assert (client.stats["overloaded"], client.stats["retries"]) == (2, 2)
+        assert [m for m, _ in fake.asked] == ["account/read"] * 3
+        assert client.healthy  # an overloaded answer is an answer
+
+
+async def test_request_raises_server_overloaded_when_the_retries_run_out() -> None:
+    fake = Canned({"account/read": [{"error": OVERLOADED}]})
+    sleeps = Sleeps()
+    async with await client_for(fake, retry=RetryPolicy(retries=2, jitter=lambda: 0.0), retry_sleep=sleeps) as client:
+        with pytest.raises(ServerOverloaded) as caught:
+            await client.read_account()
+        assert caught.value.attempts == 3 and caught.value.code == -32001 and caught.value.method == "account/read"
+        assert isinstance(caught.value, RpcError)
+        assert len(sleeps.delays) == 2 and client.stats["overloaded"] == 3
+
+
+async def test_request_no_retry_raises_the_first_overloaded_answer() -> None:
+    fake = Canned({"account/read": [{"error": OVERLOADED}]})
+    sleeps = Sleeps()
+    async with await client_for(fake, retry=NO_RETRY, retry_sleep=sleeps) as client:
+        with pytest.raises(ServerOverloaded) as caught:
+            await client.call.account_read({})
+        assert caught.value.attempts == 1 and sleeps.delays == [] and client.stats["retries"] == 0
+
+
+async def test_request_other_errors_are_not_retried() -> None:
+    refused = recorded("account", "account/rateLimits/read")
+    fake = Canned({"account/rateLimits/read": [refused]})
+    async with await client_for(fake, retry_sleep=Sleeps()) as client:
+        with pytest.raises(RpcError, match="authentication required"):
+            await client.read_rate_limits()
+        assert len(fake.asked) == 1 and client.stats["retries"] == 0
+
+
+# -- rate limits: the last valid snapshot; a request never answered --------------------
+
+
+async def test_rate_limits_keep_the_last_valid_snapshot() -> None:
+    async with await client_for_behaviour(RateLimited(SNAPSHOT, fail=False)) as client:
+        assert client.rate_limits is None
+        thread = await Thread.start(client)
+        await thread.turn("hi").run()
+        assert client.rate_limits == SNAPSHOT
+
+
+@pytest.mark.frame_problems("account/rateLimits/updated")  # rateLimits not an object: on purpose
+async def test_rate_limits_that_are_not_an_object_are_not_kept() -> None:
+    async with await client_for_behaviour(RateLimited("junk", fail=False)) as client:
+        thread = await Thread.start(client)
+        await thread.turn("hi").run()
+        assert client.rate_limits is None
+
+
+async def test_a_request_codex_never_answers_times_out() -> None:
+    fake = Canned({"account/read": [None]})
+    async with await client_for(fake) as client:
+        with pytest.raises(RequestTimeout):
+            await client.read_account(timeout=0.2)
+
+
+# == over real pipes (and the same in memory) ==========================================
+
+
+@pytest.fixture(params=["memory", "pipes"])
+def via(request, tmp_path):
+    """Start a client on a behaviour in memory or as a child process."""
+
+    async def start(behaviour: str, **options):
+        if request.param == "memory":
+            return await started(getattr(b, behaviour), **options)
+        return await spawned(tmp_path, behaviour, **options)
+
+    start.pipes = request.param == "pipes"
+    return start
+
+
+# -- start(): what reaches the child ------------------------------------------------------
+
+
+async def test_client_start_spawns_codex_app_server_with_config_args_env_and_capabilities(tmp_path):
+    codex = codex_bin(tmp_path, "report_argv")
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    out = []
+
+    client = await AppServerClient.start(
+        Launch(
+            codex_bin=codex,
+            config=['model="gpt-5.1-codex"', "features.web_search=false"],
+            args=["--extra-flag", "value"],
+            env={"CODEXMINI_FAKE_MARK": "yes"},
+            parent_env={"PATH": os.environ.get("PATH", ""), "OPENAI_API_KEY": "sk-not-passed"},
+            cwd=str(workdir),
+            timeouts=Timeouts(close=2.0),
+        ),
+        client_name="codexmini-test",
+        experimental_api=False,
+        opt_out_notifications=["thread/started", "item/agentMessage/delta"],
+        tap=lambda direction, frame: out.append(frame) if direction == "out" else None,
+    )
+    try:
+        assert client.argv == [
+            codex,
+            "app-server",
+            "-c",
+            'model="gpt-5.1-codex"',
+            "-c",
+            "features.web_search=false",
+            "--extra-flag",
+            "value",
+        ]
+        assert client.server_info == INIT_RESULT
+        assert isinstance(client.pid, int) and alive(client.pid)
+        report = await reported(client.subscribe(THREAD))
+        # What the child really got: codex's argv, the filtered environment, the cwd.
+        assert report["argv"] == client.argv[1:]
+        assert report["env"] == {"NO_COLOR": "1", "CODEXMINI_FAKE_MARK": "yes", "OPENAI_API_KEY": None}
+        assert report["cwd"] == str(workdir)
+        assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
+    finally:
+        await client.close()
+    assert out[0] == {
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "clientInfo": {"name": "codexmini-test", "version": __version__},
+            "capabilities": {
+                "experimentalApi": False,
+                "optOutNotificationMethods": ["thread/started", "item/agentMessage/delta"],
+            },
+        },
+    }
+    assert out[1] == {"method": "initialized"}
+
+
+async def test_client_start_closes_the_child_when_initialize_fails(tmp_path):
+    codex = codex_bin(tmp_path, "initialize_error")
+    pid_file = tmp_path / "pid"
+    made = []
+
+    class Recorded(AppServerClient):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    with pytest.raises(RpcError) as info:
+        await Recorded.start(
+            Launch(codex_bin=codex, env={"FAKE_PID_FILE": str(pid_file)}, timeouts=Timeouts(initialize=10))
+        )
+    assert (info.value.code, info.value.message, info.value.method) == (
+        -32600,
+        "fake: initialize refused",
+        "initialize",
+    )
+    (client,) = made
+    assert client.closed
+    # The fake exits when its stdin closes, as codex does: close() reaped it.
+    assert client.returncode == 0
+    assert not alive(int(pid_file.read_text()))
+    with pytest.raises(ClientClosed):
+        await client.request("thread/loaded/list", {})
+
+
+# -- exit: codes, stderr, signals -----------------------------------------------------------
+
+
+async def test_client_child_exit_fails_pending_request_with_exit_code_and_stderr(via):
+    client = await via("exit_mid_request", timeouts=Timeouts(request=60))
+    sub = client.subscribe(THREAD)
+    with pytest.raises(ProcessExited) as info:
+        await client.request("thread/loaded/list", {})
+    assert info.value.returncode == 7
+    assert "fake: giving up on purpose" in info.value.stderr_tail
+    assert "giving up on purpose" in str(info.value)
+    if via.pipes:
+        assert "\x1b[" not in info.value.stderr_tail  # ANSI colours stripped
+    with pytest.raises(ProcessExited):
+        await sub.get(timeout=10)
+    with pytest.raises(ProcessExited):
+        await client.request("thread/loaded/list", {})
+    with pytest.raises(ProcessExited):
+        await client.notify("initialized")
+    assert client.closed and client.returncode == 7 and not client.healthy
+    late = client.subscribe(THREAD)
+    assert [f async for f in late] == []
+    await asyncio.wait_for(client.wait_closed(), 10)
+    await client.close()
+
+
+async def test_client_close_kills_a_child_that_ignores_stdin_close_and_sigterm(tmp_path):
+    client = await spawned(tmp_path, "ignore_stdin_close", timeouts=Timeouts(close=0.2))
+    pid = client.pid
+    await client.close()
+    assert await gone(pid)
+    assert client.returncode == -signal.SIGKILL
+
+
+async def test_client_close_twice_reaps_the_child(tmp_path):
+    client = await spawned(tmp_path, "echo")
+    pid = client.pid
+    await client.close()
+    await client.close()
+    assert await gone(pid)
+    assert client.returncode == 0
+    with pytest.raises(ClientClosed):
+        await client.request("thread/loaded/list", {})
+
+
+# -- pipes: the last line, stdout closed, stdin closed --------------------------------------
+
+
+async def test_client_last_line_without_newline_is_delivered_then_exit_is_seen(via):
+    client = await via("last_line_unterminated")
+    try:
+        result = await client.request("thread/loaded/list", {}, timeout=10)
+        assert result == {"data": ["unterminated"], "nextCursor": None}
+        await asyncio.wait_for(client.wait_closed(), 10)
+        assert client.returncode == 0
+        with pytest.raises(ProcessExited) as info:
+            await client.request("thread/loaded/list", {})
+        assert info.value.returncode == 0
+    finally:
+        await client.close()
+
+
+async def test_client_kills_a_child_that_closes_stdout_but_keeps_running(via):
+    client = await via("close_stdout_on_request", timeouts=Timeouts(close=0.3, request=30))
+    pid = client.pid
+    try:
+        with pytest.raises(ProcessExited) as info:
+            await client.request("thread/loaded/list", {})
+        assert info.value.returncode == -signal.SIGKILL
+        if via.pipes:
+            assert await until(lambda: not alive(pid))
+    finally:
+        await client.close()
+
+
+async def test_client_broken_stdin_fails_the_request_with_process_exited(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="codexmini.client")
+
+    client = await spawned(tmp_path, "close_stdin_and_linger")
+    sub = client.subscribe(THREAD)
+    try:
+        assert (await sub.get(timeout=10))["params"]["delta"] == "stdin closed"
+        pending = asyncio.ensure_future(client.request("thread/loaded/list", {}, timeout=30))
+        assert await until(lambda: "write failed" in caplog.text)
+        assert not client.healthy  # a child that stopped reading is of no further use
+        # The write error (an OSError underneath) waits for the end of the
+        # conversation and becomes the terminal error.
+        os.kill(client.pid, signal.SIGTERM)
+        with pytest.raises(ProcessExited) as info:
+            await asyncio.wait_for(pending, 10)
+        assert info.value.returncode == -signal.SIGTERM
+    finally:
+        await client.close()
+
+
+async def test_client_broken_stdin_without_an_exit_fails_the_request_after_the_close_timeout(via):
+    client = await via("close_stdin_and_linger", timeouts=Timeouts(close=0.3))
+    sub = client.subscribe(THREAD)
+    try:
+        assert (await sub.get(timeout=10))["params"]["delta"] == "stdin closed"
+        with pytest.raises(TransportError, match="codex stopped reading its stdin"):
+            await client.request("thread/loaded/list", {}, timeout=30)
+        assert not client.healthy and not client.closed
+    finally:
+        await client.close()
+    assert client.returncode == -signal.SIGTERM  # close() terminated it
+
+
+def test_client_request_failed_by_its_write_leaves_no_unretrieved_future(tmp_path):
+    # Log records hold the terminal error, whose traceback holds request()'s
+    # frame and so the future: keep them away from pytest's capture, which
+    # would keep the future alive until the test ends.
+    writes_failed = []
+
+    class Flag(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("write failed"):
+                writes_failed.append(True)
+
+    logger = logging.getLogger("codexmini.client")
+    flag, level, propagate = Flag(), logger.level, logger.propagate
+    logger.addHandler(flag)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    reports = []
+
+    async def main():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reports.append(context["message"]))
+        client = await spawned(tmp_path, "close_stdin_and_linger")
+        sub = client.subscribe(THREAD)
+        try:
+            await sub.get(timeout=10)
+            pending = asyncio.ensure_future(client.request("thread/loaded/list", {}, timeout=30))
+            assert await until(lambda: writes_failed)
+            os.kill(client.pid, signal.SIGTERM)
+            with pytest.raises(ProcessExited):
+                await asyncio.wait_for(pending, 10)
+        finally:
+            await client.close()
+        # The terminal error is shared (client, subscription, task) and its
+        # traceback holds request()'s frame: drop them all, then collect.
+        del pending, sub, client
+        gc.collect()
+        assert reports == []
+
+    try:
+        run(main())
+    finally:
+        logger.removeHandler(flag)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+
+async def test_client_answer_to_a_child_that_stopped_reading_is_dropped_quietly(via, caplog):
+    caplog.set_level(logging.INFO, logger="codexmini.client")
+
+    client = await via("close_stdin_then_approval", timeouts=Timeouts(close=0.3))
+    answered = []
+    client.on_answer(lambda *a: answered.append(a))
+    try:
+        assert await until(lambda: "not sent" in caplog.text)
+        assert f"answer to {b.APPROVAL} (id 0) not sent: codex stopped reading its stdin" in caplog.text
+        assert answered == []  # the reply could not be sent: nobody is told it was
+        assert not client.closed
+    finally:
+        await client.close()

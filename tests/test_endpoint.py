@@ -1,6 +1,7 @@
 """The model endpoint (``codexmini._endpoint``), pure: the ``-c`` flags codex
-is given, the child's environment additions, and what is refused up front.
-(The agent's tests run an agent against an endpoint; these need no process.)"""
+is given, the child's environment additions, and what is refused up front,
+naming the supported codex range.  (The agent's tests run an agent against
+an endpoint; these need no process.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from codexmini import ConfigError, ModelEndpoint
+from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION, ConfigError, ModelEndpoint
 from codexmini._endpoint import API_KEY_ENV, PROVIDER_ID
 
 
@@ -58,3 +59,16 @@ def test_endpoint_refuses_what_is_not_an_http_url(url):
 @pytest.mark.parametrize("url", ["http://h", "https://h"])
 def test_endpoint_accepts_both_schemes(url):
     assert ModelEndpoint(url).base_url == url
+
+
+# -- the supported range ---------------------------------------------------------------
+
+
+def test_endpoint_chat_wire_is_refused_for_the_whole_supported_range():
+    # codex 0.149.1 and 0.171.0 both refuse `wire_api = "chat"` at config load.
+    with pytest.raises(ConfigError) as info:
+        ModelEndpoint("http://127.0.0.1:1/v1", "sk", wire_api="chat")
+    assert str(info.value) == (
+        f"wire_api 'chat' is not supported by codex {OLDEST_CODEX_VERSION} to {CODEX_VERSION}: "
+        "only the Responses API (wire_api='responses') works"
+    )

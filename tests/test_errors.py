@@ -30,6 +30,7 @@ from codexmini._errors import (
     TurnFailed,
     TurnTimeout,
     UsageLimitExceeded,
+    rpc_error,
 )
 
 # The docstring's tree: each class and its parents.
@@ -252,6 +253,23 @@ def test_errors_rpc_error_without_data_or_method():
     assert str(err) == "something else (code -32600)"
     lost = errors.rpc_error(-32600, "thread not found: t-2")
     assert str(lost).startswith("thread t-2 not found: ")
+
+
+def test_rpc_error_maps_codes_and_codex_wording() -> None:
+    assert type(rpc_error(-32001, "Server overloaded; retry later.", None, "m")) is ServerOverloaded
+    assert type(rpc_error(-32601, "no such method", None, "m")) is MethodNotFound
+    unknown = "Invalid request: unknown variant `thread/rollback`, expected one of `initialize`"  # 0.171.0
+    assert type(rpc_error(-32600, unknown, None, "thread/rollback")) is MethodNotFound
+    # An unknown variant of something else (a field's enum) is not a missing method.
+    assert type(rpc_error(-32600, unknown, None, "thread/start")) is RpcError
+    lost = rpc_error(-32600, "no rollout found for thread id 01a2-x", None, "thread/resume")
+    assert isinstance(lost, ThreadNotFound) and lost.thread_id == "01a2-x"
+    assert "ran no turn" in str(lost) and "thread/resume" in str(lost) and lost.code == -32600
+    unloaded = rpc_error(-32600, "thread not loaded: t-1", None, "thread/read")
+    assert isinstance(unloaded, ThreadNotFound) and "not loaded in this codex process" in str(unloaded)
+    assert rpc_error(-32600, "thread not found: t-2").thread_id == "t-2"  # type: ignore[attr-defined]
+    assert "thread t-2 not found" in str(rpc_error(-32600, "thread not found: t-2"))
+    assert type(rpc_error(-32600, "something else")) is RpcError
 
 
 # -- OutputValidationError ----------------------------------------------------------------

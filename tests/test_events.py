@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Optional
 
 import pytest
 
@@ -28,6 +29,7 @@ from codexmini._events import (
     TurnCompleted,
     Unmapped,
     Usage,
+    resets_at,
 )
 from codexmini.testing.codex_like import RATE_LIMITS_EXHAUSTED
 
@@ -306,6 +308,19 @@ def test_turn_completed_raise_for_status_raises_the_failure():
         TurnCompleted("t1", "failed", USAGE_ERROR, rate_limits=SNAPSHOT).raise_for_status()
 
 
+def test_turn_completed_failure_of_other_turns() -> None:
+    assert TurnCompleted("t", "completed").failure is None
+    TurnCompleted("t", "interrupted").raise_for_status()  # not a failure
+    failed = TurnCompleted("t", "failed", {"message": "boom", "codexErrorInfo": "other"})
+    assert type(failed.failure) is TurnFailed and str(failed.failure) == "turn t failed: boom"
+    with pytest.raises(TurnFailed):
+        failed.raise_for_status()
+    bare = TurnCompleted("t", "failed").failure
+    assert type(bare) is TurnFailed and bare.message == "the turn failed" and bare.info is None
+    unknown = TurnCompleted("t", "failed", {"message": "x", "codexErrorInfo": "usageLimitExceeded"}).failure
+    assert isinstance(unknown, UsageLimitExceeded) and unknown.resets_at is None and "resets at" not in str(unknown)
+
+
 # -- rate limits: RateLimitWindow, RateLimitsUpdated and resets_at ------------------------
 
 
@@ -359,3 +374,20 @@ def window(used, at):
 )
 def test_resets_at_is_the_latest_reset_of_a_used_up_window(snapshot, expected):
     assert events.resets_at(snapshot) == expected
+
+
+@pytest.mark.parametrize(
+    "snapshot, expected",
+    [
+        (None, None),
+        ("junk", None),
+        ({}, None),
+        ({"primary": {"usedPercent": 100, "resetsAt": 5}, "secondary": {"usedPercent": 100, "resetsAt": 9}}, 9),
+        ({"primary": {"usedPercent": 99, "resetsAt": 5}}, None),
+        ({"primary": {"usedPercent": 100}}, None),
+        ({"primary": {"usedPercent": 100.0, "resetsAt": 5}, "secondary": []}, 5),
+        ({"primary": {"usedPercent": "100", "resetsAt": 5}}, None),
+    ],
+)
+def test_resets_at_is_the_latest_reset_of_an_exhausted_window(snapshot: Any, expected: Optional[int]) -> None:
+    assert resets_at(snapshot) == expected

@@ -6,7 +6,7 @@ traceback on "stderr", a :class:`FakeError` is status 3; only SIGTERM and
 SIGKILL end it.  Its stdio side -- what runs in the child process of
 ``FakeAppServer.executable`` -- is driven here in this process, over
 ``os.pipe()`` pairs and plain bytes, so its lines are measured like the rest
-(tests/test_client_more.py runs it as a real child).
+(tests/test_client.py and tests/test_process.py run it as a real child).
 """
 
 from __future__ import annotations

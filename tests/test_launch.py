@@ -2,7 +2,7 @@
 
 Nothing here starts a process: :func:`plan` is given the binary and the
 parent environment.  What the child really receives is tested against a
-real child in ``test_environment.py`` and ``test_client_more.py``.
+real child in ``test_environment.py`` and ``test_client.py``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""codexmini.testing.replay and .normalize on their own: what a replay reports
-when the client strays from the recording, and the process entry point.
+"""``codexmini.testing.replay`` on its own: what a replay reports when the
+client strays from the recording, its process entry point (``from_env``),
+and ``python -m codexmini.testing``'s dispatch (``codexmini/testing/__main__.py``).
+The normaliser it uses is tested in tests/test_normalize.py.
 
 The replay is driven through a bare :class:`ServerSide` whose output is a
 list, so each test chooses exactly what the "client" sends and when.
@@ -119,17 +121,6 @@ def test_from_env_without_a_report_target_writes_none(tmp_path: Any) -> None:
     server.client(HELLO)
     assert asyncio.run(from_env(server)) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.frames.jsonl"]
-
-
-def test_normaliser_without_a_version_leaves_version_strings() -> None:
-    norm = Normaliser()
-    assert norm.text("codexmini/0.2.0 at http://127.0.0.1:4711/v1") == "codexmini/0.2.0 at http://127.0.0.1:PORT/v1"
-
-
-def test_normaliser_user_agent_that_is_not_one_is_normalised_as_text() -> None:
-    norm = Normaliser({"/var/tmp/x": "/WS"})
-    assert norm.normalise({"userAgent": "no slash in /var/tmp/x"}) == {"userAgent": "no slash in /WS"}
-    assert norm.normalise({"userAgent": "codex/1.2 (Linux; x) xterm"}) == {"userAgent": "codex/1.2 (OS) TERM (CLIENT)"}
 
 
 def test_python_m_codexmini_testing_dispatches_or_says_how(monkeypatch: Any) -> None:

@@ -2,7 +2,7 @@
 
 The client's retries (the waiting it does with the sleep it is given, the
 attempts counted, the stats) are tested against the fake app-server in
-``test_lifecycle.py``; these are the policy's own.
+``test_client.py``; these are the policy's own.
 """
 
 from __future__ import annotations

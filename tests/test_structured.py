@@ -2,7 +2,7 @@
 
 The keywords added to the stdlib validator for output schemas (``pattern``,
 ``$defs``) are held to ``jsonschema.Draft7Validator``'s verdicts here, as the
-rest of the validator is in ``test_jsonschema_stdlib.py``.
+rest of the validator is in ``test_jsonschema.py``.
 """
 
 from __future__ import annotations

@@ -11,6 +11,11 @@ pytest puts ``tests/`` on ``sys.path`` for the test files there).
   options, and process checks.
 * :mod:`support.run_support` -- what the ``run()``, structured-output and
   sync-facade tests share: the :class:`Echo` turn and the live setup.
+* :mod:`support.canned` -- :class:`Canned`, a fake codex answering each
+  method with the recordings' own answers, for the client's requests, the
+  utility requests and the thread lifecycle.
+* :mod:`support.portal_checks` -- what a sync or portal test may leave
+  behind: no loop thread, nothing open.
 * :mod:`support.recorded_frames` -- the recorded transcripts
   (``fixtures/*/*.frames.jsonl``), read and routed, for the validator tests.
 * :mod:`support.mcp_server` -- a tiny MCP server over stdio, run by codex as a

@@ -1,7 +1,7 @@
 """The recorded transcripts (``fixtures/*/*.frames.jsonl``), read and routed.
 
 Shared by the tests that run every recorded frame through a validator
-(``test_jsonschema_stdlib.py``, ``test_schema_bundle.py``).
+(``test_jsonschema.py``, ``test_schema.py``).
 """
 
 from __future__ import annotations

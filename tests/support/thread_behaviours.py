@@ -564,3 +564,25 @@ class CompletedRightAfterADelta(CodexLike):
             self.started(agent_message("msg_1"))
             self.delta("msg_1", "Hel")
             self.finish("interrupted")
+
+
+class RateLimited(CodexLike):
+    """A turn whose model call reports the account's limits (usage_limit, 0.171.0 shapes)."""
+
+    def __init__(self, snapshot: Any, fail: bool) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.fail = fail
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.note("account/rateLimits/updated", {"rateLimits": self.snapshot})
+        if self.fail:  # the error and turn/completed of the usage_limit recordings
+            turn_error = {
+                "message": "You've hit your usage limit.",
+                "codexErrorInfo": "usageLimitExceeded",
+                "additionalDetails": None,
+            }
+            self.note("error", {"error": turn_error, "willRetry": False, "threadId": THREAD, "turnId": self.tid(None)})
+            self.finish("failed", error=turn_error)
+        else:
+            self.finish()

@@ -30,16 +30,18 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "_events": ("tests/test_events.py",),
     "_environment": ("tests/test_environment.py",),
     # The agent's endpoint tests (tests/test_agent.py) run the agent; these are its own.
-    "_endpoint": ("tests/test_endpoint.py", "tests/test_endpoint_versions.py"),
+    "_endpoint": ("tests/test_endpoint.py",),
     "_errors": ("tests/test_errors.py",),
     # The validator's pattern and $defs are held to jsonschema in test_structured.py (fast: it goes first).
-    "_jsonschema": ("tests/test_structured.py", "tests/test_jsonschema_stdlib.py"),
+    "_jsonschema": ("tests/test_structured.py", "tests/test_jsonschema.py"),
     "_structured": ("tests/test_structured.py",),
-    # The client's retries (tests/test_lifecycle.py) run a client; these are the policy's own.
+    # The client's retries (tests/test_client.py) run a client; these are the policy's own.
     "_retry": ("tests/test_retry.py",),
     "_launch": ("tests/test_launch.py",),
     "_knobs": ("tests/test_knobs.py",),
     "_inputs": ("tests/test_inputs.py",),
+    # What each utility request sends, on the in-memory fake (no process): fast.
+    "_extras": ("tests/test_extras.py",),
 }
 
 

@@ -1,4 +1,4 @@
-"""codexmini/_schema.py with the standard-library engine: what the smoke run uses.
+"""The schema bundle (``codexmini._schema``) with the standard-library engine: what the smoke run uses.
 
 The conformance suite runs the same module with jsonschema as its engine
 (``conformance/test_validator.py``); here the stdlib engine must report the

@@ -1,4 +1,4 @@
-"""The standard-library validator (codexmini/_jsonschema.py) against jsonschema.
+"""The standard-library validator (``codexmini._jsonschema``) against jsonschema.
 
 The smoke run validates frames with the stdlib validator when it runs from a
 vendored copy, so its verdicts must be jsonschema's.  Three kinds of proof:
