@@ -27,7 +27,7 @@ _GENERATED = "conformance/test_protocol_module.py"
 
 #: Modules without a tests/test_<name>.py: (where their tests are, or None, why).
 ELSEWHERE: Dict[str, Tuple[Optional[str], str]] = {
-    "__init__": ("tests/test_public_api.py", "the public face: the exports, their docs, the type checkers' view"),
+    "__init__": ("tests/test_public_api.py", "the public face: what it exports, documented, cheap to import"),
     "__main__": ("tests/test_cli.py", "`python -m codexmini` is the CLI's entry point"),
     "protocol": (_GENERATED, "the typed protocol surface, generated from the schema and held to it"),
     "_generated": (_GENERATED, "the generated code's package: a docstring"),
@@ -40,17 +40,17 @@ ELSEWHERE: Dict[str, Tuple[Optional[str], str]] = {
 
 #: tests/test_*.py not named for a module: what each tests across the package.
 CROSS_CUTTING: Dict[str, str] = {
-    "test_public_api": "the public API as a whole: _EXPORTS, __all__, docstrings, the type checkers' block",
+    "test_public_api": "the public API as a whole: __all__, every name's docstring, a cheap import",
     "test_imports": "what every module may import (stdlib only, relative, no I/O in the pure ones)",
     "test_layout": "this file: the tests mirror the package",
     "test_conftest": "the root conftest.py's hook that runs coroutine tests",
     "test_vendoring": "the package copied under another name still imports and works",
-    "test_readme": "the README's examples and claims",
-    "test_readme_requests": "every request the README's tables name is one the client can send",
+    "test_readme": "the README's Python examples run as written, against the real codex",
+    "test_readme_requests": "the README's table of client requests is the generated protocol module's",
     "test_scenarios": "the recorded scenarios, replayed for each recorded version and run live",
-    "test_drift_behaviour": "tools/drift: the scenarios run against another codex version",
+    "test_drift_behaviour": "tools/drift/behaviour.py: behavioural drift between codex versions",
     "test_schema_drift": "tools/schema_drift.py: the schema differences between two codex versions",
-    "test_bench": "tools/bench.py and its contenders",
+    "test_bench": "make bench's building blocks (tools/bench.py, tools/benchlib) on a tiny workload",
     "test_mutation_tool": "tools/mutation: the mutation testing harness",
 }
 
