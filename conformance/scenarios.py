@@ -55,7 +55,8 @@ from codexmini._prompt import derive_messages, serialize
 from codexmini._structured import OutputSchema
 from codexmini._threads import Thread, final_response
 
-from .harness import DEADLINE, Run, Scenario, ScenarioResult
+from .harness import DEADLINE, Run, Scenario, ScenarioResult, answer, message
+from .thread_scenarios import THREAD_SCENARIOS
 from .versions import ByVersion
 
 #: A model slug for which codex offers apply_patch (as a custom tool, §3.6).
@@ -83,16 +84,6 @@ STEER_INTERRUPTS = ByVersion(
     {"0.149.1": False, "0.171.0": True},
     why="0.149.1 answers a steer after the running answer; 0.171.0 abandons that answer for the steer",
 )
-
-USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
-
-
-def message(id_: str, *deltas: str) -> Dict[str, Any]:
-    return {"type": "message", "id": id_, "deltas": list(deltas)}
-
-
-def answer(*items: Dict[str, Any], **extra: Any) -> Dict[str, Any]:
-    return {"output": list(items), "usage": USAGE, **extra}
 
 
 def texts(result: ScenarioResult) -> List[str]:
@@ -1417,7 +1408,6 @@ STRUCTURED_OUTPUT = Scenario(
     check=_check_structured_output,
 )
 
-from .thread_scenarios import THREAD_SCENARIOS  # noqa: E402 - they use the helpers above
 
 SCENARIOS = {
     s.name: s
