@@ -1316,7 +1316,7 @@ def test_agent_codex_refusing_turn_start_is_a_codex_error(live_setup):
     async def main() -> Dict[str, Any]:
         async with s.agent(on_event=None) as agent:
             await agent.start()
-            # A remote image URL is refused at turn/start (reference §3.12).
+            # codex refuses a remote image URL at turn/start.
             agent._step_input = lambda messages: [{"type": "image", "url": "https://example.com/x.png"}]
             return await agent.run("look")
 

@@ -1,6 +1,6 @@
 """What the package may import, read from its source with ``ast``.
 
-Three rules (SPEC §1, §2):
+Three rules (standard library only, vendorable, a pure core inside an I/O shell):
 
 * every module of ``codexmini/`` imports the standard library and the package
   itself only, and the package itself only relatively (so it stays

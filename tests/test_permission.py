@@ -2,9 +2,8 @@
 
 The conformance suite (conformance/test_server_requests.py) proves every
 answer is schema-valid; these tests pin down *which* answer each decision
-gives (SPEC §4.4), and that with nobody deciding the answer is never a yes.
-Params are the real frames of codex 0.149.1
-(shared/reference/codex-0.149.1-frames.md) where the reference has one,
+gives, and that with nobody deciding the answer is never a yes.  Params are
+real frames of codex 0.149.1 (conformance/recorded.py) where there is one,
 otherwise minimal schema-valid params.
 """
 
@@ -54,7 +53,7 @@ ASKED_FILE_SYSTEM = PERMISSIONS["permissions"]["fileSystem"]
 ELICITATION = {k: v for k, v in MCP_TOOL_APPROVAL.items() if k != "_meta"}
 ELICITATION["message"] = "What is your name?"
 
-# Never seen from the binary (protocol reference §4): minimal schema-valid params.
+# Never seen from the binary in the recordings: minimal schema-valid params.
 DYNAMIC_TOOL = {
     "threadId": THREAD,
     "turnId": TURN,
@@ -150,9 +149,6 @@ EXPECTED = {
 def test_permission_tables_cover_every_request_method():
     assert set(PARAMS) == set(SERVER_REQUESTS) == set(EXPECTED)
     assert len(SERVER_REQUESTS) == 11  # ten stable methods plus the experimental currentTime/read
-
-
-# -- the fold ----------------------------------------------------------------------
 
 
 # -- Reply -------------------------------------------------------------------------

@@ -100,7 +100,7 @@ async def first_delta(turn: Turn) -> AgentMessageDelta:
 
 def test_thread_turn_sends_image_input():
     # The localImage item is schema-checked on the way out; codex echoes it
-    # in the userMessage item with detail:null (reference §3.12).
+    # in the userMessage item with detail:null.
     async def main():
         async with server(CodexLike) as (client, seen):
             thread = await Thread.start(client)
@@ -171,7 +171,7 @@ def test_thread_start_with_no_options_sends_empty_params():
 
 
 def test_thread_warning_during_thread_start_reaches_the_thread():
-    # codex sends it before the thread/start response (reference §2).
+    # codex sends it before the thread/start response.
     async def main():
         async with server(tb.ThreadWarning) as (client, _seen):
             thread = await Thread.start(client)
@@ -589,7 +589,7 @@ def test_turn_explicit_interrupt_ends_with_interrupted():
 
 def test_turn_interrupt_when_codex_says_no_active_turn():
     # The turn ended before the interrupt arrived: -32600 "no active turn to
-    # interrupt" (reference §3.11); the turn/completed already sent is drained.
+    # interrupt"; the turn/completed already sent is drained.
     async def main():
         async with server(tb.NoActiveTurn) as (client, seen):
             thread = await Thread.start(client)
