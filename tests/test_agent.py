@@ -253,6 +253,11 @@ def test_agent_config_accepts_valid_pins():
     assert (config.sandbox, config.approval_policy) == ("read-only", "never")
 
 
+def test_agent_config_refuses_a_launch_that_is_not_a_launch():
+    with pytest.raises(ConfigError, match="AgentConfig.launch must be a Launch, not dict"):
+        AgentConfig(cwd="/var/tmp", launch=cast(Any, {"config": ["a=1"]}))
+
+
 def test_agent_set_knob_refuses_an_unknown_knob(offline):
     s = offline(CodexLike)
     agent = s.agent()
