@@ -49,7 +49,7 @@ from ._errors import ConfigError, ProcessExited, RpcError, TransportError
 from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
-from ._knobs import KNOB_TYPES, Knobs, ThreadPermissions
+from ._knobs import Knobs, ThreadPermissions
 from ._launch import Launch
 from ._permission import (
     ApprovalHandler,
@@ -672,8 +672,7 @@ class Agent:
             turn=self._turn_no if turn == -1 else turn,
             step=(self._step or None) if step == -1 else step,
         )
-        if type_ in KNOB_TYPES:
-            self._knobs.feed(event)
+        self._knobs.feed(event)  # a knob is kept, anything else ignored
 
     def _user_message(self, content: Content) -> Message:
         blocks, skipped = content_blocks(content, self.config.cwd)

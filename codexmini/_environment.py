@@ -2,7 +2,7 @@
 
 Pure: the parent environment is a parameter.  A secret such as
 ``OPENAI_API_KEY`` reaches codex only when the caller names it in
-``pass_names`` or passes it in ``extra`` (SPEC §4.1).  ``NO_COLOR=1`` is always
+``pass_names`` or passes it in ``extra``.  ``NO_COLOR=1`` is always
 set because codex colours its stderr even when it is not a terminal.
 """
 

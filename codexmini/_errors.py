@@ -10,20 +10,11 @@ the turn for its stream, the session module for the log file.
 ::
 
     CodexminiError
-    ├── ProtocolError            a line or frame broke the wire rules (bad JSON,
-    │                            too big, no JSON-RPC shape, an answer to an id
-    │                            nobody asked); a *value* the reader logs, counts
-    │                            and keeps in ``client.protocol_errors``; raised only
-    │                            by a call whose answer lacks what it must hold
-    │                            (``thread/start`` without a thread id)
+    ├── ProtocolError            a line or frame broke the wire rules (a value, rarely raised)
     ├── RpcError                 the server answered a request with an error
-    │   │                        (code, message, data); codex uses -32600 for most
-    │   ├── ServerOverloaded     -32001: rejected unprocessed, queue full (raised
-    │   │                        once the client's retries with backoff ran out)
-    │   ├── MethodNotFound       the server has no such method (another codex
-    │   │                        version: 0.171.0 has no thread/rollback)
+    │   ├── ServerOverloaded     -32001, once the client's retries ran out
+    │   ├── MethodNotFound       this codex has no such method
     │   └── ThreadNotFound       no such thread on disk or in memory, and why
-    │                            (a thread that ran no turn was never written)
     ├── TransportError           the conversation with the process is over
     │   ├── ProcessExited        the child exited (returncode, stderr_tail)
     │   ├── ClientClosed         close() was called before or during the request
@@ -31,31 +22,24 @@ the turn for its stream, the session module for the log file.
     ├── CodexTimeout             a deadline passed: RequestTimeout, TurnTimeout
     │   └── TurnTimeout          a turn was silent longer than its idle_timeout
     ├── BinaryNotFound           no codex binary where we looked, or it cannot run
-    ├── ConfigError              a setting codexmini refuses up front (a bad pin,
-    │                            a missing cwd, an unsupported wire API)
-    ├── SchemaError              a JSON Schema the stdlib validator cannot use, or
-    │                            one the binary failed to print
-    ├── OutputValidationError    a turn's final answer broke its output_schema (not
-    │                            JSON, or JSON the schema rejects): the raw text,
-    │                            the reasons and the turn's RunResult
+    ├── ConfigError              a setting codexmini refuses up front
+    ├── SchemaError              a JSON Schema the validator cannot use, or none printed
+    ├── OutputValidationError    a turn's final answer broke its output_schema
     ├── SessionLogError          a session log line is corrupt (names the line)
-    └── TurnFailed               a turn ended ``failed``: a *value* on
-        │                        ``TurnCompleted.failure``, raised only by
-        │                        ``TurnCompleted.raise_for_status()``
-        └── UsageLimitExceeded   codex said the account's usage limit was hit;
-                                 ``resets_at`` when codex gave a reset time
+    └── TurnFailed               a turn ended ``failed`` (a value on TurnCompleted.failure)
+        └── UsageLimitExceeded   the account's usage limit was hit (resets_at)
 
 ``RequestTimeout`` is both a ``TransportError`` (the request is lost) and a
 ``CodexTimeout`` (a deadline passed), so either ``except`` clause catches it.
+Each class's docstring says when it is raised and what it carries.
 
 Which ``RpcError`` subclass an error answer becomes is decided once, by
 :func:`rpc_error`, where the RPC core reads the answer: by code (``-32001``,
 ``-32601``) and, since codex answers most errors with ``-32600``, by the
 message codex words them with (recorded in ``fixtures/<version>/``).
 
-A turn that fails is not an exception: it is an outcome, written to the
-session log as ``turn/end`` with reason ``error`` and a code
-(``CODEX_ERROR``, ``CODEX_NO_RESULT``, ``UNKNOWN``); the turn's
+A turn that fails is not an exception: the agent logs it (``turn/end`` with
+reason ``error`` and a code, see ``docs/session-log.md``), and the turn's
 ``TurnCompleted.failure`` is a :class:`TurnFailed` describing it.
 """
 
@@ -74,9 +58,11 @@ class ProtocolError(CodexminiError):
 
     Never fatal and never raised by the reader: the wire decoder and the RPC
     core return it as a value; the client logs it, counts it and keeps the
-    last few in ``client.protocol_errors``.  ``reason`` says what was wrong,
-    ``size`` is the line's length in bytes (0 for a frame-level problem) and
-    ``preview`` its first bytes, decoded leniently.
+    last few in ``client.protocol_errors``.  It is raised only by a call whose
+    answer lacks what it must hold (``thread/start`` without a thread id).
+    ``reason`` says what was wrong, ``size`` is the line's length in bytes (0
+    for a frame-level problem) and ``preview`` its first bytes, decoded
+    leniently.
     """
 
     def __init__(self, reason: str, size: int = 0, preview: str = "") -> None:
@@ -87,7 +73,8 @@ class ProtocolError(CodexminiError):
 
 
 class RpcError(CodexminiError):
-    """The server answered with a JSON-RPC error object."""
+    """The server answered with a JSON-RPC error object (``code``, ``message``,
+    ``data``, and the ``method`` asked); codex uses -32600 for most errors."""
 
     def __init__(self, code: int, message: str, data: Any = None, method: str = "") -> None:
         self.code = code

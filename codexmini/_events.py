@@ -62,7 +62,7 @@ class Usage:
         )
 
     def to_log(self) -> Dict[str, int]:
-        """The session-log form (SPEC §5)."""
+        """The session-log form (``docs/session-log.md``)."""
         return {
             "inputTokens": self.input_tokens,
             "cachedInputTokens": self.cached_input_tokens,

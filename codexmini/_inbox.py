@@ -1,6 +1,7 @@
 """The agent's inbox: what the user asked for, and for which turn.  Pure.
 
-Three ways in: :meth:`Inbox.followup` queues messages for a *new* turn; :meth:`Inbox.add` (the agent's ``steer`` and ``inject``) adds to
+Three ways in: :meth:`Inbox.followup` queues messages for a
+*new* turn; :meth:`Inbox.add` (the agent's ``steer`` and ``inject``) adds to
 the *current* turn, claimed by its next step.  :meth:`Inbox.next_turn` hands
 the driver the next turn's messages, :meth:`Inbox.claim` a step's.
 

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The smoke run validates every frame against the schema the codex binary in
-use prints (SPEC §4.9), also in a vendored copy with no ``jsonschema``
+use prints, also in a vendored copy with no ``jsonschema``
 installed.  This module is that validator.  It is not a general JSON Schema
 implementation: it supports exactly the keywords in :data:`KEYWORDS`, which
 are the ones ``codex app-server generate-json-schema`` emits (0.149.1 and

@@ -10,8 +10,8 @@ decision instead of silently dropping something:
   has says which).  A method in neither (a newer codex) becomes
   :class:`~.events.Unmapped`.
 * :data:`TOOL_ITEMS` maps the item types that are tool calls to their
-  session-log form (SPEC §4.3).  Other item types are not tools; the caller
-  counts them.
+  session-log form (``docs/session-log.md``).  Other item types are not
+  tools; the caller counts them.
 """
 
 from __future__ import annotations
@@ -191,7 +191,8 @@ def _item(p: Union["ItemStartedNotification", "ItemCompletedNotification"]) -> "
 
 def _error(p: "ErrorNotification") -> Optional[Event]:
     # willRetry:false is followed by turn/completed{failed} carrying the same
-    # error (reference §3.10); only the retrying kind is an event of its own.
+    # error (fixtures/<version>/err_500.frames.jsonl); only the retrying kind
+    # is an event of its own.
     will_retry: Optional[bool] = p.get("willRetry")
     if not will_retry:
         return None
@@ -224,7 +225,7 @@ def _token_usage(p: "ThreadTokenUsageUpdatedNotification") -> Event:
 
 def _turn_completed(p: "TurnCompletedNotification") -> Event:
     # items/abandoned/usage are filled in by the turn, which saw the item/*
-    # notifications: turn.items is only a summary (reference §0.4).
+    # notifications: turn.items holds only the last agent message, or nothing.
     turn: Turn = _obj(p.get("turn", _MISSING), "turn")
     error: Optional[TurnError] = _opt_obj(turn.get("error"), "error")
     return TurnCompleted(_str(turn.get("id", _MISSING), "id"), _str(turn.get("status", _MISSING), "status"), error)

@@ -6,7 +6,7 @@ Every step runs on a *fresh* codex thread, so codex remembers nothing: the
 model's whole context is the text produced here from the session log.  Hence
 the invariant **what the model sees is exactly what is logged** -- the prompt
 is a pure function of the log prefix, and nothing reaches the model that a
-reader of the log cannot see (SPEC §4.6).
+reader of the log cannot see (``docs/session-log.md`` describes the result).
 
 Two stages:
 
@@ -26,7 +26,7 @@ change an earlier section.  :class:`Transcript` exploits that: it renders each
 message once and keeps the section, so a long session costs linear work in
 the log rather than quadratic.
 
-No I/O, no clock, no environment: events are plain dicts (SPEC §5).
+No I/O, no clock, no environment: events are plain dicts, as read from the log.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Message(NamedTuple):
     source: Optional[Dict[str, Any]] = None
 
 
-# -- blocks (SPEC §5) ------------------------------------------------------
+# -- blocks (the content of messages and results) --------------------------
 
 
 def text_block(text: str) -> Block:

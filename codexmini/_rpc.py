@@ -19,7 +19,7 @@ each pending id belongs to, and returns the bytes to write
   thread, or :data:`UNCLAIMED` when nobody subscribed to its thread yet; the
   connection then keeps it in a bounded buffer that :meth:`claim` hands over);
 * :class:`ServerRequest` -- codex asks something and **must** be answered (an
-  unanswered request blocks the turn forever, reference §0.3);
+  unanswered request blocks the turn forever);
 * :class:`ServerRequestResolved` -- codex no longer needs an answer to a
   request it asked (``serverRequest/resolved``);
 * :class:`Skipped` -- a line or a frame that broke the rules: a

@@ -1,64 +1,32 @@
 """Schema bundles and the one frame validator every source of frames goes through.
 
-Theory of operation
--------------------
 ``codex app-server generate-json-schema --out DIR [--experimental]`` writes
-one bundle file, ``DIR/codex_app_server_protocol.schemas.json``, that holds
-every definition: the v1 ones (``InitializeParams``, the unions, the JSON-RPC
-envelope) directly under ``definitions`` and the v2 ones nested under
-``definitions.v2`` (referenced as ``#/definitions/v2/X``).  A
+one bundle file, ``DIR/codex_app_server_protocol.schemas.json``, holding every
+definition (the v2 ones nested under ``definitions.v2``).  A
 :class:`SchemaBundle` is one such file and answers three questions:
 
-* **which schema?**  Each of the four unions (``ClientRequest``,
-  ``ServerRequest``, ``ServerNotification``, ``ClientNotification``) is a
-  ``oneOf`` whose branches carry ``properties.method.enum == [method]``; the
-  bundle indexes them by method, so a frame is checked against its own branch
-  and the messages are precise (a failed ``oneOf`` over 150 branches says
-  nothing useful).  A response is checked against the ``…Response``
-  definition of the method it answers: ``<params definition minus
-  "Params">Response``, or :data:`RESPONSE_OVERRIDES` where that does not exist.
+* **which schema?**  A request or notification is checked against its own
+  branch of its union (``ClientRequest`` …, indexed by method), a response
+  against the ``…Response`` definition of the method it answers (by name, or
+  :data:`RESPONSE_OVERRIDES`);
 * **is it valid?**  An *engine* decides: :class:`StdlibEngine` (the default,
-  :mod:`._jsonschema`, standard library only, so a vendored copy validates
-  too) or :class:`JsonschemaEngine` (``jsonschema``'s Draft 7 validator, which
-  the conformance suite uses).  The package never imports ``jsonschema``: the
-  caller that wants it passes the module in (:func:`jsonschema_engine`).  The
-  two agree on accept/reject for every recorded frame and for mutations of
-  them (``tests/test_jsonschema_stdlib.py``); only the wording of messages
-  differs.
+  :mod:`._jsonschema`, so a vendored copy validates too) or
+  :class:`JsonschemaEngine` (``jsonschema``, passed in by the caller: the
+  package never imports it).  Both agree on accept/reject;
 * **is everything declared?**  The schemas almost never say
-  ``additionalProperties: false`` (protocol reference §0.1), so plain
-  validation cannot see a field codex sends but does not declare.
-  :meth:`SchemaBundle.undeclared` walks the instance beside its schema and
-  lists the JSON paths of object keys no applicable schema names.  "Applicable"
-  follows ``$ref``, ``allOf``, the ``anyOf``/``oneOf`` branches the instance
-  actually validates against (asked of the engine), ``properties``,
-  ``patternProperties``, ``additionalProperties`` *schemas* and ``items``.  A
-  key that is merely *allowed* (``additionalProperties`` absent or ``true``)
-  is still undeclared: that is the point of strict mode.  A value whose only
-  schema is free-form JSON (``true`` or ``{}``, e.g. ``JSONRPCErrorError.data``
-  or an MCP ``_meta``) is opaque and not descended into.
+  ``additionalProperties: false``, so :meth:`SchemaBundle.undeclared` walks
+  the instance beside its schema and lists the keys no applicable schema
+  names (strict mode).
 
-:class:`FrameValidator` is the stateful per-connection check (SPEC §6).  It is
-a frame tap -- ``check(direction, frame)`` with ``"out"`` = client→server and
-``"in"`` = server→client -- and remembers request ids per direction, so a
-response is routed to the method it answers.  Every frame is also checked
-against its JSON-RPC envelope definition (``JSONRPCRequest`` etc.), which is
-where the bundle declares the optional request ``trace`` member; the
-``ServerNotification`` union itself declares the top-level ``emittedAtMs``
-codex puts on every notification (``properties`` beside its ``oneOf``).  A
-``"jsonrpc"`` member, a frame of no JSON-RPC shape, an unknown method and a
-response to an id nobody asked are problems.  Each :class:`Problem` names
-direction, method, id, JSON path and message, and keeps the frame.
-
-Cost (CPython 3.11, all 840 recorded frames, ``tools/bench_schema_engines.py``):
-the stdlib engine checks a frame in about 11 µs, 45 µs with the strict walk
-(which is then most of it); jsonschema takes about 245 µs and 320 µs.  Loading
-a bundle and compiling every definition with the stdlib engine takes about
-60 ms, once per run.
+:class:`FrameValidator` checks the frames of one connection in order: it is a
+frame tap (``check(direction, frame)``, ``"out"`` = client→server), remembers
+request ids per direction to route responses, checks every frame's JSON-RPC
+envelope too, and records each :class:`Problem` (direction, method, id, JSON
+path, message, the frame).  ``docs/conformance.md`` has the details.
 
 Everything here is pure except :func:`generate_schema` (and
-:func:`bundle_for_binary`, which calls it), the one function that runs the
-codex binary, and :meth:`SchemaBundle.from_file`, which reads the bundle.
+:func:`bundle_for_binary`, which calls it), which runs the codex binary, and
+:meth:`SchemaBundle.from_file`, which reads the bundle.
 """
 
 from __future__ import annotations
@@ -625,7 +593,7 @@ _UNION = {
 
 
 class FrameValidator:
-    """Validate the frames of one connection, in order (SPEC §6).
+    """Validate the frames of one connection, in order.
 
     ``check(direction, frame)`` returns the problems of that frame and adds
     them to :attr:`problems`; :meth:`tap` does the same with the signature of
@@ -685,7 +653,7 @@ class FrameValidator:
             return Problem(direction, kind, method, rid, path, message, frame)
 
         if "jsonrpc" in frame:
-            yield problem("$.jsonrpc", "codex's protocol has no 'jsonrpc' member (SPEC §3); do not send it")
+            yield problem("$.jsonrpc", "codex's protocol has no 'jsonrpc' member; do not send it")
 
         # Which definitions apply: the JSON-RPC envelope always (it declares
         # the optional request ``trace``), plus the union branch and the

@@ -2,12 +2,13 @@
 
 Theory of operation
 -------------------
-One event per line (SPEC §5), written as *one* ``write`` of the encoded line
-including its ``\\n``, then flushed (and ``fsync``-ed when configured).  A
-crash can therefore leave at most one damaged line, and only at the end: the
-line whose write was cut short.  Reading back (:func:`read_log`) drops such a
-*torn last line* with a warning and refuses everything else -- a bad line in
-the middle, a ``seq`` out of order, an event missing a key -- with a
+One event per line (the format: ``docs/session-log.md``), written as *one*
+``write`` of the encoded line including its ``\\n``, then flushed (and
+``fsync``-ed when configured).  A crash can therefore leave at most one
+damaged line, and only at the end: the line whose write was cut short.
+Reading back (:func:`read_log`) drops such a *torn last line* with a warning
+and refuses everything else -- a bad line in the middle, a ``seq`` out of
+order, an event missing a key -- with a
 :class:`~codexmini.SessionLogError` naming the file and the 1-based
 line, because silently skipping history would change what the model sees.
 
@@ -55,7 +56,8 @@ LOG_VERSION = 1
 LogEntry = Dict[str, Any]
 Listener = Callable[[LogEntry, str], None]
 
-#: SPEC §5: every event type and the keys of its ``data`` ("?" = optional).
+#: Every event type and the keys of its ``data`` ("?" = optional); their
+#: meaning: ``docs/session-log.md``.
 #: Appending checks the type against this table; the keys are documentation
 #: for writers (the agent), not enforced here.
 EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(

@@ -1,4 +1,4 @@
-"""AGENTS.md as skills, and the ``/name`` gesture that injects them (SPEC §4.5).
+"""AGENTS.md as skills, and the ``/name`` gesture that injects them.
 
 Theory of operation
 -------------------

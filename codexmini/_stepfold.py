@@ -1,53 +1,35 @@
 """The step fold: one codex turn's events → session-log writes.  Pure.
 
-Theory of operation
--------------------
 A codex turn runs the model's whole agentic loop: reasoning, text, a tool
 call, its result, more reasoning, another tool, a final answer.  The session
-log wants that cut into *steps*, one per assistant segment (SPEC §4.7, seed
-003 §3.3): a segment is the reasoning and text of one model answer followed by
-its tool calls.  :class:`StepFold` consumes :mod:`.events` in order and
-returns the log writes they imply, as :class:`Write` values; the agent appends
-them.  It never reads a clock or touches a file.
+log wants that cut into *steps*, one per assistant segment: a segment is the
+reasoning and text of one model answer followed by its tool calls.
+:class:`StepFold` consumes :mod:`._events` in order and returns the log
+writes they imply, as :class:`Write` values; the agent appends them.  It never
+reads a clock or touches a file.
 
-Rules, each from the seed and the recorded scenarios:
+The rules, each pinned by the recorded scenarios (``docs/session-log.md``
+states them as the log's format):
 
-* **Segments rotate steps.**  When a new segment begins (a reasoning or plan
-  delta, a finished agent message, a finished tool item) and the current
-  step already holds a settled tool result, the step ends (``segment``) and
-  the next one starts.  So consecutive tool calls each get a step, and a
-  final answer after a tool gets its own.
-* **One assistant message per segment.**  Consecutive agent messages of a
-  segment merge into one held message (reasoning blocks first, then text).
-* **Tool calls live in the message.**  A finished tool item folds a
-  ``tool-call`` block into the held message, flushes it as
-  ``assistant/message``, then writes ``tool/call`` and ``tool/result`` -- the
-  prompt of the next step shows the call because the message carries it.
-* **Reasoning text** is the first non-empty of the finished item's summary,
-  its raw content, and what was streamed for it (summary parts, then raw
-  text; plan deltas excluded).
-* **Last completion wins.**  An agent message completed again while its
-  message is held (a retried ``response.incomplete``) replaces its text.
-* **Usage** is known for certain only at ``turn/completed`` (each model
-  call's ``thread/tokenUsage/updated`` races with the tool items that call
-  started), so the codex turn's usage -- read from the turn's own books, a
-  :class:`~._turnfold.TurnFold`, never counted twice -- is attached to the last
-  message written at completion; never lost when the turn ends right after a
-  tool.
-* **Steered input** (``turn/steer``) is logged where codex echoes it as a
-  ``userMessage`` item, after the answer it interrupted: the log keeps the
-  order the model saw.
-* **Abandoned tool items** (started per the turn's books, never seen
-  completed here: an interrupt) get an explicit error result, so the next
-  prompt shows the call was cut short.
-* **Streams tied to messages.**  Streamed agent text is announced as
-  :class:`~._events.MessageDelta` with the id of the durable assistant
-  message it is becoming, and ends with :class:`~._events.MessageStreamEnd`:
-  ``committed`` when that message is written, not when the stream was cut
-  and codex retried (a retrying ``error``), a newer message took its place, or
-  the turn ended first.  :meth:`StepFold.signals` hands them over; the log
-  itself is unchanged by them.
-  Abandoned agent messages (a retried cut stream) are dropped, as in the seed.
+* a new segment after a settled tool result ends the step (``segment``) and
+  starts the next;
+* one ``assistant/message`` per segment: reasoning blocks, then text, then a
+  ``tool-call`` block per tool, followed by its ``tool/call`` and
+  ``tool/result``;
+* an agent message completed again (a retried ``response.incomplete``)
+  replaces its text; one abandoned by a retried cut stream is dropped;
+* the codex turn's usage, read from the turn's own books
+  (:class:`~._turnfold.TurnFold`), goes on the last message written at
+  completion: a model call's usage races with the tool items it started;
+* steered input is logged where codex echoes it, after the answer it
+  interrupted;
+* a tool item started and never completed gets an explicit ``abandoned``
+  error result.
+
+Streamed agent text is announced as :class:`~._events.MessageDelta` with the
+id of the durable message it is becoming and ends with
+:class:`~._events.MessageStreamEnd` (``committed`` or not);
+:meth:`StepFold.signals` hands them over.  They never change the log.
 """
 
 from __future__ import annotations
@@ -259,8 +241,8 @@ class StepFold:
         item_id = str(item.get("id"))
         text: Optional[str] = item.get("text")
         if self.held is not None and item_id in self._text_at:
-            # Completed again (a retried response.incomplete, reference
-            # §0.5): the last completion wins, nothing is repeated.
+            # Completed again (codex retries a response.incomplete under the
+            # same item id): the last completion wins, nothing is repeated.
             self.held["content"][self._text_at[item_id]] = text_block(str(text or ""))
             self._commit_stream(item_id, self.held["id"])
             return

@@ -3,9 +3,9 @@
 Theory of operation
 -------------------
 The wire does not hand a client the turn's history: ``turn/completed`` carries
-only the last agent message (reference §0.4), items can start and never
-complete (§0.5: an interrupt, a cut stream codex retries), the same item id
-can be started and completed several times (a retried
+only the last agent message (none for an interrupted or failed turn), items
+can start and never complete (an interrupt, a cut stream codex retries), the
+same item id can be started and completed several times (a retried
 ``response.incomplete``), and usage arrives per model call
 (``thread/tokenUsage/updated``).  :class:`TurnFold` keeps those books, once,
 for every reader of a turn: :class:`~._threads.Turn` (which yields the events)

@@ -18,7 +18,7 @@ bad line can never kill a reader.  This module reads no clock, spawns nothing
 and touches no file; the client feeds it bytes (h11's receive buffer is the
 model).
 
-:func:`classify` holds the JSON-RPC shape rules (SPEC §3), applied once per
+:func:`classify` holds the JSON-RPC shape rules, applied once per
 frame by the RPC core (:mod:`._rpc`): ``id`` + ``method`` is a request,
 ``method`` alone a notification, ``id`` + ``result`` a response, ``id`` +
 ``error`` an error.  codex drops frames whose ``id`` is ``null`` or a float

@@ -69,6 +69,20 @@ Answer = Union[Reply, str, Callable[[ApprovalRequest], Awaitable[Reply]]]
 DEADLINE = "deadline"  # never answer: the client's handler deadline answers fail-closed
 
 
+#: The usage every scripted answer reports.
+USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
+
+
+def message(id_: str, *deltas: str) -> Dict[str, Any]:
+    """A scripted model message streamed as ``deltas``."""
+    return {"type": "message", "id": id_, "deltas": list(deltas)}
+
+
+def answer(*items: Dict[str, Any], **extra: Any) -> Dict[str, Any]:
+    """A scripted model response of ``items`` (and ``extra`` keys)."""
+    return {"output": list(items), "usage": USAGE, **extra}
+
+
 @dataclass
 class Paths:
     root: str

@@ -1,8 +1,8 @@
 """Real frames recorded from codex 0.149.1, copied verbatim as literals.
 
-Source: ``shared/reference/codex-0.149.1-frames.md`` (one real frame per
-server frame kind; the scenario is named beside each frame below; the
-recorder cut strings over 160 characters, which keeps them strings).  Client
+One real frame per server frame kind, copied from recordings of codex 0.149.1
+(the scenario is named beside each frame below; the recorder cut strings over
+160 characters, which keeps them strings).  Client
 frames are what codexmini sends.  The conformance tests use them as positives
 (they must validate, strict mode included) and as the base of negatives.
 """

@@ -5,8 +5,8 @@ prompts, the codex flags and approval answers, and a ``check`` that asserts
 on the events and the session log it must produce.  The same definition is
 recorded (``make record CODEX=<version>``) for both ends of the supported
 range, replayed offline and run live; see :mod:`conformance.harness`.
-Triggers follow the protocol reference §3 (the section is cited on each
-scenario; the reference describes 0.149.1).
+What codex really sent for each is in its recordings
+(``fixtures/<version>/<scenario>.frames.jsonl``).
 
 Where codex 0.149.1 and 0.171.0 behave differently, the scenario says so with
 a :class:`~conformance.versions.ByVersion` value -- a model slug, a flag, an
@@ -55,44 +55,35 @@ from codexmini._prompt import derive_messages, serialize
 from codexmini._structured import OutputSchema
 from codexmini._threads import Thread, final_response
 
-from .harness import DEADLINE, Run, Scenario, ScenarioResult
+from .harness import DEADLINE, Run, Scenario, ScenarioResult, answer, message
+from .thread_scenarios import THREAD_SCENARIOS
 from .versions import ByVersion
 
-#: A model slug for which codex offers apply_patch (as a custom tool, §3.6).
+#: A model slug for which codex offers apply_patch (as a custom tool).
 PATCH_MODEL = ByVersion(
     {"0.149.1": "gpt-5.4", "0.171.0": "gpt-5.5"},
     why="0.171.0 no longer offers apply_patch for gpt-5.4; it does for gpt-5.5",
 )
-#: The flag that makes codex offer update_plan (§3.3).
+#: The flag that makes codex offer update_plan.
 PLAN_CONFIG = ByVersion(
     {"0.149.1": (), "0.171.0": ("tools.update_plan={enabled=true}",)},
     why="0.171.0 offers update_plan only when tools.update_plan is enabled",
 )
-#: Whether aggregatedOutput has a streamed command's whole output (§3.4).
+#: Whether aggregatedOutput has a streamed command's whole output.
 OUTPUT_COMPLETE = ByVersion(
     {"0.149.1": False, "0.171.0": True},
     why="0.149.1 drops the output written before the first delta from aggregatedOutput; 0.171.0 keeps it",
 )
-#: Whether codex retries a response.incomplete (§3.10).
+#: Whether codex retries a response.incomplete.
 INCOMPLETE_RETRIED = ByVersion(
     {"0.149.1": True, "0.171.0": False},
     why="0.149.1 retries response.incomplete like a disconnect; 0.171.0 fails the turn at once",
 )
-#: Whether a steered message interrupts the answer being streamed (§3.13).
+#: Whether a steered message interrupts the answer being streamed.
 STEER_INTERRUPTS = ByVersion(
     {"0.149.1": False, "0.171.0": True},
     why="0.149.1 answers a steer after the running answer; 0.171.0 abandons that answer for the steer",
 )
-
-USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
-
-
-def message(id_: str, *deltas: str) -> Dict[str, Any]:
-    return {"type": "message", "id": id_, "deltas": list(deltas)}
-
-
-def answer(*items: Dict[str, Any], **extra: Any) -> Dict[str, Any]:
-    return {"output": list(items), "usage": USAGE, **extra}
 
 
 def texts(result: ScenarioResult) -> List[str]:
@@ -114,7 +105,7 @@ def completed_items(result: ScenarioResult) -> List[Mapping[str, Any]]:
     return list(items.values())
 
 
-# -- plain (§3.1) ------------------------------------------------------------
+# -- plain ------------------------------------------------------------
 
 
 def _check_plain(result: ScenarioResult) -> None:
@@ -140,7 +131,7 @@ PLAIN = Scenario(
 )
 
 
-# -- command ok (§3.4) --------------------------------------------------------
+# -- command ok --------------------------------------------------------
 
 
 def _command_script(cmd: str, final: str) -> Dict[str, Any]:
@@ -188,8 +179,8 @@ CMD_OK = Scenario(
 # -- helpers shared by the scenarios below -------------------------------------
 
 #: Flags that make codex give up on a failing model quickly: one request-level
-#: and one stream-level retry instead of 5×6 (reference §3.10 `err_500_low_retries`:
-#: 4 HTTP calls, 0.7 s, instead of 30 calls and 24 s).  They only work when
+#: and one stream-level retry instead of 5×6 (against an HTTP 500, codex 0.149.1
+#: then made 4 HTTP calls in 0.7 s instead of 30 calls in 24 s).  They only work when
 #: they come *after* the provider table on the command line, which is where
 #: the agent puts the caller's flags.
 LOW_RETRIES = (
@@ -261,7 +252,7 @@ def _tool(result: ScenarioResult) -> Tuple[Dict[str, Any], Dict[str, Any]]:
     return call, res
 
 
-# -- reasoning (§3.2) ------------------------------------------------------------
+# -- reasoning ------------------------------------------------------------
 
 REASONING_SUMMARY = [["**Planning** ", "the answer: ", "look at inputs."], ["**Checking** ", "edge cases."]]
 REASONING_RAW = ["raw ", "chain of thought ", "text."]
@@ -273,7 +264,7 @@ def _check_reasoning(result: ScenarioResult) -> None:
     assert [e.delta for e in result.events_of(ReasoningTextDelta)] == REASONING_RAW
     assert {e.item_id for e in result.events_of(ReasoningSummaryDelta)} == {"rs_1"}
     (reasoning,) = _items(result, "reasoning")
-    # The finished item carries plain strings (§3.2), raw content included.
+    # The finished item carries plain strings, raw content included.
     assert reasoning["summary"] == ["".join(p) for p in REASONING_SUMMARY]
     assert reasoning["content"] == ["".join(REASONING_RAW)]
     # One assistant message: the summary (the first non-empty source) as a
@@ -303,7 +294,7 @@ REASONING = Scenario(
 )
 
 
-# -- update_plan (§3.3) -----------------------------------------------------------
+# -- update_plan -----------------------------------------------------------
 
 PLAN_1 = {
     "explanation": "Three steps to do the job.",
@@ -329,7 +320,7 @@ def _plan_call(call_id: str, plan: Dict[str, Any]) -> Dict[str, Any]:
 def _check_update_plan(result: ScenarioResult) -> None:
     updates = result.events_of(PlanUpdated)
     assert [u.explanation for u in updates] == ["Three steps to do the job.", None]
-    # Statuses arrive camelCased (§3.3).
+    # Statuses arrive camelCased.
     assert [u.plan for u in updates] == [
         (("Inspect repository", "inProgress"), ("Write the fix", "pending"), ("Run the tests", "pending")),
         (("Inspect repository", "completed"), ("Write the fix", "inProgress"), ("Run the tests", "pending")),
@@ -358,13 +349,13 @@ UPDATE_PLAN = Scenario(
 )
 
 
-# -- cmd_fail (§3.4) ----------------------------------------------------------------
+# -- cmd_fail ----------------------------------------------------------------
 
 
 def _check_cmd_fail(result: ScenarioResult) -> None:
     call, res = _tool(result)
     assert call["name"] == "bash" and "exit 3" in call["arguments"]
-    # A non-zero exit is a failed item, not a failed turn (§3.4).
+    # A non-zero exit is a failed item, not a failed turn.
     assert res["isError"] is True and res["status"] == "failed"
     assert res["content"] == [{"type": "text", "text": "about-to-fail\n"}]
     (item,) = _items(result, "commandExecution")
@@ -384,7 +375,7 @@ CMD_FAIL = Scenario(
 )
 
 
-# -- cmd_large (§3.4 `cmd_large_oneline`) ----------------------------------------------
+# -- cmd_large ----------------------------------------------
 
 LARGE = 204800
 
@@ -413,7 +404,7 @@ CMD_LARGE = Scenario(
 )
 
 
-# -- cmd_streaming (§3.4 streaming) --------------------------------------------------
+# -- cmd_streaming --------------------------------------------------
 
 STREAM_LINES = "".join(f"line-{i}\n" for i in range(1, 6))
 
@@ -426,7 +417,7 @@ def _check_cmd_streaming(result: ScenarioResult) -> None:
     deltas = result.events_of(CommandOutputDelta)
     assert deltas and {d.item_id for d in deltas} == {"call_cmd_1"}
     streamed = "".join(d.delta for d in deltas)
-    # What codex really does (§3.4): the output written before the first
+    # What codex really does: the output written before the first
     # delta (usually `line-1`) is lost from the deltas; both are a
     # line-aligned tail of the real output that ends with the last lines.
     assert STREAM_LINES.endswith(streamed) and streamed.startswith("line-")
@@ -448,7 +439,7 @@ CMD_STREAMING = Scenario(
 )
 
 
-# -- command approvals (§3.5) ----------------------------------------------------------
+# -- command approvals ----------------------------------------------------------
 #
 # Under (workspace-write, on-request) -- the `approval/policy` knob `ask` -- a
 # command that asks for escalation gets item/commandExecution/requestApproval.
@@ -503,7 +494,7 @@ def _check_approval_decline(result: ScenarioResult) -> None:
     _check_command_request(result)
     assert _decisions(result) == [("item/commandExecution/requestApproval", "decline", "handler")]
     _, res = _tool(result)
-    # §3.5: declined, no output, no exit code; the model is told and goes on.
+    # Declined: no output, no exit code; the model is told and goes on.
     assert res["isError"] is True and res["status"] == "declined" and res["content"] == []
     (item,) = _items(result, "commandExecution")
     assert item["status"] == "declined" and item["exitCode"] is None
@@ -527,7 +518,7 @@ def _check_approval_cancel(result: ScenarioResult) -> None:
     assert _decisions(result) == [("item/commandExecution/requestApproval", "cancel", "handler")]
     _, res = _tool(result)
     assert res["isError"] is True and res["status"] == "declined"
-    # §3.5: cancel interrupts the turn; no further model call, so no answer.
+    # Cancel interrupts the turn; no further model call, so no answer.
     assert _completed(result).status == "interrupted"
     assert texts(result) == []
     (end,) = turn_ends(result)
@@ -580,7 +571,7 @@ APPROVAL_DEADLINE = Scenario(
 )
 
 
-# -- apply_patch (§3.6) --------------------------------------------------------------
+# -- apply_patch --------------------------------------------------------------
 #
 # `apply_patch` exists only for a model slug whose bundled metadata has it,
 # as a custom (freeform) tool: PATCH_MODEL.
@@ -643,7 +634,7 @@ def _check_patch_request(result: ScenarioResult) -> None:
     assert _changes(result) == [("/OUTSIDE/x.txt", "add")]
     (request,) = result.approvals
     assert request.kind == "file_change" and request.item_id == "call_patch_1"
-    # §3.6: the request does not repeat the changes; item/started has them.
+    # The request does not repeat the changes; item/started has them.
     assert "changes" not in request.params
 
 
@@ -694,7 +685,7 @@ PATCH_APPROVAL_DECLINE = Scenario(
 )
 
 
-# -- request_user_input (§3.7) ------------------------------------------------------
+# -- request_user_input ------------------------------------------------------
 
 QUESTIONS = [
     {
@@ -722,7 +713,7 @@ def _check_user_input(result: ScenarioResult) -> None:
         "answers": {"color": {"answers": ["Red"]}, "size": {"answers": ["Other", "medium please"]}}
     }
     assert _decisions(result) == [("item/tool/requestUserInput", "accept", "handler")]
-    # No item for the tool call (§3.7).
+    # No item for the tool call.
     assert not result.of_type("tool/call")
     assert texts(result) == ["Red it is."]
     _completed_turn_end(result)
@@ -749,7 +740,7 @@ USER_INPUT = Scenario(
 )
 
 
-# -- request_permissions (§3.8) -----------------------------------------------------
+# -- request_permissions -----------------------------------------------------
 
 
 def _permissions_script(after: Dict[str, Any]) -> Dict[str, Any]:
@@ -785,7 +776,7 @@ def _check_permissions_grant(result: ScenarioResult) -> None:
     assert [result.normaliser.text(p) for p in granted["permissions"]["fileSystem"]["write"]] == ["/OUTSIDE"]
     assert _decisions(result) == [("item/permissions/requestApproval", "accept", "handler")]
     # The granted write then works inside the sandbox: exit 0 (a denied one
-    # fails with "Read-only file system", §3.8).
+    # fails with "Read-only file system").
     _, res = _tool(result)
     assert res == {"callId": "call_cmd_1", "content": [], "isError": False, "status": "completed"}
     (item,) = _items(result, "commandExecution")
@@ -799,7 +790,7 @@ PERMISSIONS_GRANT = Scenario(
     description="request_permissions granted; a sandboxed write outside then works",
     # The command prints nothing: under load the sandboxed start is slow enough
     # that codex drops what a command prints in its first ~0.1 s from
-    # aggregatedOutput (§3.4); an echo here came back empty in 3 of 8 loaded runs.
+    # aggregatedOutput; an echo here came back empty in 3 of 8 loaded runs.
     script=_permissions_script(answer(_exec("call_cmd_1", "echo granted > {OUTSIDE}/granted.txt"))),
     prompts=("need permissions",),
     config=("features.request_permissions_tool=true",),
@@ -821,7 +812,7 @@ PERMISSIONS_DENY = Scenario(
     name="permissions_deny",
     description="request_permissions denied",
     # No write attempt after the denial: a sandbox-denied command often has
-    # no item at all (§3.4), which would make the recording nondeterministic.
+    # no item at all, which would make the recording nondeterministic.
     script=_permissions_script(answer(message("msg_final", "Permission denied; not writing."))),
     prompts=("need permissions",),
     config=("features.request_permissions_tool=true",),
@@ -831,7 +822,7 @@ PERMISSIONS_DENY = Scenario(
 )
 
 
-# -- MCP tool call approved through an elicitation (§3.9) ------------------------------
+# -- MCP tool call approved through an elicitation ------------------------------
 
 
 def _check_mcp_elicitation(result: ScenarioResult) -> None:
@@ -883,7 +874,7 @@ MCP_ELICITATION = Scenario(
 )
 
 
-# -- model errors (§3.10) -------------------------------------------------------------
+# -- model errors -------------------------------------------------------------
 
 
 def _check_failed_turn(result: ScenarioResult, *, answered: bool = False) -> Dict[str, Any]:
@@ -926,7 +917,7 @@ ERR_500 = Scenario(
 def _check_err_429(result: ScenarioResult) -> None:
     end = _check_failed_turn(result)
     assert "429" in end["error"]["message"]
-    assert not result.events_of(RetryingError)  # 429 is never retried (§3.10)
+    assert not result.events_of(RetryingError)  # 429 is never retried
     assert _error_info(result) == {"responseTooManyFailedAttempts": {"httpStatusCode": 429}}
     if result.mode == "live":
         assert [r["status"] for r in result.model_requests] == [429]
@@ -947,7 +938,7 @@ ERR_429 = Scenario(
 def _check_stream_cut_then_ok(result: ScenarioResult) -> None:
     completed = _completed(result)
     assert completed.status == "completed"
-    # §3.10: each cut attempt leaves an agentMessage that started, got a
+    # Each cut attempt leaves an agentMessage that started, got a
     # delta and never completed; the retry opens a new item.
     started = [e.item_id for e in result.events_of(ItemStarted) if e.item_type == "agentMessage"]
     assert len(started) == 3 and len(set(started)) == 3 and started[-1] == "msg_ok"
@@ -990,7 +981,7 @@ def _check_err_incomplete(result: ScenarioResult) -> None:
     assert end["error"]["message"] == (
         "stream disconnected before completion: " * retried + "Incomplete response returned, reason: max_output_tokens"
     )
-    # §3.10: every attempt starts, streams and completes the *same* item id.
+    # Every attempt starts, streams and completes the *same* item id.
     started = [e.item_id for e in result.events_of(ItemStarted) if e.item_type == "agentMessage"]
     done = [e.item_id for e in result.events_of(ItemCompleted) if e.item_type == "agentMessage"]
     assert started == done == ["msg_inc"] * (len(result.events_of(RetryingError)) + 1)
@@ -1017,7 +1008,7 @@ ERR_INCOMPLETE = Scenario(
 )
 
 
-# -- turn/interrupt during a command (§3.11) ---------------------------------------------
+# -- turn/interrupt during a command ---------------------------------------------
 
 
 def _cancel_when_command_starts(run: Run, event: Event) -> None:
@@ -1029,7 +1020,7 @@ def _cancel_when_command_starts(run: Run, event: Event) -> None:
 def _check_interrupt_command(result: ScenarioResult) -> None:
     assert _sent(result, "turn/interrupt")
     # The cancelled consumer sees no TurnCompleted event (the turn drains the
-    # rest after interrupting), so look at the frames: §3.11, codex ends the
+    # rest after interrupting), so look at the frames: codex ends the
     # turn `interrupted` at once and the command item never completes.
     received = [f for d, f in result.frames if d == "in" and "method" in f]
     (completed,) = [f["params"]["turn"] for f in received if f["method"] == "turn/completed"]
@@ -1056,7 +1047,7 @@ INTERRUPT_COMMAND = Scenario(
 )
 
 
-# -- two threads streaming at once on one process (§3.13) ---------------------------------
+# -- two threads streaming at once on one process ---------------------------------
 
 TWO_THREAD_DELTAS = {
     "A": ["Alpha ", "one ", "two ", "three ", "four ", "five."],
@@ -1136,11 +1127,11 @@ TWO_THREADS = Scenario(
 )
 
 
-# -- local image input (§3.12) -----------------------------------------------------------
+# -- local image input -----------------------------------------------------------
 
 
 def _png_1x1() -> bytes:
-    """A valid 1×1 RGB PNG (a corrupt one makes codex omit the image, §3.12)."""
+    """A valid 1×1 RGB PNG (a corrupt one makes codex omit the image)."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
@@ -1158,7 +1149,7 @@ def _check_local_image(result: ScenarioResult) -> None:
     text_item, image_item = turn_start["input"]
     assert image_item == {"type": "localImage", "path": "/WORKSPACE/pixel.png"}
     assert text_item["type"] == "text" and "[image: /WORKSPACE/pixel.png]" in text_item["text"]
-    # codex echoes the input in the userMessage item, with detail null (§3.12).
+    # codex echoes the input in the userMessage item, with detail null.
     (user,) = _items(result, "userMessage")
     echoed = [result.normaliser.normalise(c) for c in user["content"] if c["type"] == "localImage"]
     assert echoed == [{"type": "localImage", "path": "/WORKSPACE/pixel.png", "detail": None}]
@@ -1178,7 +1169,7 @@ LOCAL_IMAGE = Scenario(
 )
 
 
-# -- turn/steer (§3.13) ------------------------------------------------------------------
+# -- turn/steer ------------------------------------------------------------------
 
 STEER_TEXT = "also mention bananas"
 
@@ -1243,7 +1234,7 @@ STEER = Scenario(
 )
 
 
-# -- two turns: the prompt is the serialized log (SPEC §4.6; §3.13) --------------------------
+# -- two turns: the prompt is the serialized log --------------------------
 
 
 def _check_two_turns(result: ScenarioResult) -> None:
@@ -1279,7 +1270,7 @@ TWO_TURNS = Scenario(
 )
 
 
-# -- a knob change between turns (SPEC §4.4) -------------------------------------------------
+# -- a knob change between turns -------------------------------------------------
 
 
 async def _ask_from_now_on(run: Run) -> None:
@@ -1417,7 +1408,6 @@ STRUCTURED_OUTPUT = Scenario(
     check=_check_structured_output,
 )
 
-from .thread_scenarios import THREAD_SCENARIOS  # noqa: E402 - they use the helpers above
 
 SCENARIOS = {
     s.name: s
@@ -1471,8 +1461,8 @@ def comparable_live_session(name: str, session: List[Dict[str, Any]], version: s
     Only ``cmd_streaming`` on a codex whose aggregatedOutput is incomplete
     (:data:`OUTPUT_COMPLETE`: 0.149.1) is relaxed, and only in the text of its
     tool result: that codex drops whatever the command wrote before its first
-    output delta from ``aggregatedOutput`` (protocol reference §3.4,
-    reproduced every time: ``line-1``), and how much that is depends on
+    output delta from ``aggregatedOutput`` (it did in every run: ``line-1``),
+    and how much that is depends on
     timing.  The text must still be a line-aligned tail of the real output
     ending in the last two lines (the scenario's check also asserts it equals
     the streamed deltas); everything else is compared exactly.

@@ -11,7 +11,7 @@ repository has:
 * ``jsonschema``'s Draft 7 validator as the engine, the reference the stdlib
   validator is proven against (``tests/test_jsonschema.py``);
 * :data:`KNOWN_UNDECLARED`, the catalog of fields codex really sends but the
-  chosen flavor does not declare (protocol reference §5), per codex version,
+  chosen flavor does not declare, per codex version,
   checked against live traffic by ``conformance/test_live_frames.py``, which
   is the default allow-list of this module's :class:`FrameValidator`;
 * :class:`ServerVersionValidator`, the validator the pytest plugin attaches to
@@ -70,7 +70,7 @@ JSONSCHEMA = _schema.jsonschema_engine(jsonschema)
 # ---------------------------------------------------------------------------
 # Known undeclared fields
 
-_STABLE_EXPERIMENTAL = "an experimental field, sent even without experimentalApi (protocol reference §5)"
+_STABLE_EXPERIMENTAL = "an experimental field, sent even without experimentalApi"
 
 #: ``config/read``'s ``config`` is ``Config``, which declares 27 settings and
 #: ``additionalProperties: true``: codex's struct with a flattened map of every
@@ -116,7 +116,7 @@ def _thread_results(thread_fields: Tuple[str, ...], resume_fields: Tuple[str, ..
 #: Per flavor: what codex 0.149.1 sends that the flavor does not declare.
 #: The experimental bundle declares everything the binary sends -- including
 #: ``emittedAtMs``, which ``ServerNotification`` declares at the union level
-#: (``properties`` beside ``oneOf``) and the reference's harness missed.  The
+#: (``properties`` beside ``oneOf``), easy to miss.  The
 #: stable bundle leaves out the experimental fields the server sends anyway.
 KNOWN_UNDECLARED_0_149_1: Mapping[str, FrozenSet[KnownField]] = {
     "experimental": frozenset([OPEN_CONFIG]),

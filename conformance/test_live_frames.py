@@ -3,7 +3,7 @@
 No model is needed: ``initialize`` and ``thread/start`` never call it, so the
 provider points at an unused loopback port.  ``CODEX_HOME`` lives under
 ``/var/tmp``, never ``/tmp`` (codex refuses to create its helper binaries
-under a temporary dir there; protocol reference §1).
+under a temporary dir there, and says so on stderr).
 
 The plugin's own validator (the ``conformance_frames`` fixture) must have seen
 the handshake and the thread start with zero problems in strict mode against
@@ -58,7 +58,7 @@ async def _thread_start(home: str, workspace: str, tap) -> None:
             "thread/start", {"cwd": workspace, "approvalPolicy": "never", "sandbox": "read-only"}, timeout=60
         )
         assert result["thread"]["id"]
-        # thread/started comes after the response (protocol reference §2).
+        # thread/started comes after the response.
         while (await events.get(timeout=30))["method"] != "thread/started":
             pass
     finally:

@@ -1,8 +1,8 @@
 """codexmini._mapping's tables against the schema of every supported codex.
 
-A codex bump must force a decision (SPEC §4.3, STYLE "tables over
-branches"): every ``ServerNotification`` method of every schema fixture (the
-oldest supported version and the pin) is either handled
+A codex bump must force a decision, and a table (not a chain of branches) is
+what can be checked whole: every ``ServerNotification`` method of every schema
+fixture (the oldest supported version and the pin) is either handled
 (:data:`~codexmini._mapping.NOTIFICATIONS`) or explicitly ignored
 (:data:`~codexmini._mapping.IGNORED`), never both, and no row names a method
 that no supported version has.  The tool-item table may only read fields the
@@ -190,7 +190,7 @@ def reads_of(item_type: str, *, mcp_error: bool = False) -> Set[Path]:
     return reads
 
 
-#: What the tool mapping reads per item type (SPEC §4.3).  ``[]`` is an array element.
+#: What the tool mapping reads per item type (``docs/session-log.md``, Tools).  ``[]`` is an array element.
 TOOL_FIELDS = {
     "commandExecution": {("id",), ("type",), ("command",), ("aggregatedOutput",), ("exitCode",), ("status",)},
     "fileChange": {

@@ -1,8 +1,8 @@
 """permission.SERVER_REQUESTS against the schema's ServerRequest union.
 
 Every server-request method gets a schema-valid answer, whatever the caller
-decides and when nobody decides at all (SPEC §4.4): an unanswered or invalid
-answer blocks the turn or counts as a failure (protocol reference §0.3, §6.3).
+decides and when nobody decides at all: codex waits forever for an unanswered
+request, and treats an error or an invalid result as a failure or a denial.
 Each answer goes through a :class:`FrameValidator` after its request, exactly
 as on the wire, so the response is routed to the method's ``…Response``
 definition (or, for a refusal, checked as a whole ``JSONRPCError`` frame).
@@ -17,15 +17,15 @@ from codexmini._permission import DECISIONS, Reply, build_answer, fail_closed
 from conformance import recorded
 from conformance.schema import FrameValidator, SchemaBundle, fixture_versions
 
-#: A realistic params example per method: the recorded ones where the
-#: reference has one, otherwise minimal params that satisfy the schema.
+#: A realistic params example per method: a recorded one (conformance/recorded.py)
+#: where there is one, otherwise minimal params that satisfy the schema.
 PARAMS = {
     "item/commandExecution/requestApproval": recorded.COMMAND_APPROVAL["params"],
     "item/fileChange/requestApproval": recorded.FILE_CHANGE_APPROVAL_PARAMS,
     "item/permissions/requestApproval": recorded.PERMISSIONS_APPROVAL_PARAMS,
     "item/tool/requestUserInput": recorded.USER_INPUT_PARAMS,
     "mcpServer/elicitation/request": recorded.ELICITATION_PARAMS,
-    # Never seen from the binary (protocol reference §4): schema-valid minimal params.
+    # Never seen from the binary in the recordings: schema-valid minimal params.
     "item/tool/call": {
         "threadId": recorded.THREAD,
         "turnId": recorded.TURN,

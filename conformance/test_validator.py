@@ -135,8 +135,9 @@ def test_schema_response_definition_derives_from_params():
 
 
 def test_schema_server_notification_declares_emitted_at_ms():
-    """The union declares emittedAtMs beside its oneOf (protocol reference §0.2
-    says no schema does; the 0.149.1 bundle does, at the union level)."""
+    """The union declares emittedAtMs beside its oneOf (it sits outside
+    ``params``, so it is easy to think no schema does; the 0.149.1 bundle
+    does, at the union level)."""
     bundle = SchemaBundle.load()
     assert bundle.definitions["ServerNotification"]["properties"]["emittedAtMs"]["type"] == "integer"
     assert bundle.union_properties("ClientNotification") is None
@@ -337,7 +338,7 @@ def test_validator_emitted_at_ms_is_declared_only_on_server_notifications(frame_
 
 
 def test_validator_known_undeclared_is_per_flavor():
-    # recorded.TRANSCRIPT is 0.149.1's (protocol reference): held to its schema.
+    # recorded.TRANSCRIPT is 0.149.1's (conformance/recorded.py): held to its schema.
     stable = SchemaBundle.load("0.149.1", flavor="stable")
     catalog = known_undeclared("0.149.1")
     frames = recorded.TRANSCRIPT

@@ -32,8 +32,7 @@ from codexmini._errors import RequestTimeout, RpcError, ThreadNotFound, UsageLim
 from codexmini._events import RateLimitsUpdated, TurnCompleted
 from codexmini._threads import Thread
 
-from .harness import Run, Scenario, ScenarioResult
-from .scenarios import answer, message
+from .harness import Run, Scenario, ScenarioResult, answer, message
 from .versions import ByVersion
 
 #: How ``Thread.rollback`` drops the last turn: the methods it sends.

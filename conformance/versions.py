@@ -1,7 +1,7 @@
 """The codex versions the suite knows, and what may differ between them.
 
 codexmini supports codex ``OLDEST_CODEX_VERSION`` to the pin ``CODEX_VERSION``
-and keeps recordings of both ends (SPEC §6): ``fixtures/<version>/`` holds
+and keeps recordings of both ends: ``fixtures/<version>/`` holds
 each scenario recorded from that version's own binary, and
 ``fixtures/schema/<version>/`` its schema.  This module says which versions
 have recordings (:func:`recorded_versions`), which binary the live suite runs

@@ -24,7 +24,7 @@ import logging
 import os
 import shutil
 import signal
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, cast
 
 import pytest
 from support import thread_behaviours as tb
@@ -289,6 +289,11 @@ def test_agent_config_accepts_valid_pins():
     assert (config.sandbox, config.approval_policy) == ("read-only", "never")
 
 
+def test_agent_config_refuses_a_launch_that_is_not_a_launch():
+    with pytest.raises(ConfigError, match="AgentConfig.launch must be a Launch, not dict"):
+        AgentConfig(cwd="/var/tmp", launch=cast(Any, {"config": ["a=1"]}))
+
+
 def test_agent_set_knob_refuses_an_unknown_knob(offline):
     s = offline(CodexLike)
     agent = s.agent()
@@ -403,7 +408,7 @@ async def test_agent_skills_and_images_reach_codex(twin):
 @BOTH
 async def test_agent_codex_refusing_turn_start_is_a_codex_error(twin, kind):
     # In memory the fake refuses every turn/start (a missing field); codex
-    # refuses a remote image URL at turn/start (reference §3.12).
+    # refuses a remote image URL at turn/start.
     s = twin(tb.RejectTurn, {"rules": [], "default": reply("ok")})
 
     async with s.agent(on_event=None) as agent:
@@ -994,7 +999,7 @@ async def test_agent_steer_while_running_and_while_idle(twin, kind):
 @BOTH
 async def test_agent_refused_steer_goes_to_the_next_step(twin, kind, monkeypatch):
     # In memory the fake refuses turn/steer; live, the steer is refused before
-    # it reaches codex (as codex refuses one whose turn is over, reference §3.11).
+    # it reaches codex (as codex refuses one whose turn is over).
     behaviour = tb.RefuseSteer()
     s = twin(
         behaviour,

@@ -1,4 +1,4 @@
-"""The CLI as a new user and as a script meet it (SPEC §4.9 is the contract).
+"""The CLI as a new user and as a script meet it (docs/cli.md is the contract).
 
 Subprocess tests run ``python -m codexmini`` against the real binary and the
 scripted model (live); in-process tests call :func:`codexmini._cli.main` with

@@ -105,7 +105,7 @@ def test_child_environment_does_not_mutate_inputs():
 
 
 def test_child_environment_allowlist_covers_the_spec():
-    # SPEC §4.1: PATH, HOME, USER, LANG, LC_*, TERM, TMPDIR, TZ, CODEX_HOME, proxy and CA variables.
+    # The allowlist: PATH, HOME, USER, LANG, LC_*, TERM, TMPDIR, TZ, CODEX_HOME, proxy and CA variables.
     assert {"PATH", "HOME", "USER", "LANG", "TERM", "TMPDIR", "TZ", "CODEX_HOME"} <= ALLOWED
     assert {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"} <= ALLOWED
     assert {"SSL_CERT_FILE", "SSL_CERT_DIR"} <= ALLOWED

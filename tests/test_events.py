@@ -33,7 +33,7 @@ from codexmini._events import (
 )
 from codexmini.testing.codex_like import RATE_LIMITS_EXHAUSTED
 
-# ``thread/tokenUsage/updated`` of scenario approval_accept (codex-0.149.1-frames.md).
+# ``thread/tokenUsage/updated``'s ``last`` in fixtures/0.149.1/approval_accept.frames.jsonl.
 WIRE_BREAKDOWN = {
     "totalTokens": 15,
     "inputTokens": 10,
@@ -82,7 +82,7 @@ def test_usage_from_wire_reads_a_real_breakdown_and_ignores_extra_keys():
     assert usage == Usage(
         input_tokens=10, cached_input_tokens=2, output_tokens=5, reasoning_output_tokens=1, total_tokens=15
     )
-    # cacheWriteInputTokens has no place in the session-log usage (SPEC §5).
+    # cacheWriteInputTokens has no place in the session-log usage (docs/session-log.md).
     assert "cacheWriteInputTokens" not in usage.to_log()
 
 

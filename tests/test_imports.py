@@ -1,6 +1,6 @@
 """What the package may import, read from its source with ``ast``.
 
-Three rules (SPEC §1, §2):
+Three rules (standard library only, vendorable, a pure core inside an I/O shell):
 
 * every module of ``codexmini/`` imports the standard library and the package
   itself only, and the package itself only relatively (so it stays
@@ -29,6 +29,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import pytest
 
 import codexmini
+from tools import floors
 
 PACKAGE_DIR = Path(codexmini.__file__).resolve().parent
 
@@ -376,3 +377,47 @@ def test_imports_module_all_names_exist(name):
     assert all(isinstance(n, str) for n in names)
     missing = [n for n in names if not hasattr(module, n)]
     assert not missing, f"codexmini.{name}.__all__ names missing attributes: {missing}"
+
+
+# -- the floor plan (tools/floors.py) --------------------------------------------
+
+
+def test_imports_no_cycle_and_nobody_imports_the_package_face():
+    edges = floors.graph()
+    assert set(edges) == {"__init__" if name == "__init__" else name for name in floors.modules()}
+    assert floors.cycles(edges) == []
+    assert floors.face_imports(edges) == []
+    assert floors.main(["--check"]) == 0
+
+
+def test_imports_floor_checks_catch_a_cycle_and_an_import_of_the_face(capsys):
+    edges = {"__init__": {"_a"}, "_a": {"_b"}, "_b": {"_a", "_c"}, "_c": {"__init__"}}
+    assert floors.cycles(edges) == [["_a", "_b", "_a"], ["__init__", "_a", "_b", "_c", "__init__"]]
+    assert floors.face_imports(edges) == ["_c"]
+    assert floors.floors({"_x": {"_y"}, "_y": set(), "_z": {"_x", "_y"}}) == {"_x": 2, "_y": 1, "_z": 3}
+    assert floors.plan({"_x": {"_y"}, "_y": set()}) == "floor 2  _x\nfloor 1  _y\n"
+
+
+def test_imports_floor_graph_reads_every_kind_of_relative_import(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from ._a import A\n")
+    (package / "_a.py").write_text("from . import _b\nfrom .sub import leaf\nA = 1\n")
+    (package / "_b.py").write_text("def f():\n    from .sub.leaf import x\n    return x\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "leaf.py").write_text("from .. import _b\nfrom .._a import A\nx = 1\n")
+    edges = floors.graph(str(package))
+    assert edges == {
+        "__init__": {"_a"},
+        "_a": {"_b", "sub", "sub.leaf"},  # from .sub import leaf runs sub too
+        "_b": {"sub.leaf"},
+        "sub": set(),
+        "sub.leaf": {"_b", "_a"},
+    }
+
+
+def test_imports_the_documented_floor_plan_is_current():
+    with open(os.path.join(floors.ROOT, "docs", "architecture.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    shown = text.split("<!-- floors: begin -->\n```\n", 1)[1].split("```\n<!-- floors: end -->", 1)[0]
+    assert shown == floors.plan(floors.graph()), "docs/architecture.md: paste what `python tools/floors.py` prints"

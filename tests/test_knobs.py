@@ -33,7 +33,7 @@ def e(type_, data=None, turn=None):
 
 
 def knob(kind: str, value, **extra) -> dict:
-    """A session-log knob event (SPEC §5)."""
+    """A session-log knob event (docs/session-log.md)."""
     key = {"sandbox/mode": "mode", "approval/policy": "policy"}[kind]
     event = {"v": 1, "seq": 0, "ts": 1795975388.0, "type": kind, "turn": None, "step": None, "data": {key: value}}
     event.update(extra)

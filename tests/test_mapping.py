@@ -1,9 +1,8 @@
 """The mapping tables, fed with params and items of real codex 0.149.1 frames.
 
-Every params object and item below is copied from
-``shared/reference/codex-0.149.1-frames.md`` (the scenario is named beside
-it); where a test needs a variant the real catalog does not hold, the change
-is spelled out next to the copy.
+Every params object and item below is copied from a recording of codex
+0.149.1 (the scenario is named beside it); where a test needs a variant the
+recordings do not hold, the change is spelled out next to the copy.
 """
 
 from __future__ import annotations
@@ -221,7 +220,7 @@ CMD_COMPLETED = {  # approval_accept
     "exitCode": 0,
     "durationMs": 10,
 }
-CMD_EXIT_3 = {  # cmd_fail (protocol reference §3.4)
+CMD_EXIT_3 = {  # scenario cmd_fail
     "type": "commandExecution",
     "id": "call_cmd_1",
     "pluginId": None,
@@ -290,7 +289,7 @@ PATCH_DECLINED = {  # patch_approval_decline
     ],
     "status": "declined",
 }
-PATCH_TWO_CHANGES = {  # patch_auto (protocol reference §3.6)
+PATCH_TWO_CHANGES = {  # scenario patch_auto
     "type": "fileChange",
     "id": "call_patch_1",
     "status": "completed",
@@ -323,7 +322,7 @@ MCP_COMPLETED = {  # mcp_elicitation_accept
     "error": None,
     "durationMs": 1,
 }
-MCP_ECHO = {  # mcp_tools_onrequest (protocol reference §3.9)
+MCP_ECHO = {  # scenario mcp_tools_onrequest
     "type": "mcpToolCall",
     "id": "call_mcp_echo",
     "server": "probe",
@@ -426,7 +425,7 @@ def test_mapping_plan_updated_keeps_camelcase_statuses():
 
 
 def test_mapping_plan_updated_without_explanation_or_plan():
-    # An omitted explanation arrives as null (reference §3.3).
+    # An omitted explanation arrives as null.
     assert to_event("turn/plan/updated", dict(PLAN_UPDATED, explanation=None, plan=[])) == PlanUpdated(None, ())
     assert to_event("turn/plan/updated", {"threadId": THREAD, "turnId": TURN}) == PlanUpdated(None, ())
 
@@ -504,7 +503,7 @@ def test_mapping_retrying_error_with_only_a_message():
 
 
 def test_mapping_final_error_is_not_an_event():
-    # turn/completed{failed} follows with the same error (reference §3.10).
+    # turn/completed{failed} follows with the same error.
     assert to_event("error", ERROR_FINAL) is None
 
 
@@ -729,7 +728,7 @@ def test_tool_command_nonzero_exit_is_an_error():
 
 
 def test_tool_command_nonzero_exit_is_an_error_whatever_the_status():
-    # Defensive: 0.149.1 always says "failed" with a non-zero exit (reference §3.4).
+    # Defensive: 0.149.1 always says "failed" with a non-zero exit.
     assert tool_result(dict(CMD_EXIT_3, status="completed")).is_error is True
 
 
@@ -828,7 +827,7 @@ def test_tool_mcp_failed_with_error_message():
 
 
 def test_tool_mcp_is_error_result_is_failed_with_its_content():
-    # An MCP result with isError:true gives status failed, result set, error null (reference §3.9).
+    # An MCP result with isError:true gives status failed, result set, error null.
     item = copy.deepcopy(MCP_ECHO)
     item["status"] = "failed"
     item["result"] = {"content": [{"type": "text", "text": "boom"}], "structuredContent": None, "_meta": None}

@@ -2,14 +2,14 @@
 
 The conformance suite (conformance/test_server_requests.py) proves every
 answer is schema-valid; these tests pin down *which* answer each decision
-gives (SPEC §4.4), and that with nobody deciding the answer is never a yes.
-Params are the real frames of codex 0.149.1
-(shared/reference/codex-0.149.1-frames.md) where the reference has one,
+gives, and that with nobody deciding the answer is never a yes.  Params are
+real frames of codex 0.149.1 (conformance/recorded.py) where there is one,
 otherwise minimal schema-valid params.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 
 import pytest
@@ -54,7 +54,7 @@ ASKED_FILE_SYSTEM = PERMISSIONS["permissions"]["fileSystem"]
 ELICITATION = {k: v for k, v in MCP_TOOL_APPROVAL.items() if k != "_meta"}
 ELICITATION["message"] = "What is your name?"
 
-# Never seen from the binary (protocol reference §4): minimal schema-valid params.
+# Never seen from the binary in the recordings: minimal schema-valid params.
 DYNAMIC_TOOL = {
     "threadId": THREAD,
     "turnId": TURN,
@@ -150,9 +150,6 @@ EXPECTED = {
 def test_permission_tables_cover_every_request_method():
     assert set(PARAMS) == set(SERVER_REQUESTS) == set(EXPECTED)
     assert len(SERVER_REQUESTS) == 11  # ten stable methods plus the experimental currentTime/read
-
-
-# -- the fold ----------------------------------------------------------------------
 
 
 # -- Reply -------------------------------------------------------------------------
@@ -625,3 +622,64 @@ def test_decision_of_an_error_answer_is_a_decline_even_with_a_result():
     # Fail closed: an error answer never counts as consent, whatever else the frame holds.
     frame = {"id": 0, "error": {"code": REFUSED, "message": "no"}, "result": {"decision": "accept"}}
     assert decision_of(frame) == DECLINE
+
+
+# -- thread options and the approval wiring ------------------------------------------------
+
+
+def test_permission_thread_options_are_what_codex_accepts():
+    assert permission.SANDBOX_MODES == ("read-only", "workspace-write", "danger-full-access")
+    assert permission.APPROVAL_POLICIES == ("untrusted", "on-request", "never")
+
+
+@pytest.mark.parametrize("sandbox", [None, *permission.SANDBOX_MODES])
+@pytest.mark.parametrize("policy", [None, *permission.APPROVAL_POLICIES])
+def test_permission_check_thread_options_accepts_every_valid_pair(sandbox, policy):
+    assert permission.check_thread_options(sandbox, policy) is None
+
+
+@pytest.mark.parametrize(
+    "sandbox, policy, message",
+    [
+        (
+            "sometimes",
+            None,
+            "sandbox must be one of ('read-only', 'workspace-write', 'danger-full-access'), not 'sometimes'",
+        ),
+        ("", "never", "sandbox must be one of ('read-only', 'workspace-write', 'danger-full-access'), not ''"),
+        (None, "ask", "approval_policy must be one of ('untrusted', 'on-request', 'never'), not 'ask'"),
+        (
+            "read-only",
+            "on-failure",
+            "approval_policy must be one of ('untrusted', 'on-request', 'never'), not 'on-failure'",
+        ),
+    ],
+)
+def test_permission_check_thread_options_refuses_what_codex_would(sandbox, policy, message):
+    with pytest.raises(ConfigError) as caught:
+        permission.check_thread_options(sandbox, policy)
+    assert str(caught.value) == message
+
+
+def test_permission_install_approvals_wires_every_request_a_reply_can_answer():
+    installed = {}
+
+    class Client:
+        def on_request(self, method, handler):
+            installed[method] = handler
+
+    seen = []
+
+    async def handler(request: ApprovalRequest) -> Reply:
+        seen.append(request)
+        return Reply(ACCEPT)
+
+    permission.install_approvals(Client(), handler)
+    answerable = {m for m in SERVER_REQUESTS if build_answer(m, {}, Reply(DECLINE)).error is None}
+    assert set(installed) == answerable
+    assert {"account/chatgptAuthTokens/refresh", "attestation/generate", "currentTime/read"}.isdisjoint(installed)
+    answer = asyncio.run(
+        installed["item/commandExecution/requestApproval"]("item/commandExecution/requestApproval", COMMAND)
+    )
+    assert answer == build_answer("item/commandExecution/requestApproval", COMMAND, Reply(ACCEPT)).result
+    assert [(r.method, r.kind) for r in seen] == [("item/commandExecution/requestApproval", "command")]

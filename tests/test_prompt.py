@@ -23,7 +23,7 @@ def ev(seq, type_, data, turn=1, step=1):
 
 
 def session_events():
-    """A two-turn session in SPEC §5 order, with every event type the agent writes."""
+    """A two-turn session in the log's order (docs/session-log.md), with every event type the agent writes."""
     raw = [
         (
             "session/header",

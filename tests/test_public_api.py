@@ -1,7 +1,8 @@
 """The public API: ``from codexmini import …`` is the whole surface.
 
-``__all__`` is pinned to the documented list (the README's "Library" section
-lists the same names), every name imports and has a docstring, and importing
+``__all__`` is the list the README's table of public names shows (the one
+place a user reads them; ``_EXPORTS`` in ``codexmini/__init__.py`` is the one
+place it is written), every name imports and has a docstring, and importing
 the package stays cheap: no ``asyncio`` or ``subprocess`` until a name that
 needs them is used.  Every public class has a docstring of its own -- not
 inherited, not the ``Name(field: type, ...)`` one ``dataclasses`` generates for
@@ -14,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -24,82 +26,35 @@ import pytest
 import codexmini
 from tools import gen_public
 
-#: The documented public names, grouped as the README groups them.
-DOCUMENTED: List[str] = [
-    "__version__",
-    "CODEX_VERSION",
-    "OLDEST_CODEX_VERSION",
-    # one call for the common case
-    "run",
-    "RunResult",
-    # the agent over a durable session log
-    "Agent",
-    "AgentConfig",
-    "Blocked",
-    "ModelEndpoint",
-    "SessionLog",
-    "read_log",
-    # how codex is started
-    "Launch",
-    "Timeouts",
-    "Limits",
-    # the client, its threads and turns
-    "AppServerClient",
-    "Thread",
-    "Turn",
-    "RetryPolicy",
-    "NO_RETRY",
-    # approvals
-    "ApprovalRequest",
-    "Reply",
-    # turn events
-    "Event",
-    "Usage",
-    "AgentMessageDelta",
-    "ReasoningSummaryDelta",
-    "ReasoningTextDelta",
-    "PlanDelta",
-    "PlanUpdated",
-    "CommandOutputDelta",
-    "ItemStarted",
-    "ItemCompleted",
-    "TokenUsage",
-    "DiffUpdated",
-    "RetryingError",
-    "TurnCompleted",
-    "InvalidNotification",
-    "Unmapped",
-    # the agent's stream events
-    "MessageDelta",
-    "MessageStreamEnd",
-    # account events
-    "RateLimitsUpdated",
-    "RateLimitWindow",
-    # errors
-    "CodexminiError",
-    "ProtocolError",
-    "RpcError",
-    "ServerOverloaded",
-    "MethodNotFound",
-    "ThreadNotFound",
-    "TransportError",
-    "ProcessExited",
-    "ClientClosed",
-    "RequestTimeout",
-    "CodexTimeout",
-    "TurnTimeout",
-    "BinaryNotFound",
-    "ConfigError",
-    "SchemaError",
-    "OutputValidationError",
-    "SessionLogError",
-    "TurnFailed",
-    "UsageLimitExceeded",
-]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TABLE_HEAD = "The public names, by what they are for:"
+
+
+def readme_names(text: str) -> List[str]:
+    """The names the README's table of public names shows, in its order (a
+    submodule such as ``codexmini.sync`` is not a name of ``__all__``)."""
+    table = text.split(TABLE_HEAD, 1)[1].split("\n\n", 2)[1]
+    found: List[str] = []
+    for row in table.splitlines()[2:]:
+        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", row.split("|")[2]):
+            if "." not in name and name not in found:
+                found.append(name)
+    return found
+
+
+with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as _fh:
+    #: The documented public names: the README's table (the one place a user reads them).
+    DOCUMENTED: List[str] = readme_names(_fh.read())
 
 
 def test_public_api_all_is_the_documented_list() -> None:
-    assert codexmini.__all__ == DOCUMENTED
+    assert sorted(codexmini.__all__) == sorted(DOCUMENTED)
+    assert len(codexmini.__all__) == len(set(codexmini.__all__))
+
+
+def test_public_api_readme_table_reader_reads_names_not_submodules() -> None:
+    text = f"x\n{TABLE_HEAD}\n\n| | |\n|---|---|\n| a | `run`, `Thread` (`Turn`); `codexmini.sync` |\n| b | `run` |\n\nmore `X`\n"
+    assert readme_names(text) == ["run", "Thread", "Turn"]
 
 
 @pytest.mark.parametrize("name", DOCUMENTED)

@@ -1,8 +1,8 @@
-"""The README's table of client requests is the generated protocol module's.
+"""docs/requests.md's table of client requests is the generated protocol module's.
 
 ``codexmini.protocol.Calls`` has one typed method per client request of the
-pinned stable schema; the README lists every one of them, with its result type
-and the helper that wraps it, if any.  When the schema (and so the module)
+pinned stable schema; docs/requests.md lists every one of them, with its result
+type and the helper that wraps it, if any.  When the schema (and so the module)
 changes, this test fails and prints the table to paste.
 """
 
@@ -16,10 +16,10 @@ from typing import Dict, List
 from codexmini import protocol
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-README = os.path.join(ROOT, "README.md")
+REQUESTS = os.path.join(ROOT, "docs", "requests.md")
 BEGIN, END = "<!-- requests: begin -->", "<!-- requests: end -->"
 
-#: The helpers over a request (the README's lifecycle table says more of each).
+#: The helpers over a request (the README's table of helper calls says more of each).
 HELPERS: Dict[str, str] = {
     "initialize": "`AppServerClient.start()`",
     "thread/start": "`Thread.start`",
@@ -63,12 +63,12 @@ def table() -> str:
     return "\n".join(["| method | `client.call.…` → result | helper |", "|---|---|---|", *rows()])
 
 
-def test_readme_lists_every_client_request_of_the_protocol_module() -> None:
-    with open(README, encoding="utf-8") as f:
+def test_docs_list_every_client_request_of_the_protocol_module() -> None:
+    with open(REQUESTS, encoding="utf-8") as f:
         text = f.read()
-    assert BEGIN in text and END in text, f"README.md has no {BEGIN} … {END} block"
+    assert BEGIN in text and END in text, f"docs/requests.md has no {BEGIN} … {END} block"
     listed = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
-    assert listed == table(), "README.md's request table is stale; paste this:\n" + table()
+    assert listed == table(), "docs/requests.md's request table is stale; paste this:\n" + table()
 
 
 def test_every_helper_names_a_request_the_module_has() -> None:

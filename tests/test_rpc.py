@@ -3,7 +3,7 @@
 No process, no event loop, no clock (h11's tests are the model): bytes go in
 through :meth:`~Connection.receive` -- whole, in pieces, several lines at
 once -- and the events that come out are compared with what the frames say.
-What codex sends here is shaped like its frames (reference §0); that shape is
+What codex sends here is shaped like its real frames; that shape is
 not validated here (no client, so no frame tap): the client tests do that.
 """
 

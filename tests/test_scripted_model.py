@@ -979,9 +979,8 @@ def test_scripted_model_runs_as_a_module(tmp_path: Any) -> None:
 #: The binary the live suite runs against (``make test-live CODEX=<v>`` picks another).
 LIVE = live_codex()
 TURN_TIMEOUT_S = 90.0
-#: A model slug for which codex offers apply_patch, by version (protocol
-#: reference §3.6; ``make drift TO=0.171.0`` found 0.171.0 no longer offers
-#: it for gpt-5.4).
+#: A model slug for which codex offers apply_patch, by version (``make drift
+#: TO=0.171.0`` found 0.171.0 no longer offers it for gpt-5.4).
 PATCH_MODEL = ByVersion({"0.149.1": "gpt-5.4", "0.171.0": "gpt-5.5"}, why="which slug codex offers apply_patch for")
 #: How many requests a response.incomplete costs with one stream retry:
 #: 0.149.1 retries it like a disconnect, 0.171.0 fails the turn at once.
@@ -1074,7 +1073,7 @@ class RawCodex:
     def close(self) -> None:
         try:
             assert self.proc.stdin is not None
-            self.proc.stdin.close()  # codex exits at once when stdin closes (reference §0.10)
+            self.proc.stdin.close()  # codex exits at once when stdin closes
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
@@ -1249,7 +1248,7 @@ def test_scripted_model_live_apply_patch(live: Any) -> None:
             {"name": "patch", "respond": {"output": [call_]}},
         ]
     }
-    # apply_patch is offered (as a custom tool) only for some slugs (reference §3.6).
+    # apply_patch is offered (as a custom tool) only for some slugs.
     assert isinstance(LIVE, LiveCodex) and LIVE.version is not None
     notes, requests, ws = live(script, "patch please", model=PATCH_MODEL.at(LIVE.version))
     done = items(notes, "item/completed", "fileChange")
@@ -1272,8 +1271,8 @@ def test_scripted_model_live_web_search(live: Any) -> None:
     assert done[0]["action"]["type"] == "search"
 
 
-# codex retries a failing model 5 times at two levels (~24 s for HTTP 500,
-# reference §3.10); the provider's own keys bring that down to 1 + 1.
+# codex retries a failing model 5 times at two levels (30 HTTP calls, about
+# 24 s, for an HTTP 500); the provider's own keys bring that down to 1 + 1.
 LOW_RETRIES = (
     "-c",
     "model_providers.codexmini.request_max_retries=1",
@@ -1329,7 +1328,7 @@ def test_scripted_model_live_response_incomplete(live: Any) -> None:
     assert isinstance(LIVE, LiveCodex) and LIVE.version is not None
     attempts = INCOMPLETE_REQUESTS.at(LIVE.version)
     assert len(requests) == attempts
-    # the same item id is started and completed once per attempt (reference §0.5)
+    # the same item id is started and completed once per attempt
     assert [i["id"] for i in items(notes, "item/completed", "agentMessage")] == ["msg_inc"] * attempts
     turn = completed_turn(notes)
     assert turn["status"] == "failed"

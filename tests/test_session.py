@@ -463,7 +463,7 @@ def test_event_types_document_the_data_keys_of_spec_section_5_and_its_extensions
         "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion"),
         "sandbox/mode": ("mode",),
         "approval/policy": ("policy",),
-        # Beyond SPEC §5 (the agent issue): the session's model and endpoint,
+        # The session's model and endpoint (the agent issue),
         # logged like the other knobs; the endpoint's key is never logged.
         "model/choice": ("model",),
         "model/endpoint": ("baseUrl", "wireApi", "apiKeyEnv"),

@@ -1,7 +1,7 @@
 """The step fold (pure): codex turn events → session-log writes.
 
-Event sequences follow the recorded scenarios (protocol reference §3 and the
-golden ``fixtures/0.149.1/*.session.jsonl``): items carry the real item
+Event sequences follow the recorded scenarios (``fixtures/0.149.1/``, the
+transcripts and the golden ``*.session.jsonl``): items carry the real item
 shapes, in the order the binary sends them.
 """
 

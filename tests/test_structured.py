@@ -13,7 +13,7 @@ from support.run_support import SCHEMA
 
 from codexmini import OutputValidationError, SchemaError
 from codexmini._jsonschema import Validator
-from codexmini._structured import OutputSchema
+from codexmini._structured import OutputSchema, check_output_schema
 
 PYDANTIC_LIKE = {  # what pydantic's model_json_schema() makes of a nested model
     "$defs": {
@@ -134,3 +134,11 @@ def test_structured_unusable_schema_is_a_schema_error_up_front(schema, fragment)
     with pytest.raises(SchemaError) as caught:
         OutputSchema(schema)
     assert fragment in str(caught.value)
+
+
+def test_structured_check_output_schema_checks_a_schema_and_passes_none():
+    assert check_output_schema(None) is None
+    checked = check_output_schema({"type": "object"})
+    assert isinstance(checked, OutputSchema) and checked.wire == {"type": "object"}
+    with pytest.raises(SchemaError):
+        check_output_schema({"type": "object", "multipleOf": 2})

@@ -129,7 +129,7 @@ async def first_delta(turn: Turn) -> AgentMessageDelta:
 
 async def test_thread_turn_sends_image_input():
     # The localImage item is schema-checked on the way out; codex echoes it
-    # in the userMessage item with detail:null (reference §3.12).
+    # in the userMessage item with detail:null.
     async with server(CodexLike) as (client, seen):
         thread = await Thread.start(client)
         done = await thread.turn(["what is this?", image_input("/abs/pixel.png")]).run()
@@ -188,7 +188,7 @@ async def test_thread_start_with_no_options_sends_empty_params():
 
 
 async def test_thread_warning_during_thread_start_reaches_the_thread():
-    # codex sends it before the thread/start response (reference §2).
+    # codex sends it before the thread/start response.
     async with server(tb.ThreadWarning) as (client, _seen):
         thread = await Thread.start(client)
         first = await thread._sub.get(timeout=30)
@@ -540,7 +540,7 @@ async def test_turn_explicit_interrupt_ends_with_interrupted():
 
 async def test_turn_interrupt_when_codex_says_no_active_turn():
     # The turn ended before the interrupt arrived: -32600 "no active turn to
-    # interrupt" (reference §3.11); the turn/completed already sent is drained.
+    # interrupt"; the turn/completed already sent is drained.
     async with server(tb.NoActiveTurn) as (client, seen):
         thread = await Thread.start(client)
         turn = thread.turn("hi")

@@ -296,7 +296,7 @@ def test_decode_line_any_object_is_for_the_rpc_core_to_judge():
     ids=["null", "float", "integral-float", "bool"],
 )
 def test_classify_bad_ids_are_malformed(line):
-    # codex drops these without a reply (protocol reference §2, "Request ids").
+    # codex drops these without a reply.
     assert classify(decode_line(line)) is None
 
 

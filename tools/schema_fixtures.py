@@ -18,8 +18,7 @@ as codex's own schema-fixture test.
 
 The generator writes a ``tmp/`` directory into ``$CODEX_HOME``, so it runs
 with a throw-away ``CODEX_HOME`` under ``/var/tmp`` (not ``/tmp``: codex
-refuses to create helper binaries under a temporary dir there, protocol
-reference §1).
+refuses to create helper binaries under a temporary dir there).
 
 Exit codes: 0 same / written, 1 differences, 2 usage error, 3 codex missing,
 the wrong version, or a failed generator.

@@ -1,4 +1,4 @@
-"""``python -m codexmini.testing fake SPEC [ARGS] -- ARGV`` runs a fake app-server
+"""``python -m codexmini.testing fake BEHAVIOUR [ARGS] -- ARGV`` runs a fake app-server
 behaviour over stdio; ``python -m codexmini.testing model SCRIPT.json [--port N]``
 serves a scripted model."""
 

@@ -3,7 +3,7 @@
 :class:`CodexLike` is a behaviour for :class:`~.fake_appserver.FakeAppServer`
 that answers ``initialize``, ``thread/start``, ``turn/start``,
 ``turn/interrupt`` and ``turn/steer`` the way codex 0.149.1 does (shapes from
-``shared/reference/codex-0.149.1-frames.md`` and the recordings): the
+the recordings under ``fixtures/0.149.1/``): the
 ``turn/start`` response before ``turn/started``, the ``userMessage`` echo, the
 epilogue of ``thread/tokenUsage/updated`` and ``account/rateLimits/updated``,
 ``thread/status/changed`` around the turn.  Subclasses script a turn in

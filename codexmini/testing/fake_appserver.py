@@ -68,7 +68,7 @@ from .._wire import Frame, LineDecoder
 #: A behaviour plays the server: ``await behaviour(server)`` → exit status (None = 0).
 Behaviour = Callable[["ServerSide"], Awaitable[Optional[int]]]
 
-#: What ``initialize`` answers (the four keys codex 0.149.1 sends, reference §2).
+#: What ``initialize`` answers (the four keys codex 0.149.1 sends).
 INIT_RESULT: Dict[str, Any] = {
     "userAgent": "codexmini-fake/0.149.1 (fake)",
     "codexHome": "/var/tmp/fake-codex-home",
@@ -195,7 +195,7 @@ class ServerSide:
         self.send({"id": request["id"], "result": result})
 
     def fail(self, request: Frame, message: str, code: int = -32600) -> None:
-        """An error answer (codex uses -32600 for every error, reference §0.10)."""
+        """An error answer (codex uses -32600 for every error it returns)."""
         self.send({"id": request["id"], "error": {"code": code, "message": message}})
 
     def stderr(self, text: str) -> None:
@@ -401,7 +401,7 @@ def instantiate(behaviour: Union[Behaviour, str, type], args: Sequence[str] = ()
 
 
 # ---------------------------------------------------------------------------
-# Over real pipes: ``python -m codexmini.testing fake SPEC [ARGS] -- ARGV``
+# Over real pipes: ``python -m codexmini.testing fake BEHAVIOUR [ARGS] -- ARGV``
 
 
 class _StdioServerSide(ServerSide):
@@ -483,7 +483,7 @@ async def _serve(
 
 
 def main(argv: Sequence[str], fds: Sequence[int] = (0, 1, 2)) -> int:
-    """``SPEC [ARGS] -- ARGV``: play SPEC over ``fds`` (stdin, stdout, stderr);
+    """``BEHAVIOUR [ARGS] -- ARGV``: play BEHAVIOUR (``module:name``) over ``fds`` (stdin, stdout, stderr);
     the exit status.  A behaviour that raises anything but :class:`FakeError`
     ends the process with its traceback (status 1), as in memory."""
     words = list(argv)

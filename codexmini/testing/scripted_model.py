@@ -1,103 +1,21 @@
 """A loopback fake of the OpenAI Responses API, driven by a JSON script.
 
-Theory of operation
--------------------
 codex talks to its model with ``POST {base_url}/responses`` (``stream: true``)
 and reads Server-Sent Events back.  :class:`ScriptedModel` is a stdlib
 ``ThreadingHTTPServer`` on ``127.0.0.1`` that answers each such request from a
 **script**: an ordered list of rules, each a ``when`` condition on the request
-body and the Response to send.  The first rule that matches wins; a rule with
-``times: N`` is skipped after it has answered N requests.  Each Response is
-turned into SSE events by one table (:data:`ITEMS`, item type → builder), so
-adding an output kind is one row.  Every request is logged in
-:attr:`ScriptedModel.requests`.  It powers the smoke run, the fixture recorder
-and the live tests; ``python -m codexmini.testing model SCRIPT.json [--port N]``
-serves a script by hand.
+body and the Response to send (a stream of output items, or an HTTP error).
+The first rule that matches wins.  Each Response is turned into SSE events by
+one table (:data:`ITEMS`, item type → builder), so adding an output kind is one
+row.  A tool call is emitted in the form the request offers that tool
+(:func:`offered_tools`); calling a tool the request does not offer is a
+:class:`ScriptError`, answered HTTP 400 with the reason.  Every request is
+logged in :attr:`ScriptedModel.requests`.
 
-Script format (validated up front; a bad script raises ConfigError naming the
-JSON path, e.g. ``rules[2].respond.output[0]: unknown item type 'foo'``)::
-
-    {
-      "rules": [
-        {
-          "name": "optional label, reported in the request log",
-          "when": {                              # every key optional; ANDed
-            "user_contains": "...",              # in the LAST role=user message
-            "input_contains": "...",             # in any user message or *_call_output
-            "last_item": "function_call_output", # type of the last input item
-            "last_call_id": "call_cmd_1",        # call_id of the last input item
-            "tool_output_contains": "..."        # in the last *_call_output's output
-          },
-          "times": 2,                            # optional: answer at most 2 requests
-          "respond": RESPONSE
-        }
-      ],
-      "default": RESPONSE                        # optional: when no rule matches
-    }
-
-    RESPONSE is an HTTP error (body and headers optional):
-      {"http_status": 500, "body": {...} or "raw text", "headers": {"retry-after": "1"}}
-    or a stream (every key optional):
-      {"output": [ITEM, ...],
-       "usage": {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5,
-                 "reasoning_tokens": 1},
-       "delay_ms": 0,              # sleep between consecutive SSE events
-       "cut_after_events": null,   # N: send N events, then close without the end
-       "failed": null,             # {"code", "message"}: end with response.failed
-       "incomplete": null,         # "max_output_tokens": end with response.incomplete
-       "headers": {}}              # extra response headers (codex reads x-codex-primary-used-percent,
-                                   # -window-minutes, -reset-at … into account/rateLimits/updated)
-
-    ITEM (``id`` defaults to PREFIX_<request number>_<output index>, e.g.
-    ``msg_3_0``, and ``call_id`` to ``call_<id>``):
-      {"type": "message", "id": "msg_1", "deltas": ["Hel", "lo"]}
-      {"type": "reasoning", "id": "rs_1", "summary": [["**Plan** ", "it"], ["more"]],
-       "content": ["raw ", "thought"]}                      # content optional
-      {"type": "function_call", "call_id": "call_1", "name": "exec_command",
-       "arguments": {...} or "raw JSON text", "namespace": "mcp__probe", "id": "fc_1",
-       "stream_chunks": 0}                                  # namespace optional
-      {"type": "custom_tool_call", "call_id": "call_2", "name": "apply_patch",
-       "input": "*** Begin Patch\\n...", "id": "ctc_1", "stream_chunks": 0}
-      {"type": "web_search_call", "id": "ws_1", "query": "..."}
-
-``stream_chunks: N`` also streams a tool call's arguments/input as (at most) N
-``*.delta`` events before ``output_item.done``; codex acts on the done item
-either way.
-
-Tools: only what the request offers
------------------------------------
-codex lists the tools a model may call in the request's ``tools``, and which
-ones depends on its version, the model slug and the configuration (codex
-0.149.1 offers ``apply_patch`` for ``gpt-5.4``, 0.171.0 does not; 0.171.0
-offers ``update_plan`` only with ``tools.update_plan={enabled=true}``).  So a
-tool call is emitted in the form the request offers that tool
-(:func:`offered_tools`): a ``custom`` tool gets a ``custom_tool_call``, a
-``function`` tool a ``function_call``, an MCP tool is looked up under its
-``namespace``; a ``web_search_call`` needs a ``web_search`` tool.  A script
-may write either form: a freeform ``input`` becomes the one string parameter
-of a function tool, and a ``function_call`` whose arguments are one string
-becomes a custom tool's input (no codex from 0.149.1 to 0.171.0 offers a tool
-in the other form -- both catalogs refuse ``apply_patch_tool_type:
-"function"`` -- so these conversions are unit-tested only).  Calling a tool
-the request does not offer is a :class:`ScriptError`: the request is
-answered HTTP 400 with the reason, which codex reports as the turn's error,
-and the reason is kept in :attr:`ScriptedModel.errors` and in the request's
-log entry, so a harness can fail with it instead of a puzzling transcript.
-
-In the request log each entry is ``{"path", "body", "rule", "status"}``: ``rule``
-is the rule's name, else its index; ``"default"`` for the default Response;
-``None`` when nothing matched (HTTP 400) or the path is unknown (HTTP 404).
-A request answered with a script error has an ``"error"`` entry as well.
-
-A stream's body is delimited by closing the connection (no length, no chunked
-encoding), as in the recordings of the protocol reference: a cut stream is a
-close before ``response.completed``, which codex reports as "stream closed
-before response.completed" (reference §3.10 ``err_stream_cut``) and retries.
-Every socket has a timeout, delays wait on the stop event, and
-:meth:`ScriptedModel.stop` joins with a deadline, so nothing here can hang.
-
-The § numbers in comments are those of
-``shared/reference/codex-0.149.1-protocol.md``.
+It powers the smoke run, the fixture recorder and the live tests;
+``python -m codexmini.testing model SCRIPT.json [--port N]`` serves a script by
+hand.  The script format, what each item becomes on the wire and the request
+log: ``docs/scripted-model.md``.
 """
 
 from __future__ import annotations
@@ -333,7 +251,7 @@ _SCRIPT = _object({"rules": _list_of(_RULE, "must be a list of rules"), "default
 
 
 def validate_script(script: Any) -> Dict[str, Any]:
-    """Check ``script`` against the format above; return a private deep copy."""
+    """Check ``script`` against the format (``docs/scripted-model.md``); return a private deep copy."""
     _SCRIPT(script, "")
     return copy.deepcopy(script)
 
@@ -355,7 +273,7 @@ def _chunks(text: str, n: int) -> List[str]:
 
 
 def _message(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
-    # §3.1 `plain`: codex turns each output_text.delta into one agentMessage delta.
+    # codex turns each output_text.delta into one agentMessage delta (the `plain` scenario).
     text = "".join(item["deltas"])
     ref = dict(item_id=item["id"], output_index=at, content_index=0)
     started = {
@@ -379,7 +297,7 @@ def _message(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
 
 
 def _reasoning(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
-    # §3.2 `reasoning`: summary parts, then the raw reasoning_text; codex
+    # Summary parts, then the raw reasoning_text (the `reasoning` scenario); codex
     # sends summaryPartAdded for every part, index 0 included.
     ref = dict(item_id=item["id"], output_index=at)
     started = {"type": "reasoning", "id": item["id"], "summary": []}
@@ -404,14 +322,14 @@ def _reasoning(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
 
 
 def _tool_call(field: str, delta: str) -> Builder:
-    """function_call (§3.4, §3.9) and custom_tool_call (§3.6) differ only in
+    """function_call (commands, MCP tools) and custom_tool_call (apply_patch) differ only in
     the name of their payload and of its delta event."""
 
     def build(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
         payload = item[field] if isinstance(item[field], str) else json.dumps(item[field])
         call_id = item.get("call_id", f"call_{item['id']}")
         started = {"type": item["type"], "id": item["id"], "call_id": call_id, "name": item["name"]}
-        if "namespace" in item:  # MCP tools must be namespaced (§3.9 `mcp_flat_name`)
+        if "namespace" in item:  # MCP tools must be namespaced: codex refuses a flat mcp__server__tool name
             started["namespace"] = item["namespace"]
         started.update({field: "", "status": "in_progress"})
         done = dict(started, **{field: payload, "status": "completed"})
@@ -427,7 +345,7 @@ def _tool_call(field: str, delta: str) -> Builder:
 
 
 def _web_search(item: Item, at: int) -> Tuple[List[SseEvent], Item]:
-    # §3.15 `misc_items`: codex starts a webSearch item with query "" and
+    # codex starts a webSearch item with query "" and
     # action "other", and completes it with the done item's search action.
     started = {"type": "web_search_call", "id": item["id"], "status": "in_progress"}
     done = dict(started, status="completed", action={"type": "search", "query": item["query"]})
@@ -490,7 +408,7 @@ def _single_string_parameter(tool: Dict[str, Any]) -> Optional[str]:
 
 
 def in_offered_form(spec: Item, view: RequestView) -> Item:
-    """``spec`` as the request offers its tool (see the module docstring), or
+    """``spec`` as the request offers its tool (``docs/scripted-model.md``), or
     :class:`ScriptError` saying what the request offers instead."""
     kind = spec["type"]
     if kind == "web_search_call":
@@ -559,7 +477,7 @@ def stream_events(response: Dict[str, Any], seq: int, view: Optional[RequestView
         final.append(done)
     body: Dict[str, Any] = {"id": resp_id, "output": final}
     if response.get("failed") is not None:
-        # §3.10: codex retries server_error like a disconnect but fails at
+        # codex retries server_error like a disconnect but fails at
         # once on context_length_exceeded.
         events.append(_ev("failed", response=dict(body, status="failed", error=response["failed"])))
     elif response.get("incomplete") is not None:
@@ -800,7 +718,7 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 def provider_flags(url: str, provider: str = "codexmini", env_key: str = "CODEXMINI_API_KEY") -> List[str]:
-    """The ``-c`` arguments that point codex at ``url`` (SPEC §4.7, model endpoint handover)."""
+    """The ``-c`` arguments that point codex at ``url``: a model provider of its own, the key read from ``env_key``."""
     if not _BARE_KEY.match(provider):
         raise ConfigError(f"provider name {provider!r} must be letters, digits, '_' or '-'")
     # JSON string escapes are valid TOML basic-string escapes.

@@ -4,7 +4,7 @@
 codex starts it as ``mcp_servers.probe`` (``-c mcp_servers.probe.command=…
 -c mcp_servers.probe.args=[…]``) and talks JSON-RPC 2.0 to it, one JSON
 object per line on stdin/stdout.  It answers just what codex 0.149.1 asks of
-a tool server (protocol reference §3.9): ``initialize``, the
+a tool server: ``initialize``, the
 ``notifications/initialized`` notification, ``tools/list`` with one ``echo``
 tool, and ``tools/call`` (``echo: <text>``, plus ``structuredContent``).
 Anything else gets ``-32601``; notifications get nothing.  Standard library
@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any, Dict, Optional
 
-PROTOCOL = "2025-06-18"  # what codex's MCP client announces (§3.9)
+PROTOCOL = "2025-06-18"  # what codex's MCP client announces
 
 ECHO_TOOL = {
     "name": "echo",

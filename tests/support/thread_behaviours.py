@@ -107,7 +107,7 @@ class Early(CodexLike):
 
 
 class ThreadWarning(CodexLike):
-    """A warning for the new thread before the thread/start response (reference §2)."""
+    """A warning for the new thread before the thread/start response, as codex sends it."""
 
     async def on_thread_start(self, rid: Any, params: Mapping[str, Any]) -> None:
         self.note(
@@ -133,7 +133,7 @@ class Filtering(CodexLike):
 
 class Bookkeeping(CodexLike):
     """An item that never completes, one id completed three times, a delta
-    before its item/started (reference §0.5, §3.10)."""
+    before its item/started: all of which codex does (an interrupt, retries)."""
 
     async def script(self, params: Mapping[str, Any]) -> None:
         self.started(agent_message("msg_cut_1"))
@@ -258,14 +258,14 @@ class SlowStart(Interruptible):
 
 
 class RejectTurn(CodexLike):
-    """turn/start is refused the way codex refuses bad params (reference §3.14)."""
+    """turn/start is refused the way codex refuses bad params (-32600)."""
 
     async def on_turn_start(self, rid: Any, params: Mapping[str, Any]) -> None:
         self.server.fail({"id": rid}, "Invalid request: missing field `input`")
 
 
 class RejectThread(CodexLike):
-    """thread/start is refused (reference §3.14: a bad ``sandbox``)."""
+    """thread/start is refused, as codex refuses a bad ``sandbox``."""
 
     async def on_thread_start(self, rid: Any, params: Mapping[str, Any]) -> None:
         self.server.fail({"id": rid}, "Invalid request: invalid type: integer `123`, expected string or map")
@@ -354,7 +354,7 @@ class EchoSteer(AgentTurns):
 
 
 class RefuseSteer(AgentTurns):
-    """turn/steer is refused: the codex turn ended meanwhile (reference §3.11)."""
+    """turn/steer is refused: the codex turn ended meanwhile."""
 
     async def on_turn_steer(self, rid: Any, params: Mapping[str, Any]) -> None:
         self.server.fail({"id": rid}, "no active turn to steer")
@@ -365,7 +365,7 @@ class Approving(AgentTurns):
     (``item/commandExecution/requestApproval``, approval_accept shapes), runs
     it only if the answer is ``accept`` and says what it got."""
 
-    asked = 0  # server-request ids: their own space, from 0 (reference §0.3)
+    asked = 0  # server-request ids: their own space, from 0
 
     async def script(self, params: Mapping[str, Any]) -> None:
         said = last_user_text(params)
@@ -471,8 +471,8 @@ class SlowHandshake(AgentTurns):
 
 
 class CutStream(AgentTurns):
-    """``cut …``: the answer's stream is cut and codex retries (reference
-    §3.10 ``err_stream_cut_then_ok``): ``msg_cut`` streams ``Partial``, a
+    """``cut …``: the answer's stream is cut and codex retries (as in the
+    ``stream_cut_then_ok`` scenario): ``msg_cut`` streams ``Partial``, a
     retrying ``error`` follows, then ``msg_ok`` streams and completes."""
 
     async def script(self, params: Mapping[str, Any]) -> None:

@@ -6,8 +6,8 @@ valgrind's count (:mod:`.instructions`) includes the collector's work, but
 not what it costs in time: a full collection visits every tracked object of
 the heap and every object each one refers to, a cache miss apiece, and the
 agent's heap grows through a turn (its session log keeps every event it
-writes: the prompt's source, SPEC §4.6), so the collector runs full
-collections over it again and again.  Each contender runs on the bench's
+writes, since each step's prompt is built from them), so the collector runs
+full collections over it again and again.  Each contender runs on the bench's
 stream turn ``rounds`` times with the collector watched (``gc.callbacks``:
 collections and CPU seconds per generation) and as often with it disabled,
 interleaved, each in a fresh process.  Printed per contender: the median

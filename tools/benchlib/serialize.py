@@ -2,8 +2,8 @@
 
 One contender, ``scaling``: build a synthetic but realistic log of ``events``
 events (turns of user messages, assistant segments with tool calls, tool
-results of varied size, step and turn markers: the shapes of SPEC §5 and the
-recorded goldens) and time the prompt of it, as the agent renders it
+results of varied size, step and turn markers: the shapes of
+docs/session-log.md and the recorded goldens) and time the prompt of it, as the agent renders it
 (``Transcript().extend(events).text()``) and as the two-stage
 ``serialize(derive_messages(events))``.  The bench runs it for 10k and for
 100k events, each in its own processes, interleaved; the generator is
@@ -28,7 +28,7 @@ WORDS = ("the", "log", "turn", "step", "file", "test", "passes", "reads", "a", "
 
 
 class LogWriter:
-    """Session-log events (SPEC §5) with increasing ``seq``."""
+    """Session-log events (docs/session-log.md) with increasing ``seq``."""
 
     def __init__(self, seed: int = 4) -> None:
         self.rng = random.Random(seed)

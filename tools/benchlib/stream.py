@@ -84,7 +84,7 @@ class RawRpc:
         return await self.response(await self.request(method, params))
 
     async def initialize(self, version: str = "0.1.0") -> dict[str, Any]:
-        # codexmini's own initialize params (SPEC §3), so codex sees the same client either way.
+        # codexmini's own initialize params, so codex sees the same client either way.
         params = {"clientInfo": {"name": "codexmini", "version": version}, "capabilities": {"experimentalApi": True}}
         result = await self.call("initialize", params)
         await self.send({"method": "initialized"})

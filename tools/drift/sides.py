@@ -135,8 +135,7 @@ def generate(codex: str, out: str, flavor: str, scratch: str) -> None:
     """``codex app-server generate-json-schema`` into ``out``, atomically.
 
     CODEX_HOME is a throw-away directory under ``scratch`` (not ``/tmp``:
-    codex refuses to create helper binaries under a temporary dir there,
-    protocol reference §1)."""
+    codex refuses to create helper binaries under a temporary dir there)."""
     os.makedirs(scratch, exist_ok=True)
     home = tempfile.mkdtemp(prefix=".home-", dir=scratch)
     staging = tempfile.mkdtemp(prefix=".schema-", dir=scratch)
