@@ -83,6 +83,7 @@ _EXPORTS: Dict[str, str] = {
     "RequestTimeout": "_errors",
     "CodexTimeout": "_errors",
     "TurnTimeout": "_errors",
+    "ModelUnreachable": "_errors",
     "BinaryNotFound": "_errors",
     "ConfigError": "_errors",
     "SchemaError": "_errors",
@@ -128,6 +129,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
     from ._errors import MethodNotFound as MethodNotFound
+    from ._errors import ModelUnreachable as ModelUnreachable
     from ._errors import OutputValidationError as OutputValidationError
     from ._errors import ProcessExited as ProcessExited
     from ._errors import ProtocolError as ProtocolError

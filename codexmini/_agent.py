@@ -45,7 +45,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequ
 from ._binary import parse_version
 from ._client import AppServerClient, Tap
 from ._endpoint import ModelEndpoint
-from ._errors import ConfigError, ProcessExited, RpcError, TransportError
+from ._errors import ConfigError, ModelUnreachable, ProcessExited, RpcError, TransportError
 from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
@@ -499,6 +499,9 @@ class Agent:
             # The stream ended without turn/completed (the child died).
             self._settle(folder, turn, "error")
             return _Outcome("error", _error("CODEX_NO_RESULT", str(exc)), _chain(exc))
+        except ModelUnreachable as exc:  # codex retried the model past Timeouts.model_retry
+            self._settle(folder, turn, "error")
+            return _Outcome("error", _error("MODEL_UNREACHABLE", exc.reason), _chain(exc))
         except RpcError as exc:  # codex refused thread/start or turn/start
             self._settle(folder, turn, "error")
             return _Outcome("error", _error("CODEX_ERROR", exc.message), _chain(exc))

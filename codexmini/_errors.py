@@ -20,7 +20,8 @@ the turn for its stream, the session module for the log file.
     │   ├── ClientClosed         close() was called before or during the request
     │   └── RequestTimeout       no answer in time (malformed requests get none)
     ├── CodexTimeout             a deadline passed: RequestTimeout, TurnTimeout
-    │   └── TurnTimeout          a turn was silent longer than its idle_timeout
+    │   ├── TurnTimeout          a turn was silent longer than its idle_timeout
+    │   └── ModelUnreachable     codex retried the model past Timeouts.model_retry
     ├── BinaryNotFound           no codex binary where we looked, or it cannot run
     ├── ConfigError              a setting codexmini refuses up front
     ├── SchemaError              a JSON Schema the validator cannot use, or none printed
@@ -202,6 +203,27 @@ class TurnTimeout(CodexTimeout):
     def __init__(self, turn_id: Optional[str], timeout: float) -> None:
         self.turn_id = turn_id
         super().__init__(f"turn {turn_id} was silent for {timeout:g}s", timeout)
+
+
+class ModelUnreachable(CodexTimeout):
+    """codex kept retrying the model for longer than
+    :attr:`Timeouts.model_retry <codexmini.Timeouts.model_retry>` with nothing
+    else arriving, so the turn was interrupted.  ``turn_id``: the turn;
+    ``retries``: how many retry notices codex sent; ``reason``: what codex
+    said in the last one (its message, then its details in parentheses:
+    ``Reconnecting... waiting for network (Connection failed: error sending
+    request)``); ``info``: its ``codexErrorInfo``."""
+
+    def __init__(self, turn_id: Optional[str], timeout: float, retries: int, reason: str, info: Any = None) -> None:
+        self.turn_id = turn_id
+        self.retries = retries
+        self.reason = reason
+        self.info = info
+        super().__init__(
+            f"the model could not be reached: codex retried it {retries} time(s) over {timeout:g}s "
+            f"and said: {reason}",
+            timeout,
+        )
 
 
 class BinaryNotFound(CodexminiError):

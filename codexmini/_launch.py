@@ -56,17 +56,25 @@ class Timeouts:
     client counts as unhealthy.  ``handler``: a server-request handler's
     decision (an approval); past it codex gets the fail-closed answer.
     ``close``: the child's own exit once its stdin is closed, before it is
-    signalled (``SIGTERM``, then ``SIGKILL``).
+    signalled (``SIGTERM``, then ``SIGKILL``).  ``model_retry``: how long a
+    turn may go on with codex retrying the model and nothing else arriving
+    (an unreachable endpoint, a network that is down: codex itself retries
+    for ever); past it the turn is interrupted and raises
+    :class:`~codexmini.ModelUnreachable` with codex's reason.  ``None``:
+    wait as long as codex retries.
     """
 
     initialize: float = 60.0
     request: float = 120.0
     handler: float = 300.0
     close: float = 5.0
+    model_retry: Optional[float] = 120.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _positive_number("Timeouts", f.name, getattr(self, f.name))
+            value = getattr(self, f.name)
+            if not (f.name == "model_retry" and value is None):
+                _positive_number("Timeouts", f.name, value)
 
 
 @dataclass(frozen=True)

@@ -55,12 +55,13 @@ from ._errors import (
     CodexTimeout,
     ConfigError,
     MethodNotFound,
+    ModelUnreachable,
     ProtocolError,
     RpcError,
     TransportError,
     TurnTimeout,
 )
-from ._events import AgentMessageDelta, Event, InvalidNotification, TurnCompleted, Usage
+from ._events import AgentMessageDelta, Event, InvalidNotification, RetryingError, TurnCompleted, Usage
 from ._extras import pages
 from ._inputs import Input, InputItem, as_input
 from ._rpc import Notification
@@ -451,6 +452,9 @@ class Turn:
         #: ``turn/started``).  ``turn/start`` unless a helper set another.
         self._starter: Callable[[], Awaitable[Optional[str]]] = self._start_turn
         self._events: Optional[AsyncGenerator[Event, None]] = None  # see __aiter__
+        #: While codex retries the model with nothing else arriving: when the
+        #: first retry came (the loop's clock), how many, the last one.
+        self._retrying: Optional[Tuple[float, int, RetryingError]] = None
 
     def _rate_limits(self) -> Optional["protocol.RateLimitSnapshot"]:
         return self.thread.client.rate_limits
@@ -503,15 +507,14 @@ class Turn:
             while not self.done:
                 note = queued.popleft() if queued else sub._next()  # queued already: no await
                 if note is None:
-                    try:
-                        note = await sub._get(self.idle_timeout)
-                    except CodexTimeout:
-                        raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
+                    note = await self._wait(sub)
                 event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()
                 if type_(event) is not delta:  # a delta needs no check (nine frames in ten)
                     self._after(event)
                     if event is None:
                         continue
+                elif self._retrying is not None:  # the model answers again
+                    self._retrying = None
                 yield event
         except asyncio.CancelledError:
             # The consumer was cancelled: stop the turn on the server too.
@@ -538,8 +541,41 @@ class Turn:
                 self._after(event)
                 if event is None:
                     continue
+            elif self._retrying is not None:  # the model answers again
+                self._retrying = None
             append(event)
         return events
+
+    async def _wait(self, sub: Subscription) -> Notification:
+        """The next notification of the thread, within the turn's deadlines:
+        ``idle_timeout`` of silence (:class:`~codexmini.TurnTimeout`), and,
+        while codex retries the model with nothing else arriving, the client's
+        ``Timeouts.model_retry`` since the first retry
+        (:class:`~codexmini.ModelUnreachable`, the turn interrupted)."""
+        timeout, limit = self.idle_timeout, self.thread.client.timeouts.model_retry
+        retry_bound = False  # the wait ends at the retry deadline, not at idle_timeout
+        if self._retrying is not None and limit is not None:
+            left = self._retrying[0] + limit - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise await self._unreachable(limit)
+            if timeout is None or left < timeout:
+                timeout, retry_bound = left, True
+        try:
+            return await sub._get(timeout)
+        except CodexTimeout:
+            if retry_bound:
+                raise await self._unreachable(limit or 0.0) from None
+            raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
+
+    async def _unreachable(self, limit: float) -> ModelUnreachable:
+        """Give up on a model codex cannot reach: interrupt the turn, then say why."""
+        retrying = self._retrying
+        assert retrying is not None  # only called while codex retries
+        _, count, last = retrying
+        reason = last.message + (f" ({last.details})" if last.details else "")
+        log.warning("turn %s: codex retried the model %d time(s) for %gs; giving up: %s", self.id, count, limit, reason)
+        await self._interrupt_and_wait()
+        return ModelUnreachable(self.id, limit, count, reason, last.info)
 
     async def _begin(self) -> None:
         self._started = True
@@ -606,12 +642,23 @@ class Turn:
         return event
 
     def _after(self, event: Optional[Event]) -> None:
+        if type(event) is RetryingError:
+            self._retried(event)
+        elif event is not None:
+            self._retrying = None  # anything else is progress
         if self.books.completed is not None:
             self.done = True
         elif type(event) is InvalidNotification:
             count = self.books.invalid
             if count <= 10 or count % 1000 == 0:  # counted always, logged without flooding
                 log.warning("turn %s: skipped invalid notification #%d: %s", self.id, count, event.reason)
+
+    def _retried(self, event: RetryingError) -> None:
+        """codex retries the model: say why, and count from the first retry."""
+        since, count = (asyncio.get_running_loop().time(), 0) if self._retrying is None else self._retrying[:2]
+        self._retrying = (since, count + 1, event)
+        details = f" ({event.details})" if event.details else ""
+        log.warning("turn %s: codex is retrying the model (#%d): %s%s", self.id, count + 1, event.message, details)
 
     # -- control -----------------------------------------------------------
 
