@@ -91,6 +91,8 @@ _EXPORTS: Dict[str, str] = {
     "SessionLogError": "_errors",
     "TurnFailed": "_errors",
     "UsageLimitExceeded": "_errors",
+    # warnings
+    "CodexVersionWarning": "_binary",
 }
 
 #: Public submodules, imported on first attribute access (``codexmini.sync``).
@@ -121,6 +123,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._agent import Agent as Agent
     from ._agent import AgentConfig as AgentConfig
     from ._agent import Blocked as Blocked
+    from ._binary import CodexVersionWarning as CodexVersionWarning
     from ._client import AppServerClient as AppServerClient
     from ._endpoint import ModelEndpoint as ModelEndpoint
     from ._errors import BinaryNotFound as BinaryNotFound

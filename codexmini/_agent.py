@@ -42,7 +42,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
-from ._binary import parse_version
+from ._binary import server_version
 from ._client import AppServerClient, Tap
 from ._endpoint import ModelEndpoint
 from ._errors import ConfigError, ModelUnreachable, ProcessExited, RpcError, TransportError
@@ -641,8 +641,7 @@ class Agent:
         client = self.child.client
         if client is None:
             return "unknown"  # no child could be started
-        agent = client.server_info.get("userAgent") or ""
-        return parse_version(str(agent).split(" ")[0]) or CODEX_VERSION
+        return server_version(client.server_info) or CODEX_VERSION
 
     def _model(self) -> Optional[str]:
         """The session's choice (``model/choice``), else the configured model."""

@@ -220,8 +220,7 @@ class ModelUnreachable(CodexTimeout):
         self.reason = reason
         self.info = info
         super().__init__(
-            f"the model could not be reached: codex retried it {retries} time(s) over {timeout:g}s "
-            f"and said: {reason}",
+            f"the model could not be reached: codex retried it {retries} time(s) over {timeout:g}s and said: {reason}",
             timeout,
         )
 
@@ -269,15 +268,20 @@ class SessionLogError(CodexminiError):
 
 
 class TurnFailed(CodexminiError):
-    """A turn ended with status ``failed``.  Not raised by the turn: the
-    :class:`~codexmini.TurnCompleted` event carries it as ``failure`` and
-    raises it from ``raise_for_status()``.  ``error`` is the wire's
-    ``TurnError`` (``message``, ``codexErrorInfo``, ``additionalDetails``),
-    ``info`` its ``codexErrorInfo``."""
+    """A turn ended with status ``failed``.  ``codexmini.run()`` and
+    ``Thread.run()`` raise it (unless told ``raise_on_failure=False``), with
+    the turn's :class:`~codexmini.RunResult` as ``result``; a turn iterated
+    by hand carries it as :attr:`TurnCompleted.failure
+    <codexmini.TurnCompleted.failure>` (``raise_for_status()`` raises it).
+    ``error`` is the wire's ``TurnError`` (``message``, ``codexErrorInfo``,
+    ``additionalDetails``), ``info`` its ``codexErrorInfo``, ``message`` its
+    message."""
 
     def __init__(self, turn_id: str, error: Optional[Mapping[str, Any]]) -> None:
         self.turn_id = turn_id
         self.error = error
+        #: The turn's RunResult, when run() or Thread.run() raised this.
+        self.result: Any = None
         self.info: Any = (error or {}).get("codexErrorInfo")
         self.message = str((error or {}).get("message") or "the turn failed")
         super().__init__(f"turn {turn_id} failed: {self.message}")

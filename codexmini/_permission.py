@@ -321,6 +321,10 @@ def fail_closed(method: str, params: Mapping[str, Any]) -> Answer:
     return build_answer(method, params, Reply(DECLINE))
 
 
+#: The server requests a :class:`Reply` can answer (approvals and questions);
+#: the rest codexmini refuses by itself (auth refresh, attestation, a clock).
+ANSWERABLE = frozenset(m for m in SERVER_REQUESTS if build_answer(m, {}, Reply(DECLINE)).error is None)
+
 #: Answers one approval (or question) codex asks: ``await handler(request)`` → a reply.
 ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Reply]]
 
@@ -338,9 +342,8 @@ def install_approvals(client: _Answers, handler: ApprovalHandler) -> None:
         reply = await handler(describe(method, params))
         return build_answer(method, params, reply).result
 
-    for method in SERVER_REQUESTS:
-        if build_answer(method, {}, Reply(DECLINE)).error is None:
-            client.on_request(method, answer)
+    for method in sorted(ANSWERABLE):
+        client.on_request(method, answer)
 
 
 def reply_from_flag(auto_approve: bool) -> Reply:
@@ -400,6 +403,7 @@ def decision_of(frame: Mapping[str, Any]) -> str:
 __all__ = [
     "ACCEPT",
     "ACCEPT_FOR_SESSION",
+    "ANSWERABLE",
     "APPROVAL_POLICIES",
     "Answer",
     "ApprovalHandler",

@@ -59,6 +59,17 @@ EXIT_POLL_S = 0.05
 MAX_STDERR_LINE = 2000
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: codex's own log lines: ``2026-12-03T08:03:39.314194Z ERROR codex_app_server: …``.
+_CODEX_LEVEL = re.compile(r"^\S+\s+(ERROR|WARN)\s")
+#: What a codex level becomes in ``codexmini.codex``: its errors are our
+#: warnings (the one every start prints without bubblewrap on PATH among
+#: them), its warnings our info; everything else is debug.
+_LEVELS = {"ERROR": logging.WARNING, "WARN": logging.INFO}
+
+
+def _level(line: str) -> int:
+    match = _CODEX_LEVEL.match(line)
+    return _LEVELS[match.group(1)] if match else logging.DEBUG
 
 
 class ChildProcess:
@@ -189,7 +200,7 @@ class ChildProcess:
             text = text[:MAX_STDERR_LINE] + "..."
         if text:
             self._tail.append(text)
-            stderr_log.debug("%s", text)
+            stderr_log.log(_level(text), "%s", text)
 
 
 async def spawn(launch: Launch) -> Tuple[Transport, Plan]:

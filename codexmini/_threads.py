@@ -276,8 +276,15 @@ class Thread:
         idle_timeout: Optional[float] = None,
         interrupt_grace: float = 5.0,
         on_event: Optional[EventListener] = None,
+        raise_on_failure: bool = True,
     ) -> "RunResult":
         """Run one turn to its end and return its :class:`RunResult`.
+
+        A turn that ends ``failed`` raises :class:`~codexmini.TurnFailed`
+        (:class:`~codexmini.UsageLimitExceeded` for the usage limit) with the
+        result as its ``result``; ``raise_on_failure=False`` returns the
+        result instead (``status`` says ``failed``).  An ``interrupted`` turn
+        is returned either way.
 
         ``output_schema`` (this turn only) asks for a structured answer: a
         *completed* turn's final answer must parse as JSON the schema accepts
@@ -286,9 +293,8 @@ class Thread:
         before anything is sent.  ``params`` adds raw ``turn/start`` fields,
         ``on_event`` sees each event as it arrives and ``idle_timeout`` bounds
         the silence between two.  Cancelling the caller interrupts the turn."""
-        return await self._run(
-            input, check_output_schema(output_schema), params, idle_timeout, interrupt_grace, on_event
-        )
+        schema = check_output_schema(output_schema)
+        return await self._run(input, schema, params, idle_timeout, interrupt_grace, on_event, raise_on_failure)
 
     async def _run(
         self,
@@ -298,6 +304,7 @@ class Thread:
         idle_timeout: Optional[float],
         interrupt_grace: float,
         on_event: Optional[EventListener],
+        raise_on_failure: bool,
     ) -> "RunResult":
         request: Dict[str, Any] = dict(params or {})
         if schema is not None:
@@ -310,6 +317,10 @@ class Thread:
         completed = turn.completed
         assert completed is not None  # iteration ends only after turn/completed, or raises
         result = RunResult.of(self.id, completed)
+        failure = completed.failure
+        if failure is not None and raise_on_failure:
+            failure.result = result
+            raise failure
         if schema is None or not result.ok:
             return result
         return RunResult.of(self.id, completed, schema.parse(result.final_response, result))

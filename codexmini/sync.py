@@ -138,6 +138,7 @@ class Client:
         idle_timeout: Optional[float] = None,
         interrupt_grace: float = 5.0,
         on_event: Optional[EventListener] = None,
+        raise_on_failure: bool = True,
         timeout: Optional[float] = None,
     ) -> RunResult:
         """:func:`codexmini.run` on this client: one turn on a new thread."""
@@ -155,6 +156,7 @@ class Client:
                 idle_timeout=idle_timeout,
                 interrupt_grace=interrupt_grace,
                 on_event=on_event,
+                raise_on_failure=raise_on_failure,
             ),
             timeout,
         )
@@ -215,6 +217,7 @@ class Thread:
         idle_timeout: Optional[float] = None,
         interrupt_grace: float = 5.0,
         on_event: Optional[EventListener] = None,
+        raise_on_failure: bool = True,
         timeout: Optional[float] = None,
     ) -> RunResult:
         """One turn to its end (:meth:`codexmini.Thread.run`)."""
@@ -225,6 +228,7 @@ class Thread:
             idle_timeout=idle_timeout,
             interrupt_grace=interrupt_grace,
             on_event=on_event,
+            raise_on_failure=raise_on_failure,
         )
         return self.portal.call(running, timeout)
 
@@ -371,6 +375,7 @@ def run(
     idle_timeout: Optional[float] = None,
     interrupt_grace: float = 5.0,
     on_event: Optional[EventListener] = None,
+    raise_on_failure: bool = True,
     timeout: Optional[float] = None,
 ) -> RunResult:
     """:func:`codexmini.run`, blocking: one turn, its :class:`~codexmini.RunResult`.
@@ -398,6 +403,7 @@ def run(
             idle_timeout=idle_timeout,
             interrupt_grace=interrupt_grace,
             on_event=on_event,
+            raise_on_failure=raise_on_failure,
         )
         return portal.call(running, timeout)
     finally:
