@@ -225,6 +225,10 @@ class ModelUnreachable(CodexTimeout):
         )
 
 
+class StartFailed(CodexminiError):
+    """The CLI's: codex did not start, or did not answer ``initialize`` (exit 3)."""
+
+
 class BinaryNotFound(CodexminiError):
     """No codex binary was found, or it cannot be executed; the message says how
     to install one."""
@@ -312,6 +316,7 @@ class UsageLimitExceeded(TurnFailed):
 
 __all__ = [
     "BinaryNotFound",
+    "StartFailed",
     "ClientClosed",
     "CodexTimeout",
     "CodexminiError",

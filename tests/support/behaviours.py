@@ -376,6 +376,31 @@ async def stderr_long_line(server: ServerSide) -> None:
     await lists(server)
 
 
+#: codex's own log lines, as it writes them on stderr (one of each kind).
+CODEX_STDERR = (
+    "2026-12-03T08:03:39.314194Z ERROR codex_app_server: the model provider refused the key",
+    "2026-12-03T08:03:39.314194Z ERROR codex_app_server: Codex could not find bubblewrap on PATH. Install it.",
+    "2026-12-03T08:03:39.314194Z  WARN codex_core: a warning",
+    "2026-12-03T08:03:39.314194Z  INFO codex_core: some info",
+    "not a log line at all",
+)
+
+
+async def stderr_levels(server: ServerSide) -> None:
+    """codex's log lines of each level on stderr, then the handshake."""
+    os.write(2, "".join(line + "\n" for line in CODEX_STDERR).encode())
+    await server.handshake()
+    await lists(server)
+
+
+async def doctor_refusals(server: ServerSide) -> None:
+    """A codex whose account store and threads are broken: ``account/read``
+    and ``thread/start`` are refused."""
+    await server.handshake()
+    async for request in server.requests():
+        server.fail(request, f"{request['method']} is broken here")
+
+
 async def report_argv(server: ServerSide) -> None:
     """Report codex's argv (after the program) and a few variables."""
     await server.handshake()
