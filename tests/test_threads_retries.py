@@ -63,9 +63,19 @@ class Recovers(CodexLike):
         self.finish(items=[agent_message("msg_1", "part 1")])
 
 
+class DeltaAfterRetry(CodexLike):
+    """A retry notice, then the answer's deltas straight away (no item/started first)."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.error("", True, NETWORK)
+        self.delta("msg_1", "back ")
+        self.delta("msg_1", "again")
+        self.finish(items=[agent_message("msg_1", "back again")])
+
+
 #: The deadline of these tests and the pause between a retry and the progress
 #: after it: a wide margin either way, on a loaded machine too.
-DEADLINE, PAUSE = 2.0, 1.2
+DEADLINE, PAUSE = 4.0, 1.0
 
 
 def launch(behaviour: Any, **timeouts: Any) -> Launch:
@@ -183,3 +193,33 @@ async def test_threads_retries_live_a_model_nobody_serves_ends_within_the_bound(
             await run("hello", cwd=live.ws, launch=launch, model="gpt-fake")
         assert live.alive() == []
     assert caught.value.retries >= 1 and caught.value.reason
+
+
+async def test_threads_retries_a_delta_is_progress_when_iterated_and_in_bursts(tmp_path):
+    async with await AppServerClient.start(launch(DeltaAfterRetry)) as client:
+        thread = await Thread.start(client)
+        turn = thread.turn("hello")
+        async with turn:
+            async for event in turn:
+                if isinstance(event, RetryingError):
+                    assert turn._retrying is not None
+                elif turn._retrying is None:
+                    break  # the first delta ended the retrying
+        assert turn._retrying is None
+        thread.close()
+    with SessionLog.open(str(tmp_path / "s.jsonl")) as log:  # the agent reads in bursts
+        config = AgentConfig(cwd=str(tmp_path), launch=launch(DeltaAfterRetry), skills=False)
+        async with Agent(log, config) as agent:
+            end = await agent.run("hello")
+    assert end["reason"] == "completed"
+
+
+async def test_threads_retries_a_deadline_passed_while_the_consumer_was_busy_ends_the_turn_at_once():
+    async with await AppServerClient.start(launch(Unreachable, model_retry=0.05)) as client:
+        thread = await Thread.start(client)
+        turn = thread.turn("hello")
+        with pytest.raises(ModelUnreachable):
+            async with turn:
+                async for event in turn:
+                    if isinstance(event, RetryingError) and turn._retrying and turn._retrying[1] == 2:
+                        await asyncio.sleep(0.2)  # busy past the deadline: the next wait gives up at once

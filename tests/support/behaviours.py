@@ -120,6 +120,34 @@ async def approval(server: ServerSide) -> None:
     await lists(server)
 
 
+#: (threadId, turnId) of each approval approvals_in_turns asks: three in two
+#: turns, one in each of 64 more, then the first turn again.
+ASKED_IN = [(THREAD, "a"), (THREAD, "a"), (THREAD, "b"), *[("t2", str(n)) for n in range(64)], (THREAD, "a")]
+
+
+async def approvals_in_turns(server: ServerSide) -> None:
+    """One approval per ASKED_IN entry and a server request no Reply answers
+    (an auth refresh); once every answer is in, report their number and
+    answer the client's requests."""
+    await server.handshake()
+    for rid, (thread, turn) in enumerate(ASKED_IN):
+        server.send({"id": rid, "method": APPROVAL, "params": dict(APPROVAL_PARAMS, threadId=thread, turnId=turn)})
+    refresh = {"reason": "unauthorized", "previousAccountId": None}
+    server.send({"id": "refresh", "method": "account/chatgptAuthTokens/refresh", "params": refresh})
+    answers, waiting = 0, []
+    while answers < len(ASKED_IN) + 1:
+        frame = await server.recv()
+        assert frame is not None, "the client's input ended before its answers"
+        if "method" in frame:
+            waiting.append(frame)
+        else:
+            answers += 1
+    report(server, answers)
+    for request in waiting:
+        server.send(loaded_list(request["id"]))
+    await lists(server)
+
+
 async def approval_twice(server: ServerSide) -> None:
     """The same approval twice with one id (codex never does); at the client's
     next request, report the answers received before it."""
