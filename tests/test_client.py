@@ -1120,8 +1120,7 @@ async def test_client_answer_to_a_child_that_stopped_reading_is_dropped_quietly(
 
 
 async def test_client_warns_once_per_process_of_a_codex_outside_the_supported_range(monkeypatch):
-    from codexmini import CodexVersionWarning
-    from codexmini import _binary
+    from codexmini import CodexVersionWarning, _binary
 
     monkeypatch.setattr(_binary, "_warned", set())
     agent = "codex_cli_rs/0.100.0 (Debian 12; x86_64) dumb (codexmini; 0.3.0)"
