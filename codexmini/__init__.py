@@ -31,6 +31,7 @@ _EXPORTS: Dict[str, str] = {
     "Agent": "_agent",
     "AgentConfig": "_agent",
     "Blocked": "_agent",
+    "TurnEnd": "_agent",
     "ModelEndpoint": "_endpoint",
     "SessionLog": "_session",
     "read_log": "_session",
@@ -44,6 +45,15 @@ _EXPORTS: Dict[str, str] = {
     "Turn": "_threads",
     "RetryPolicy": "_retry",
     "NO_RETRY": "_retry",
+    # what a turn is given
+    "text_input": "_inputs",
+    "image_input": "_inputs",
+    "image_url_input": "_inputs",
+    "skill_input": "_inputs",
+    "mention_input": "_inputs",
+    # the thread options codex accepts (typing.Literal)
+    "SandboxMode": "_permission",
+    "ApprovalPolicy": "_permission",
     # approvals: what codex asks, what the caller answers
     "ApprovalRequest": "_permission",
     "Reply": "_permission",
@@ -123,6 +133,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._agent import Agent as Agent
     from ._agent import AgentConfig as AgentConfig
     from ._agent import Blocked as Blocked
+    from ._agent import TurnEnd as TurnEnd
     from ._binary import CodexVersionWarning as CodexVersionWarning
     from ._client import AppServerClient as AppServerClient
     from ._endpoint import ModelEndpoint as ModelEndpoint
@@ -166,11 +177,18 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._events import TurnCompleted as TurnCompleted
     from ._events import Unmapped as Unmapped
     from ._events import Usage as Usage
+    from ._inputs import image_input as image_input
+    from ._inputs import image_url_input as image_url_input
+    from ._inputs import mention_input as mention_input
+    from ._inputs import skill_input as skill_input
+    from ._inputs import text_input as text_input
     from ._launch import Launch as Launch
     from ._launch import Limits as Limits
     from ._launch import Timeouts as Timeouts
+    from ._permission import ApprovalPolicy as ApprovalPolicy
     from ._permission import ApprovalRequest as ApprovalRequest
     from ._permission import Reply as Reply
+    from ._permission import SandboxMode as SandboxMode
     from ._retry import NO_RETRY as NO_RETRY
     from ._retry import RetryPolicy as RetryPolicy
     from ._run import run as run

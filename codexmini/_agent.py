@@ -40,7 +40,21 @@ import logging
 import os
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    Union,
+    cast,
+)
 
 from ._binary import server_version
 from ._client import AppServerClient, Tap
@@ -53,6 +67,8 @@ from ._knobs import Knobs, ThreadPermissions
 from ._launch import Launch
 from ._permission import (
     ApprovalHandler,
+    ApprovalPolicy,
+    SandboxMode,
     check_thread_options,
     decision_of,
     install_approvals,
@@ -70,6 +86,30 @@ from ._version import CODEX_VERSION, __version__
 log = logging.getLogger("codexmini.agent")
 
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
+
+
+class TurnEndError(TypedDict):
+    """``turn/end.error``: what ended the turn, and its code (``CODEX_ERROR``, ``MODEL_UNREACHABLE``, …)."""
+
+    message: str
+    code: str
+
+
+class _TurnEndRequired(TypedDict):
+    reason: Literal["completed", "blocked", "aborted", "error"]
+
+
+class TurnEnd(_TurnEndRequired, total=False):
+    """What :meth:`Agent.run` returns: the ``turn/end`` event's data, as
+    logged (docs/session-log.md).  ``reason`` always; ``error`` for an
+    ``error``; ``abortedBy`` (``cancel``, ``interrupt``, ``shutdown`` or
+    ``external``) for an ``aborted``; ``blocked`` (``by``, ``reason``) for a
+    ``blocked``; ``usage`` (the turn's tokens, camelCase) when codex counted any."""
+
+    error: TurnEndError
+    abortedBy: Literal["cancel", "interrupt", "shutdown", "external"]
+    blocked: Dict[str, str]
+    usage: Dict[str, int]
 
 
 class Blocked:
@@ -150,8 +190,8 @@ class AgentConfig:
 
     cwd: str
     model: Optional[str] = None
-    sandbox: Optional[str] = None
-    approval_policy: Optional[str] = None
+    sandbox: Optional[SandboxMode] = None
+    approval_policy: Optional[ApprovalPolicy] = None
     launch: Launch = Launch()
     child_idle_s: float = 0.0
     interrupt_grace: float = 5.0
@@ -206,7 +246,7 @@ class Agent:
         #: appended, so each step folds them without rescanning the log.
         self._knobs = Knobs(log_.events)
         self._endpoint_key: Tuple[Optional[str], str] = (None, "")  # (base URL, key) given in memory
-        self.last_turn_end: Optional[Dict[str, Any]] = None
+        self.last_turn_end: Optional[TurnEnd] = None
         self.stats: Dict[str, int] = {"steps": 0, "tool_calls": 0, "approvals": 0, "ignored_items": 0}
 
     @property
@@ -270,7 +310,7 @@ class Agent:
             self._abort_cause = cause
             self._driver.cancel()
 
-    async def run(self, content: Content) -> Dict[str, Any]:
+    async def run(self, content: Content) -> TurnEnd:
         """Queue ``content``, run until idle, return the last ``turn/end`` data."""
         self.last_turn_end = None
         self.followup(content)
@@ -428,7 +468,7 @@ class Agent:
         if self._turn_usage != Usage():  # every codex turn's usage, aborted ones too
             end["usage"] = self._turn_usage.to_log()
         self._append("turn/end", end, step=None)
-        self.last_turn_end = end
+        self.last_turn_end = cast(TurnEnd, end)  # the shape docs/session-log.md gives turn/end
         self._turn_no = turn_no + 1
         self._running = False
 

@@ -19,7 +19,21 @@ The session's knob fold, which turns logged knobs into the thread's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Protocol,
+    Tuple,
+    Union,
+    get_args,
+)
 
 from ._errors import ConfigError
 
@@ -49,8 +63,13 @@ if TYPE_CHECKING:  # each row reads its method's params as the pinned schema's t
 # ---------------------------------------------------------------------------
 # Thread options
 
-SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
-APPROVAL_POLICIES = ("untrusted", "on-request", "never")  # AskForApproval of 0.149.1 (granular objects aside)
+#: The sandbox modes codex accepts (``thread/start``'s ``sandbox``).
+SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+#: The approval policies every supported codex accepts (``AskForApproval`` of
+#: 0.149.1, its granular objects aside).
+ApprovalPolicy = Literal["untrusted", "on-request", "never"]
+SANDBOX_MODES: Tuple[str, ...] = get_args(SandboxMode)
+APPROVAL_POLICIES: Tuple[str, ...] = get_args(ApprovalPolicy)
 
 
 def check_thread_options(sandbox: Optional[str], approval_policy: Optional[str]) -> None:

@@ -24,7 +24,7 @@ from ._client import AppServerClient
 from ._errors import ConfigError
 from ._inputs import Input
 from ._launch import Launch
-from ._permission import ApprovalHandler, check_thread_options, install_approvals
+from ._permission import ApprovalHandler, ApprovalPolicy, SandboxMode, check_thread_options, install_approvals
 from ._structured import check_output_schema
 from ._threads import EventListener, RunResult, Thread
 
@@ -37,8 +37,8 @@ async def run(
     approvals: Optional[ApprovalHandler] = None,
     cwd: Optional[str] = None,
     model: Optional[str] = None,
-    sandbox: Optional[str] = None,
-    approval_policy: Optional[str] = None,
+    sandbox: Optional[SandboxMode] = None,
+    approval_policy: Optional[ApprovalPolicy] = None,
     output_schema: Optional[Mapping[str, Any]] = None,
     thread_params: Optional[Mapping[str, Any]] = None,
     turn_params: Optional[Mapping[str, Any]] = None,

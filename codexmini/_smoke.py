@@ -239,7 +239,7 @@ class Smoke:
             self.deltas += isinstance(event, AgentMessageDelta)
             transcript(event)
 
-        end: Dict[str, Any] = {}
+        end: Mapping[str, Any] = {}
         stats: Dict[str, Any] = {}
         events: List[Dict[str, Any]] = []
         with ScriptedModel(SCRIPT) as model:
@@ -303,7 +303,7 @@ class Smoke:
         )
 
     def _check(
-        self, events: List[Dict[str, Any]], end: Dict[str, Any], ws: str, log_path: str, found: Optional[str]
+        self, events: List[Dict[str, Any]], end: Mapping[str, Any], ws: str, log_path: str, found: Optional[str]
     ) -> None:
         c = self.console
         c.line("")

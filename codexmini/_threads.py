@@ -47,6 +47,7 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
 )
 
 from ._client import AppServerClient
@@ -64,6 +65,7 @@ from ._errors import (
 from ._events import AgentMessageDelta, Event, InvalidNotification, RetryingError, TurnCompleted, Usage
 from ._extras import pages
 from ._inputs import Input, InputItem, as_input
+from ._permission import ApprovalPolicy, SandboxMode
 from ._rpc import Notification
 from ._structured import OutputSchema, check_output_schema
 from ._subscriptions import Subscription
@@ -76,6 +78,7 @@ if TYPE_CHECKING:  # wire types of the pinned schema (codexmini.protocol): read 
         ReviewStartResponse,
         ReviewTarget,
         ThreadForkResponse,
+        ThreadItem,
         ThreadListResponse,
         ThreadResumeResponse,
         ThreadStartResponse,
@@ -118,7 +121,7 @@ def _id_of(result: Any, key: str, method: str) -> str:
 
 
 def _options(
-    cwd: Optional[str], model: Optional[str], sandbox: Optional[str], approval_policy: Optional[str]
+    cwd: Optional[str], model: Optional[str], sandbox: Optional[SandboxMode], approval_policy: Optional[ApprovalPolicy]
 ) -> Dict[str, Any]:
     request: Dict[str, Any] = {}
     for key, value in (("cwd", cwd), ("model", model), ("sandbox", sandbox), ("approvalPolicy", approval_policy)):
@@ -160,8 +163,8 @@ class Thread:
         *,
         cwd: Optional[str] = None,
         model: Optional[str] = None,
-        sandbox: Optional[str] = None,
-        approval_policy: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
@@ -182,8 +185,8 @@ class Thread:
         *,
         cwd: Optional[str] = None,
         model: Optional[str] = None,
-        sandbox: Optional[str] = None,
-        approval_policy: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
@@ -209,8 +212,8 @@ class Thread:
         ephemeral: Optional[bool] = None,
         cwd: Optional[str] = None,
         model: Optional[str] = None,
-        sandbox: Optional[str] = None,
-        approval_policy: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
@@ -743,7 +746,7 @@ class RunResult:
     run with an ``output_schema``, else ``None``."""
 
     final_response: Optional[str]
-    items: Tuple[Mapping[str, Any], ...]
+    items: Tuple["ThreadItem", ...]
     usage: Usage
     status: str
     error: Optional[Mapping[str, Any]]
@@ -765,7 +768,7 @@ class RunResult:
     def of(cls, thread_id: str, completed: TurnCompleted, value: Any = None) -> "RunResult":
         return cls(
             final_response=final_response(completed.items),
-            items=completed.items,
+            items=cast("Tuple[ThreadItem, ...]", completed.items),  # codex's items, as its schema types them
             usage=completed.usage,
             status=completed.status,
             error=completed.error,
