@@ -23,6 +23,7 @@ the turn for its stream, the session module for the log file.
     │   ├── TurnTimeout          a turn was silent longer than its idle_timeout
     │   └── ModelUnreachable     codex retried the model past Timeouts.model_retry
     ├── BinaryNotFound           no codex binary where we looked, or it cannot run
+    ├── StartFailed              the CLI's: codex exited or was silent before initialize
     ├── ConfigError              a setting codexmini refuses up front
     ├── SchemaError              a JSON Schema the validator cannot use, or none printed
     ├── OutputValidationError    a turn's final answer broke its output_schema

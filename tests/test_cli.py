@@ -705,3 +705,28 @@ def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch)
 def test_cli_config_items_reach_the_agent_config_in_order(tmp_path):
     args = cli.build_parser().parse_args(["run", "x", "--cwd", str(tmp_path), "-c", 'model="m"', "-c", "a.b=1"])
     assert list(cli.agent_config(args, {}).launch.config) == ['model="m"', "a.b=1"]
+
+
+def test_cli_run_takes_an_image_that_is_a_readable_file(scratch):
+    image = os.path.join(scratch, "pixel.png")
+    with open(image, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+    args = cli.build_parser().parse_args(offline_run(scratch, "--image", image))
+    assert cli.agent_config(args, {}).cwd == os.path.join(scratch, "ws")
+
+
+class TtyOut(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.live
+@live
+def test_cli_run_on_one_terminal_shows_the_answer_once(hermetic):
+    with ScriptedModel({"rules": [], "default": message("Hi ", "there")}) as model:
+        out, err = TtyOut(), TtyOut()
+        code = cli.main(
+            run_args(hermetic, model, "hello"), stdin=io.StringIO(), stdout=out, stderr=err, env={"NO_COLOR": "1"}
+        )
+    assert code == 0, err.getvalue()
+    assert out.getvalue() == "" and "Hi there" in err.getvalue()

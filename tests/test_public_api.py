@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import typing
 import json
 import os
 import re
 import subprocess
 import sys
+import typing
 from typing import List
 
 import pytest

@@ -73,6 +73,16 @@ class DeltaAfterRetry(CodexLike):
         self.finish(items=[agent_message("msg_1", "back again")])
 
 
+class TwoRetriesThenDelta(CodexLike):
+    """Two retry notices, then a delta, then the end."""
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        self.error("", True, NETWORK)
+        self.error("", True, NETWORK)
+        self.delta("msg_1", "back")
+        self.finish(items=[agent_message("msg_1", "back")])
+
+
 #: The deadline of these tests and the pause between a retry and the progress
 #: after it: a wide margin either way, on a loaded machine too.
 DEADLINE, PAUSE = 4.0, 1.0
@@ -223,3 +233,18 @@ async def test_threads_retries_a_deadline_passed_while_the_consumer_was_busy_end
                 async for event in turn:
                     if isinstance(event, RetryingError) and turn._retrying and turn._retrying[1] == 2:
                         await asyncio.sleep(0.2)  # busy past the deadline: the next wait gives up at once
+
+
+async def test_threads_retries_a_delta_read_in_a_burst_ends_the_retrying():
+    async with await AppServerClient.start(launch(TwoRetriesThenDelta)) as client:
+        thread = await Thread.start(client)
+        turn = thread.turn("hello")
+        while not isinstance(await turn.__anext__(), RetryingError):  # up to the first retry
+            pass
+        while len(thread._sub._items) < 2:  # the second retry and the delta are in
+            await asyncio.sleep(0.001)
+        burst = await turn._burst()  # the second retry, then the delta without a wait
+        assert [type(e).__name__ for e in burst][:2] == ["RetryingError", "AgentMessageDelta"]
+        assert turn._retrying is None
+        await turn.run()
+        thread.close()
