@@ -730,3 +730,16 @@ def test_cli_run_on_one_terminal_shows_the_answer_once(hermetic):
         )
     assert code == 0, err.getvalue()
     assert out.getvalue() == "" and "Hi there" in err.getvalue()
+
+
+def test_cli_and_library_name_the_thread_options_alike():
+    # One set of names: the CLI's choices are the library's Literals (the
+    # approval policy adds `ask`, the session log's word for on-request).
+    import typing
+
+    from codexmini import ApprovalPolicy, SandboxMode
+
+    actions = {a.dest: a for a in cli.build_parser()._subparsers._group_actions[0].choices["run"]._actions}
+    assert tuple(actions["sandbox"].choices) == typing.get_args(SandboxMode)
+    assert set(actions["approval_policy"].choices) - {"ask"} <= set(typing.get_args(ApprovalPolicy))
+    assert {cli.APPROVAL_KNOB[c] for c in actions["approval_policy"].choices} <= {"ask", "never"}
