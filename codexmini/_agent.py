@@ -59,12 +59,12 @@ from typing import (
 from ._binary import server_version
 from ._client import AppServerClient, Tap
 from ._endpoint import ModelEndpoint
-from ._errors import ConfigError, ModelUnreachable, ProcessExited, RpcError, TransportError
+from ._errors import ConfigError, ModelUnreachable, ProcessExited, RpcError, TransportError, TurnTimeout
 from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
 from ._knobs import Knobs, ThreadPermissions
-from ._launch import Launch
+from ._launch import Launch, positive_seconds
 from ._permission import (
     ApprovalHandler,
     ApprovalPolicy,
@@ -185,6 +185,11 @@ class AgentConfig:
     ``/name`` skills.  ``tap``: sees every frame.  ``output_schema``: a JSON
     Schema for the final answer, sent as ``outputSchema`` with every codex
     turn (codex does not check the answer; see :mod:`._structured`).
+    ``liveness_s``: the longest a step's codex turn may send nothing at all
+    (no event, no output; default 600 s, ``None`` for no bound); past it the
+    turn ends in ``error`` (``CODEX_SILENT``), what was logged stays, and the
+    next turn gets a fresh child.  A command that runs silently for longer
+    needs a longer bound.
     Invalid values are a :class:`~codexmini.ConfigError` (or
     :class:`~codexmini.SchemaError`) here, not an error mid-turn."""
 
@@ -198,9 +203,12 @@ class AgentConfig:
     skills: bool = True
     tap: Optional[Tap] = None
     output_schema: Optional[Mapping[str, Any]] = None
+    liveness_s: Optional[float] = 600.0
 
     def __post_init__(self) -> None:
         check_thread_options(self.sandbox, self.approval_policy)
+        if self.liveness_s is not None:
+            positive_seconds("AgentConfig", "liveness_s", self.liveness_s)
         if not isinstance(self.launch, Launch):
             raise ConfigError(f"AgentConfig.launch must be a Launch, not {type(self.launch).__name__}")
         if self.output_schema is not None:
@@ -524,7 +532,11 @@ class Agent:
             schema = self.config.output_schema
             params = {"outputSchema": schema} if schema is not None else {}
             turn = thread.turn(
-                self._step_input(messages), params=params, interrupt_grace=self.config.interrupt_grace, keep_items=False
+                self._step_input(messages),
+                params=params,
+                interrupt_grace=self.config.interrupt_grace,
+                idle_timeout=self.config.liveness_s,
+                keep_items=False,
             )
             self._turn = turn
             try:
@@ -542,6 +554,10 @@ class Agent:
         except ModelUnreachable as exc:  # codex retried the model past Timeouts.model_retry
             self._settle(folder, turn, "error")
             return _Outcome("error", _error("MODEL_UNREACHABLE", exc.reason), _chain(exc))
+        except TurnTimeout as exc:  # the child sent nothing for liveness_s: it is replaced
+            self._settle(folder, turn, "error")
+            await self.child.close()
+            return _Outcome("error", _error("CODEX_SILENT", str(exc)), _chain(exc))
         except RpcError as exc:  # codex refused thread/start or turn/start
             self._settle(folder, turn, "error")
             return _Outcome("error", _error("CODEX_ERROR", exc.message), _chain(exc))

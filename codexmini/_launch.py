@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from ._transport import Launcher
 
 
-def _positive_number(owner: str, name: str, value: Any) -> None:
+def positive_seconds(owner: str, name: str, value: Any) -> None:
+    """A :class:`~codexmini.ConfigError` unless ``value`` is a finite number of seconds above 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{owner}.{name} must be a positive number of seconds, not {value!r}")
 
@@ -74,7 +75,7 @@ class Timeouts:
         for f in fields(self):
             value = getattr(self, f.name)
             if not (f.name == "model_retry" and value is None):
-                _positive_number("Timeouts", f.name, value)
+                positive_seconds("Timeouts", f.name, value)
 
 
 @dataclass(frozen=True)
@@ -231,4 +232,4 @@ def plan(launch: Launch, binary: str, parent_env: Mapping[str, str]) -> Plan:
     return Plan(tuple(argv), child_environment(parent_env, extra, launch.pass_env), launch.cwd)
 
 
-__all__ = ["Launch", "Limits", "Plan", "Timeouts", "plan"]
+__all__ = ["positive_seconds", "Launch", "Limits", "Plan", "Timeouts", "plan"]
