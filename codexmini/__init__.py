@@ -91,6 +91,7 @@ _EXPORTS: Dict[str, str] = {
     "ProcessExited": "_errors",
     "ClientClosed": "_errors",
     "RequestTimeout": "_errors",
+    "WriteTimeout": "_errors",
     "CodexTimeout": "_errors",
     "TurnTimeout": "_errors",
     "ModelUnreachable": "_errors",
@@ -157,6 +158,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import TurnFailed as TurnFailed
     from ._errors import TurnTimeout as TurnTimeout
     from ._errors import UsageLimitExceeded as UsageLimitExceeded
+    from ._errors import WriteTimeout as WriteTimeout
     from ._events import AgentMessageDelta as AgentMessageDelta
     from ._events import CommandOutputDelta as CommandOutputDelta
     from ._events import DiffUpdated as DiffUpdated

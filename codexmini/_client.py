@@ -63,6 +63,7 @@ from ._errors import (
     RequestTimeout,
     ServerOverloaded,
     TransportError,
+    WriteTimeout,
 )
 from ._extras import Extras
 from ._launch import Launch, Limits, Timeouts
@@ -158,7 +159,7 @@ class AppServerClient(Extras):
             unclaimed_bytes=limits.unclaimed_bytes,
         )
         self.stats = self._conn.stats
-        self.stats.update(handler_errors=0, timeouts=0, overloaded=0, retries=0)
+        self.stats.update(handler_errors=0, timeouts=0, overloaded=0, retries=0, write_timeouts=0)
         self._transport = transport
         self._taps: List[Tap] = [t for t in [tap] + [f() for f in list(_observers)] if t is not None]
         self._futures: Dict[_rpc.RequestId, "asyncio.Future[Any]"] = {}
@@ -177,6 +178,7 @@ class AppServerClient(Extras):
         self.protocol_errors: Deque[ProtocolError] = collections.deque(maxlen=20)
         loop = asyncio.get_running_loop()
         self._write_lock = asyncio.Lock()
+        self._write_stuck = False  # a write outlived Timeouts.write: every later one fails at once
         self._ended: "asyncio.Future[None]" = loop.create_future()
         self._reader = loop.create_task(self._read())
         self._exit_watcher = loop.create_task(self._watch_exit())
@@ -427,8 +429,23 @@ class AppServerClient(Extras):
             raise self._terminal
 
     async def _send(self, out: _rpc.Outgoing) -> None:
+        """Write one frame, within ``Timeouts.write`` (the wait for the write
+        lock included: a write queued behind a stuck one ends too)."""
         for tap in self._taps:
             self._call_tap(tap, "out", out.frame)
+        method = str(out.frame.get("method") or "answer")
+        limit = self.timeouts.write
+        if self._write_stuck:
+            raise WriteTimeout(method, limit)
+        try:
+            await asyncio.wait_for(self._write(out), limit)
+        except asyncio.TimeoutError:
+            self._healthy = False
+            self._write_stuck = True
+            self.stats["write_timeouts"] += 1
+            raise WriteTimeout(method, limit) from None
+
+    async def _write(self, out: _rpc.Outgoing) -> None:
         failed: Optional[BaseException] = None
         async with self._write_lock:
             try:
@@ -645,7 +662,13 @@ class AppServerClient(Extras):
         # (which answers) never waits on it past the deadline -- not even for a
         # handler that ignores its cancel -- and so that a CancelledError the
         # handler raises itself is told apart from this task being cancelled.
-        call = asyncio.ensure_future(handler(event.method, event.params))
+        try:
+            call = asyncio.ensure_future(handler(event.method, event.params))
+        except Exception:  # it raised when called, or gave no awaitable: codex still waits for an answer
+            self.stats["handler_errors"] += 1
+            log.error("handler for %s failed; answering fail-closed", event.method, exc_info=True)
+            await self._reply(event, self._conn.decline(event.id, handler_failed=True), "error")
+            return
         call.add_done_callback(_retrieve)
         try:
             await asyncio.wait([call], timeout=self.timeouts.handler)
@@ -665,7 +688,16 @@ class AppServerClient(Extras):
             log.error("handler for %s failed; answering fail-closed", event.method, exc_info=call.exception())
             await self._reply(event, self._conn.decline(event.id, handler_failed=True), "error")
         else:
-            await self._reply(event, self._conn.answer(event.id, call.result()), "handler")
+            by = "handler"
+            try:
+                out = self._conn.answer(event.id, call.result())
+            except Exception:  # what it returned cannot go on the wire (not JSON)
+                self.stats["handler_errors"] += 1
+                log.error(
+                    "handler for %s returned what cannot be sent; answering fail-closed", event.method, exc_info=True
+                )
+                out, by = self._conn.decline(event.id, handler_failed=True), "error"
+            await self._reply(event, out, by)
 
     async def _reply(self, event: _rpc.ServerRequest, out: Optional[_rpc.Outgoing], by: str) -> None:
         if out is None:  # answered or resolved meanwhile

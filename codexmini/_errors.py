@@ -18,7 +18,8 @@ the turn for its stream, the session module for the log file.
     ├── TransportError           the conversation with the process is over
     │   ├── ProcessExited        the child exited (returncode, stderr_tail)
     │   ├── ClientClosed         close() was called before or during the request
-    │   └── RequestTimeout       no answer in time (malformed requests get none)
+    │   ├── RequestTimeout       no answer in time (malformed requests get none)
+    │   └── WriteTimeout         codex took no frame in time (it stopped reading)
     ├── CodexTimeout             a deadline passed: RequestTimeout, TurnTimeout
     │   ├── TurnTimeout          a turn was silent longer than its idle_timeout
     │   └── ModelUnreachable     codex retried the model past Timeouts.model_retry
@@ -198,6 +199,18 @@ class RequestTimeout(TransportError, CodexTimeout):
         CodexTimeout.__init__(self, f"no response to {method} within {timeout:g}s", timeout)
 
 
+class WriteTimeout(TransportError, CodexTimeout):
+    """codex did not take a frame within :attr:`Timeouts.write
+    <codexmini.Timeouts.write>`: it stopped reading its input.  The client is
+    then unhealthy (the agent replaces the child) and every later write
+    raises this at once.  ``method``: what was being sent (a request, a
+    notification, or ``answer`` to a server request)."""
+
+    def __init__(self, method: str, timeout: float) -> None:
+        self.method = method
+        CodexTimeout.__init__(self, f"codex did not take {method} within {timeout:g}s: it stopped reading", timeout)
+
+
 class TurnTimeout(CodexTimeout):
     """A turn received nothing for longer than its ``idle_timeout``."""
 
@@ -327,6 +340,7 @@ __all__ = [
     "ProcessExited",
     "ProtocolError",
     "RequestTimeout",
+    "WriteTimeout",
     "RpcError",
     "SchemaError",
     "ServerOverloaded",

@@ -62,7 +62,10 @@ class Timeouts:
     (an unreachable endpoint, a network that is down: codex itself retries
     for ever); past it the turn is interrupted and raises
     :class:`~codexmini.ModelUnreachable` with codex's reason.  ``None``:
-    wait as long as codex retries.
+    wait as long as codex retries.  ``write``: how long one frame may take to
+    be accepted by codex (every write: requests, notifications, answers,
+    ``turn/interrupt``); past it the client is unhealthy and the write raises
+    :class:`~codexmini.WriteTimeout`.
     """
 
     initialize: float = 60.0
@@ -70,6 +73,7 @@ class Timeouts:
     handler: float = 300.0
     close: float = 5.0
     model_retry: Optional[float] = 120.0
+    write: float = 30.0
 
     def __post_init__(self) -> None:
         for f in fields(self):

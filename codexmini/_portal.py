@@ -300,8 +300,10 @@ def in_worker_thread(handler: BlockingApprovalHandler) -> ApprovalHandler:
             error: Optional[BaseException] = None
             try:
                 reply = handler(request)
-            except BaseException as exc:  # delivered to the client, which answers fail-closed
+            except Exception as exc:  # delivered to the client, which answers fail-closed
                 error = exc
+            except BaseException as exc:  # sys.exit() in a handler: answered fail-closed, never raised on the loop
+                error = CodexminiError(f"the approval handler raised {type(exc).__name__}({exc})")
             try:
                 loop.call_soon_threadsafe(deliver, reply, error)
             except RuntimeError:  # the loop closed meanwhile: nobody waits for the answer

@@ -226,17 +226,20 @@ class Connection:
         return self._pending
 
     def _out(self, frame: Frame) -> Outgoing:
+        data = _wire.encode(frame)
         self.stats["frames_out"] += 1
-        return Outgoing(_wire.encode(frame), frame)
+        return Outgoing(data, frame)
 
     # -- answering server requests ------------------------------------------------
 
     def answer(self, rid: RequestId, result: Any) -> Optional[Outgoing]:
         """Answer server request ``rid`` with ``result``; ``None`` if it is no
         longer open (answered already, or resolved by codex)."""
-        if self._asked.pop(rid, None) is None:
+        if rid not in self._asked:
             return None
-        return self._out({"id": rid, "result": result})
+        out = self._out({"id": rid, "result": result})  # a result that does not encode changes nothing
+        del self._asked[rid]
+        return out
 
     def decline(self, rid: RequestId, handler_failed: bool = False) -> Optional[Outgoing]:
         """The answer nobody chose: fail-closed for codex's own methods,

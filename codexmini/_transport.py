@@ -17,8 +17,11 @@ class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs ne
     """A byte stream each way, an exit, signals.
 
     ``read()`` returns the next bytes, ``b""`` once the other side ended;
-    ``write(data)`` raises ``OSError`` (or ``ConnectionError``) once the other
-    side stopped reading; ``close_input()`` ends what we send;
+    ``write(data)`` returns once the other side took ``data`` (or it is
+    buffered) and raises ``OSError`` (or ``ConnectionError``) once that side is
+    gone; it may wait while the other side is not reading, and must then be
+    cancellable at any await: the client bounds every write by
+    ``Timeouts.write`` (the rule lives there, not in each caller); ``close_input()`` ends what we send;
     ``wait_exited()`` returns once the other side is gone, and ``returncode``
     and ``stderr_tail`` then say how it ended; ``signal(sig)`` and
     ``aclose(timeout)`` end it by force and release what it holds.

@@ -55,6 +55,7 @@ from codexmini._errors import (
     RpcError,
     ServerOverloaded,
     TransportError,
+    WriteTimeout,
 )
 from codexmini._threads import Thread
 from codexmini.testing import FakeAppServer, MemoryTransport
@@ -1152,3 +1153,87 @@ async def test_client_says_once_per_turn_that_approvals_nobody_answers_are_decli
         "codex asked for command (/bin/bash -lc 'echo hi') and no handler answers it: declined (fail-closed); "
         "said once per turn, give an approval handler to answer"
     )
+
+
+# -- every write has a deadline ---------------------------------------------------------------
+
+
+@pytest.mark.frame_problems("unknown method 'fake/one'", "unknown method 'fake/two'")
+async def test_client_every_write_ends_within_timeouts_write_when_codex_stops_reading(via, caplog):
+    # A notification, an answer to a server request and a write queued behind
+    # a stuck one: each ends within Timeouts.write with WriteTimeout, the client
+    # is unhealthy, and later writes fail at once.
+    caplog.set_level(logging.DEBUG, logger="codexmini.client")
+    client = await via("approval_then_stop_reading", timeouts=Timeouts(write=0.3, close=0.5))
+    try:
+        client.on_request(b.APPROVAL, lambda method, params: asyncio.sleep(0.05, {"decision": "accept"}))
+        big = {"blob": "x" * 1_000_000}  # more than any pipe holds
+        first = asyncio.ensure_future(client.notify("fake/one", big))
+        queued = asyncio.ensure_future(client.notify("fake/two", {}))
+        for task, method in ((first, "fake/one"), (queued, "fake/two")):
+            with pytest.raises(WriteTimeout, match=f"codex did not take {method} within 0.3s: it stopped reading"):
+                await asyncio.wait_for(task, 30)
+        assert not client.healthy and client.stats["write_timeouts"] == 2
+        with pytest.raises(WriteTimeout, match="thread/loaded/list"):
+            await client.request("thread/loaded/list", {}, timeout=30)  # at once, not after 30 s
+        assert await until(lambda: "not sent" in caplog.text), caplog.text
+        assert f"answer to {b.APPROVAL} (id 0) not sent: codex did not take answer within 0.3s" in caplog.text
+    finally:
+        await client.close()
+
+
+def test_client_write_timeout_names_the_frame_and_is_both_kinds_of_error():
+    error = WriteTimeout("answer", 2.0)
+    assert (error.method, error.timeout) == ("answer", 2.0)
+    assert isinstance(error, TransportError) and isinstance(error, CodexTimeout)
+
+
+# -- a server request is always answered ----------------------------------------------------
+
+
+def _raises_when_called(method, params):
+    raise RuntimeError("a handler with a bug")
+
+
+def _no_awaitable(method, params):
+    return {"decision": "accept"}  # a plain function: no awaitable to wait for
+
+
+async def _returns(value):
+    async def handler(method, params):
+        return value
+
+    return handler
+
+
+class _Opaque:
+    pass
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: _raises_when_called,
+        lambda: _no_awaitable,
+        lambda: _returns({"decision": {"a", "set"}}),
+        lambda: _returns({"decision": _Opaque()}),
+        lambda: _returns({"decision": "\ud800"}),
+    ],
+    ids=["raises-when-called", "no-awaitable", "a-set", "an-object", "lone-surrogate"],
+)
+async def test_client_whatever_a_handler_returns_or_raises_codex_gets_the_fail_closed_answer(make):
+    handler = make()
+    if asyncio.iscoroutine(handler):
+        handler = await handler
+    client = await started(b.approval, initialize=False)
+    answers = []
+    client.on_answer(lambda *a: answers.append(a))
+    client.on_request(b.APPROVAL, handler)
+    sub = client.subscribe(THREAD)
+    await client.initialize()
+    try:
+        assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
+        assert [a[3] for a in answers] == ["error"] and client.stats["handler_errors"] == 1
+        assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}  # the loop lives
+    finally:
+        await client.close()

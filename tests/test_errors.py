@@ -31,6 +31,7 @@ from codexmini._errors import (
     TurnFailed,
     TurnTimeout,
     UsageLimitExceeded,
+    WriteTimeout,
     rpc_error,
 )
 
@@ -45,6 +46,7 @@ TREE = {
     ProcessExited: (TransportError,),
     ClientClosed: (TransportError,),
     RequestTimeout: (TransportError, CodexTimeout),
+    WriteTimeout: (TransportError, CodexTimeout),
     CodexTimeout: (CodexminiError,),
     TurnTimeout: (CodexTimeout,),
     BinaryNotFound: (CodexminiError,),

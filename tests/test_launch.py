@@ -29,7 +29,9 @@ async def a_launcher(argv, env, cwd):  # pragma: no cover - never called: plan()
 
 
 def test_launch_defaults_are_those_the_client_used_before():
-    assert Timeouts() == Timeouts(initialize=60.0, request=120.0, handler=300.0, close=5.0, model_retry=120.0)
+    assert Timeouts() == Timeouts(
+        initialize=60.0, request=120.0, handler=300.0, close=5.0, model_retry=120.0, write=30.0
+    )
     assert Limits() == Limits(
         max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, queue_size=10000, unclaimed_threads=32, unclaimed_bytes=8 * 1024 * 1024
     )
@@ -73,7 +75,7 @@ def test_launch_repr_shows_what_differs_and_no_environment_value():
     )
     assert shown.startswith("Launch(codex_bin='/bin/codex', ")
     assert "env=['MY_TOKEN']" in shown and "parent_env=['API_KEY', 'PATH']" in shown
-    assert "Timeouts(initialize=60.0, request=5, handler=300.0, close=5.0, model_retry=120.0)" in shown
+    assert "Timeouts(initialize=60.0, request=5, handler=300.0, close=5.0, model_retry=120.0, write=30.0)" in shown
     for secret in ("tok-very-secret", "sk-parent-secret", "sk-endpoint-secret"):
         assert secret not in shown
 
@@ -125,7 +127,7 @@ def test_launch_refuses_what_cannot_start_a_child(options, message):
         Launch(**options)
 
 
-@pytest.mark.parametrize("field", ["initialize", "request", "handler", "close"])
+@pytest.mark.parametrize("field", ["initialize", "request", "handler", "close", "write"])
 @pytest.mark.parametrize("bad", [0, -1, math.inf, math.nan, True, "5", None])
 def test_timeouts_refuse_what_is_not_a_positive_number_of_seconds(field, bad):
     with pytest.raises(ConfigError, match=rf"^Timeouts\.{field} must be a positive number of seconds, not "):

@@ -323,6 +323,18 @@ def test_sync_approval_handler_that_raises_or_is_late_gets_the_fail_closed_answe
     assert calls == ["command", "command"]
 
 
+@pytest.mark.parametrize("stop", [SystemExit(3), KeyboardInterrupt()], ids=["sys.exit", "KeyboardInterrupt"])
+def test_sync_approval_handler_ending_the_process_its_way_is_answered_and_the_loop_lives(stop, caplog):
+    def handler(request: ApprovalRequest) -> Reply:
+        raise stop
+
+    with sync.Client(launch=Launch(launcher=FakeAppServer(tb.Approving).launch), approvals=handler) as client:
+        assert client.run("approve it").final_response == "decision: decline"
+        assert client.run("approve again").final_response == "decision: decline"  # the loop thread lives
+        assert client.portal.loop_thread.is_alive()
+    assert f"the approval handler raised {type(stop).__name__}" in caplog.text
+
+
 def test_sync_approval_reply_after_the_loop_closed_is_dropped():
     asked, release, finished = threading.Event(), threading.Event(), threading.Event()
 

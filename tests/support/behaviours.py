@@ -322,6 +322,15 @@ async def stop_reading(server: ServerSide) -> None:
     await asyncio.sleep(LINGER)
 
 
+async def approval_then_stop_reading(server: ServerSide) -> None:
+    """Stop reading stdin after the handshake, then ask for an approval (whose answer cannot get through)."""
+    await server.handshake()
+    server.stop_reading()
+    await asyncio.sleep(0.5)  # the client's big write is under way by then
+    server.send({"id": 0, "method": APPROVAL, "params": APPROVAL_PARAMS})
+    await asyncio.sleep(LINGER)
+
+
 async def raises(server: ServerSide) -> None:
     """A behaviour with a bug: the fake exits 1, its traceback on stderr."""
     await server.handshake()
