@@ -42,7 +42,7 @@ async def run(
     output_schema: Optional[Mapping[str, Any]] = None,
     thread_params: Optional[Mapping[str, Any]] = None,
     turn_params: Optional[Mapping[str, Any]] = None,
-    idle_timeout: Optional[float] = None,
+    idle_timeout: Optional[float] = 600.0,
     interrupt_grace: float = 5.0,
     on_event: Optional[EventListener] = None,
     raise_on_failure: bool = True,
@@ -59,14 +59,18 @@ async def run(
     ``approval_policy`` go to ``thread/start``, ``thread_params`` and
     ``turn_params`` add raw fields.  ``output_schema`` asks for a structured
     answer (see :attr:`RunResult.value`).  ``on_event`` sees each event as it
-    arrives; ``idle_timeout`` bounds the silence between two.
+    arrives.
 
-    What bounds it: a model codex cannot reach ends the turn after
-    ``launch.timeouts.model_retry`` (120 s) of retrying with
+    What bounds it: ``idle_timeout`` (default 600 s; ``None`` for no bound)
+    ends a turn that sends nothing for that long with
+    :class:`~codexmini.TurnTimeout` (a stuck child, or a command running
+    silently longer: raise it then); a model codex cannot reach ends the
+    turn after ``launch.timeouts.model_retry`` (120 s) of retrying with
     :class:`~codexmini.ModelUnreachable`; a request codex leaves unanswered
-    raises :class:`~codexmini.RequestTimeout` after ``timeouts.request``.  A
-    turn that streams for as long as the model works is not bounded: pass
-    ``idle_timeout``, or cancel the call.
+    raises :class:`~codexmini.RequestTimeout` after ``timeouts.request``,
+    and a frame codex does not take :class:`~codexmini.WriteTimeout` after
+    ``timeouts.write``.  A turn that keeps streaming for as long as the
+    model works is not bounded: cancel the call.
 
     A turn that ends ``failed`` raises :class:`~codexmini.TurnFailed` (its
     ``result`` is the :class:`~codexmini.RunResult`) unless

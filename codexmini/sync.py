@@ -372,7 +372,7 @@ def run(
     output_schema: Optional[Mapping[str, Any]] = None,
     thread_params: Optional[Mapping[str, Any]] = None,
     turn_params: Optional[Mapping[str, Any]] = None,
-    idle_timeout: Optional[float] = None,
+    idle_timeout: Optional[float] = 600.0,
     interrupt_grace: float = 5.0,
     on_event: Optional[EventListener] = None,
     raise_on_failure: bool = True,
@@ -384,7 +384,9 @@ def run(
     process (``launch``) and loop thread of its own, closed before it
     returns.  ``approvals`` is a plain function, run in a worker thread;
     ``timeout`` bounds the whole call (:class:`~codexmini.CodexTimeout`, the
-    turn interrupted).  Safe to call from a thread whose event loop is running.
+    turn interrupted); without it the call is bounded as :func:`codexmini.run`
+    says (``idle_timeout``, 600 s of silence by default, the model's retries,
+    every request and write).  Safe to call from a thread whose event loop is running.
     """
     portal = client.portal if client is not None else Portal()
     try:

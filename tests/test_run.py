@@ -354,3 +354,24 @@ def test_run_live_output_schema_invalid_answer(live_model, answer, first_reason)
     else:
         assert error.errors[0][1].startswith("not JSON")
     assert s.alive() == []
+
+
+async def test_run_a_silent_child_cannot_hold_the_call_for_ever():
+    import inspect
+
+    from codexmini import Timeouts, TurnTimeout, sync
+    from codexmini.testing import CodexLike
+
+    class Silent(CodexLike):
+        """A delta, then nothing: alive, no longer reading, sending nothing."""
+
+        async def script(self, params):
+            self.delta("msg_1", "half")
+            self.server.stop_reading()
+            await asyncio.sleep(3600)
+
+    assert inspect.signature(run).parameters["idle_timeout"].default == 600.0
+    assert inspect.signature(sync.run).parameters["idle_timeout"].default == 600.0
+    launch = Launch(launcher=FakeAppServer(Silent).launch, timeouts=Timeouts(close=0.2))
+    with pytest.raises(TurnTimeout, match="was silent for 0.3s"):
+        await run("hello", launch=launch, idle_timeout=0.3, interrupt_grace=0.2)
