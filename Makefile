@@ -85,6 +85,12 @@ protocol: setup
 public: setup
 	$(PY) tools/gen_public.py
 
+# docs/api.md, the API reference, from the docstrings of the public names
+# (tests/test_apiref.py fails when it is stale).
+.PHONY: apiref
+apiref: setup
+	$(PY) tools/gen_apiref.py
+
 # Schema drift from the pin to TO, and every recorded scenario run live against TO.
 drift: setup
 	$(PY) tools/schema_drift.py $(CODEX_VERSION) $(TO) --behaviour

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence, Union
 
+#: One ``UserInput`` item of the schema (``{"type": "localImage", "path": …}``).
 InputItem = Dict[str, Any]
+#: A turn's input: a string (one text item) or a list of strings and input items.
 Input = Union[str, Sequence[Union[str, InputItem]]]
 
 
