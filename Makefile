@@ -35,7 +35,7 @@ $(CODEX_STAMP):
 	@npm install --silent --no-audit --no-fund --prefix .codex @openai/codex@$(CODEX_VERSION)
 	@touch $@
 
-# The gates, each of which fails the target: mypy --strict on codexmini/, ruff
+# The gates, each of which fails the target: mypy --strict on codexmini/ and examples/, ruff
 # lint and format on the whole repo, the suite (live tests included) under
 # coverage with 100% of lines and branches of codexmini/, in $(JOBS) pytest-xdist
 # workers.  coverage run (not pytest-cov's --cov) measures the controller; each
