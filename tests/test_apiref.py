@@ -157,6 +157,7 @@ def test_apiref_roles_become_links_to_what_is_documented() -> None:
     )
     assert md(":func:`._binary.find_codex`", links) == "`_binary.find_codex()`"  # private: no link
     assert md("``a `b` c``, ``x``", links) == "`` a `b` c ``, `x`"
+    assert md("(``0``: off) waits ``d/2 +\nd`` s", links) == "(`0`: off) waits `d/2 + d` s"
     assert md("fixtures/<version>/ and a < b", links) == "fixtures/&lt;version>/ and a < b"
 
 
@@ -182,12 +183,18 @@ def test_apiref_field_bullets_are_taken_out_for_the_fields_list() -> None:
 
 
 def test_apiref_a_sync_member_without_docstring_points_at_its_async_twin() -> None:
-    writer = gen_apiref.Writer(_links("Agent", "Agent.steer", "sync.Agent", "sync.Agent.steer"))
+    writer = gen_apiref.Writer(_links("Agent", "Agent.steer", "AppServerClient", "AppServerClient.pid"))
     writer.prose("", "sync.", "Agent", "sync.Agent.steer", call=True)
+    writer.prose("", "sync.", "Client", "sync.Client.pid")  # sync.Client's twin is AppServerClient
     writer.prose("", "sync.", "Agent", "sync.Agent.nothing")
     writer.prose("", "", "Thread", "Thread.interrupt")
-    assert writer.lines == ["As [`Agent.steer()`](#Agent.steer).", ""]
-    assert writer.missing == ["sync.Agent.steer", "sync.Agent.nothing", "Thread.interrupt"]
+    assert writer.lines == [
+        "As [`Agent.steer()`](#Agent.steer).",
+        "",
+        "As [`AppServerClient.pid`](#AppServerClient.pid).",
+        "",
+    ]
+    assert writer.missing == ["sync.Agent.steer", "sync.Client.pid", "sync.Agent.nothing", "Thread.interrupt"]
 
 
 def test_apiref_dataclass_fields_are_read_from_the_source() -> None:

@@ -300,7 +300,7 @@ class Links:
 
 
 _ROLE = r":(?:py:)?(?P<role>\w+):`(?P<tilde>~?)(?P<body>[^`]+)`"
-_LITERAL = r"``(?P<literal>[^`](?:.*?[^`])?)``"
+_LITERAL = r"``(?P<literal>[^`].*?)``"
 _INLINE = re.compile(f"{_ROLE}|{_LITERAL}", re.S)
 
 
@@ -586,6 +586,10 @@ def attributes_of(cls: type) -> List[Field]:
 # -- rendering ------------------------------------------------------------------------------
 
 
+#: ``codexmini.sync`` classes whose async twin has another name.
+_SYNC_TWINS = {"Client": "AppServerClient"}
+
+
 class Writer:
     """The reference, as Markdown lines."""
 
@@ -612,6 +616,8 @@ class Writer:
             return
         self.missing.append(what)
         twin = what[len("sync.") :]
+        for blocking, aio in _SYNC_TWINS.items():
+            twin = re.sub(rf"^{blocking}\.", f"{aio}.", twin)
         if section == "sync." and owner and (twin in self.links.anchors or twin in self.links.inside):
             # a blocking method without a docstring of its own: point at what it carries
             anchor = twin if twin in self.links.anchors else self.links.inside[twin]
