@@ -206,3 +206,20 @@ def test_apiref_dataclass_fields_are_read_from_the_source() -> None:
     rate_limits = {f.name: f for f in gen_apiref.dataclass_fields(codexmini.TurnCompleted)}["rate_limits"]
     assert rate_limits.doc.startswith("The account's last rate-limit snapshot")  # its #: comment
     assert os.path.basename(gen_apiref.OUT) == "api.md"
+
+
+def test_apiref_an_alias_is_found_where_it_is_defined() -> None:
+    import codexmini._run
+    import codexmini.testing.live
+
+    tree = ast.parse("from .x import A\nfrom ..y import B\nfrom os import C\n")
+    assert gen_apiref._import_source(tree, "codexmini.sync", "A") == "codexmini.x"
+    assert gen_apiref._import_source(tree, "codexmini.testing", "A") == "codexmini.testing.x"  # a package's own
+    assert gen_apiref._import_source(tree, "codexmini.testing.live", "B") == "codexmini.y"
+    assert gen_apiref._import_source(tree, "codexmini.sync", "C") == "os"
+    # run()'s ApprovalHandler is imported from _permission, where it is the async one
+    where, written, doc = gen_apiref.find_alias("ApprovalHandler", codexmini._run.__name__) or ("", "", "")
+    assert (where, written) == ("codexmini._permission", "Callable[[ApprovalRequest], Awaitable[Reply]]")
+    assert doc.startswith("Answers one approval")
+    assert gen_apiref.find_alias("Launch", "codexmini._run") is None  # a class, not an alias
+    assert gen_apiref.find_alias("Thread", "codexmini.testing.live") is None  # not there at all

@@ -188,7 +188,7 @@ def _function_node(func: Any) -> Optional[Tuple[str, Function]]:
             first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
             if code.co_firstlineno in (first, node.lineno):
                 return source, node
-    return None  # pragma: no cover - every function of the package has its source
+    return None
 
 
 # -- signatures ---------------------------------------------------------------------------
@@ -635,7 +635,7 @@ class Writer:
         lines = [f"@{kind}"] if kind in ("classmethod", "staticmethod") else []
         if found is not None:
             parts, returns = parameters(found[0], found[1], drop_first=kind in ("method", "classmethod"))
-        else:  # pragma: no cover - every function of the package has its source
+        else:
             parts, returns = ["..."], None
         lines.append(call(shown, parts, returns, prefix))
         self.note_aliases("\n".join(lines), func.__module__)
@@ -703,12 +703,12 @@ class Writer:
         doc = inline(f.doc, self.links, section, owner) if f.doc else ""
         return f.line() + (f" -- {doc}" if doc else "")
 
-    def value(self, anchor: str, shown: str, obj: Any, module: str, name: str, section: str) -> None:
+    def value(self, shown: str, obj: Any, module: str, section: str) -> None:
         """A module-level constant or type alias, as its assignment is written."""
         source, tree = _module_source(module)
-        stmt = _assignment(tree, name)
-        if stmt is None:  # pragma: no cover - every public value is assigned in its module
-            raise SystemExit(f"gen_apiref: {module}.{name} is not assigned in its module")
+        stmt = _assignment(tree, shown)
+        if stmt is None:
+            raise SystemExit(f"gen_apiref: {module}.{shown} is not assigned in its module")
         note = _annotation_of(source, stmt.annotation) if isinstance(stmt, ast.AnnAssign) else None
         value = stmt.value
         assert value is not None
@@ -760,8 +760,8 @@ def _import_source(tree: ast.Module, module: str, name: str) -> Optional[str]:
     for stmt in _top(tree):
         if isinstance(stmt, ast.ImportFrom) and any((a.asname or a.name) == name for a in stmt.names):
             if stmt.level:
-                package = module.rsplit(".", stmt.level)[0] if module.count(".") >= stmt.level else module
-                base = module.split(".")
+                # a package's own `from .x` is inside it; a module's, beside it
+                base = module.split(".") + ([""] if hasattr(sys.modules[module], "__path__") else [])
                 package = ".".join(base[: len(base) - stmt.level])
                 return f"{package}.{stmt.module}" if stmt.module else package
             return stmt.module
@@ -785,7 +785,7 @@ def find_alias(name: str, module: str, depth: int = 0) -> Optional[Tuple[str, st
         return None
     try:
         importlib.import_module(origin)
-    except ImportError:  # pragma: no cover - the package's imports import
+    except ImportError:
         return None
     return find_alias(name, origin, depth + 1)
 
@@ -923,7 +923,7 @@ def build() -> Writer:
             elif inspect.isfunction(obj):
                 writer.function(name, obj, prefix)
             else:
-                writer.value(prefix + name, name, obj, module, name, prefix)
+                writer.value(name, obj, module, prefix)
     _types(writer, [(name, obj) for part in parts for name, obj, _ in part[3]])
     return writer
 
