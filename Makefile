@@ -35,7 +35,7 @@ $(CODEX_STAMP):
 	@npm install --silent --no-audit --no-fund --prefix .codex @openai/codex@$(CODEX_VERSION)
 	@touch $@
 
-# The gates, each of which fails the target: mypy --strict on codexmini/, ruff
+# The gates, each of which fails the target: mypy --strict on codexmini/ and examples/, ruff
 # lint and format on the whole repo, the suite (live tests included) under
 # coverage with 100% of lines and branches of codexmini/, in $(JOBS) pytest-xdist
 # workers.  coverage run (not pytest-cov's --cov) measures the controller; each
@@ -84,6 +84,12 @@ protocol: setup
 .PHONY: public
 public: setup
 	$(PY) tools/gen_public.py
+
+# docs/api.md, the API reference, from the docstrings of the public names
+# (tests/test_apiref.py fails when it is stale).
+.PHONY: apiref
+apiref: setup
+	$(PY) tools/gen_apiref.py
 
 # Schema drift from the pin to TO, and every recorded scenario run live against TO.
 drift: setup

@@ -183,10 +183,12 @@ class _ItemEvent:
 
     @property
     def item_id(self) -> str:
+        """The item's ``id`` ("" when it has none)."""
         return str(self.item.get("id", ""))
 
     @property
     def item_type(self) -> str:
+        """The item's ``type`` (``agentMessage``, ``commandExecution`` ...; "" when it has none)."""
         return str(self.item.get("type", ""))
 
 
@@ -286,6 +288,7 @@ class TurnCompleted:
 
     @property
     def error_message(self) -> str:
+        """The error's ``message`` ("" when there is none)."""
         return str(self.error.get("message") or "") if self.error else ""
 
     @property
@@ -431,6 +434,7 @@ class Unmapped:
     params: Mapping[str, Any]
 
 
+#: Every event a turn or an agent yields: one closed union (match with ``isinstance``).
 Event = Union[
     AgentMessageDelta,
     ReasoningSummaryDelta,

@@ -18,7 +18,9 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple, Union
 
 from ._errors import ConfigError
 
+#: One ``UserInput`` item of the schema (``{"type": "localImage", "path": …}``).
 InputItem = Dict[str, Any]
+#: A turn's input: a string (one text item) or a list of strings and input items.
 Input = Union[str, Sequence[Union[str, Mapping[str, Any]]]]
 
 #: Each input kind codex accepts → the string fields it needs; a tuple of

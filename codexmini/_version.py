@@ -7,8 +7,11 @@ tested live.  :data:`CODEX_VERSION` is the pin: what ``make setup`` installs.
 The Makefile and CI read these lines with ``sed``: keep each a plain string.
 """
 
+#: This package's version.
 __version__ = "0.4.0"
+#: The pinned codex release: the newest supported, the one ``make setup`` installs.
 CODEX_VERSION = "0.171.0"
+#: The oldest codex release supported (and tested live).
 OLDEST_CODEX_VERSION = "0.149.1"
 
 __all__ = ["CODEX_VERSION", "OLDEST_CODEX_VERSION", "__version__"]

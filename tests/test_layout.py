@@ -52,6 +52,8 @@ CROSS_CUTTING: Dict[str, str] = {
     "test_schema_drift": "tools/schema_drift.py: the schema differences between two codex versions",
     "test_bench": "make bench's building blocks (tools/bench.py, tools/benchlib) on a tiny workload",
     "test_mutation_tool": "tools/mutation: the mutation testing harness",
+    "test_examples": "examples/*.py run against the real codex and print what their docstrings say",
+    "test_apiref": "tools/gen_apiref.py: docs/api.md is the API reference the public names' docstrings make",
 }
 
 
