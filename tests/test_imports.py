@@ -161,7 +161,11 @@ def imports(tree: ast.AST) -> Iterator[Tuple[int, int, str]]:
 #: frames with codexmini's own stdlib validator; it no longer reaches into the
 #: repository's conformance suite.)  The set stays so that an exception would
 #: have to be written here, with its reason.
-OPTIONAL_IMPORTS: Set[Tuple[str, str]] = set()
+OPTIONAL_IMPORTS: Set[Tuple[str, str]] = {
+    # The opt-in pytest plugin: imported only by a test run that asks for it
+    # (-p codexmini.testing.pytest_plugin), never by `import codexmini`.
+    ("testing.pytest_plugin", "pytest"),
+}
 
 
 def import_problems(tree: ast.AST, module: str = "") -> List[str]:

@@ -13,7 +13,7 @@ import asyncio
 import io
 import json
 import sys
-from contextlib import redirect_stderr
+from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, Dict, List
 
 import pytest
@@ -130,8 +130,18 @@ def test_python_m_codexmini_testing_dispatches_or_says_how(monkeypatch: Any) -> 
     assert seen == [["s.json", "--port", "1"]]
     monkeypatch.setattr(sys, "argv", ["x", "model"])
     assert testing_main.main() == 0 and seen[-1] == []
-    err = io.StringIO()
+    err, out = io.StringIO(), io.StringIO()
     with redirect_stderr(err):
         assert testing_main.main(["nope"]) == 2
         assert testing_main.main([]) == 2
-    assert "python -m codexmini.testing fake" in err.getvalue()
+    said = err.getvalue().splitlines()
+    assert said[0].startswith("usage: python -m codexmini.testing [-h] COMMAND")
+    assert (
+        said[1] == "python -m codexmini.testing: error: unknown command 'nope': one of fake, model (--help says more)"
+    )
+    assert said[3] == "python -m codexmini.testing: error: a command is needed: one of fake, model (--help says more)"
+    with redirect_stdout(out):
+        assert testing_main.main(["--help"]) == 0
+    assert (
+        "serve a scripted Responses API on 127.0.0.1" in out.getvalue() and "play a fake app-server" in out.getvalue()
+    )
