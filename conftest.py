@@ -52,6 +52,8 @@ def _measure_this_worker() -> None:
 _measure_this_worker()
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests", "reliability"))
+# tests/support (the fakes' behaviours), also when only tests/reliability runs
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests"))
 
 pytest_plugins = ["conformance.plugin", "figures"]
 
