@@ -85,8 +85,8 @@ def test_pytest_plugin_every_python_block_of_docs_testing_md_passes_as_a_test_fi
         pytest.skip("the pinned codex is not installed (make setup)")
     monkeypatch.setenv("CODEXMINI_CODEX_BIN", find_codex().path)
     blocks = doc_blocks()
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     pytester.makepyfile(**{f"test_docs_{n}": block for n, block in enumerate(blocks)})
     pytester.syspathinsert()  # the fake process imports its behaviour from the test file
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)

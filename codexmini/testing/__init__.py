@@ -9,6 +9,8 @@
   behaviour, in memory (a launcher for ``AppServerClient.start``) or as a
   child process over real pipes; :class:`CodexLike` is a behaviour with the
   real shapes of threads and turns.
+* :class:`Recorder` -- record mode: a client's frames with codex, saved as a
+  transcript that :func:`fake_from_recording` plays back without codex.
 
 Public: downstream projects may use these in their own tests.  Nothing here
 is imported by ``import codexmini``.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from .codex_like import CodexLike
 from .fake_appserver import FakeAppServer, FakeError, MemoryTransport, ServerSide
+from .record import Recorder, fake_from_recording
 from .scripted_model import ScriptedModel, ScriptError, provider_flags, validate_script
 
 __all__ = [
@@ -25,9 +28,11 @@ __all__ = [
     "FakeAppServer",
     "FakeError",
     "MemoryTransport",
+    "Recorder",
     "ScriptError",
     "ScriptedModel",
     "ServerSide",
+    "fake_from_recording",
     "provider_flags",
     "validate_script",
 ]
