@@ -884,7 +884,7 @@ async def test_agent_inbox_followup_inject_and_cancel(twin, kind):
     # In memory a "slow" turn holds until released or interrupted; live, the
     # scripted model streams it slowly.
     behaviour = tb.AgentTurns()
-    slow = {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 150}
+    slow = {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 400}  # slow enough for a cancel on a loaded machine
     s = twin(
         behaviour,
         {
