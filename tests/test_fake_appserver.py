@@ -24,7 +24,7 @@ from codexmini import Launch, Timeouts
 from codexmini._client import AppServerClient
 from codexmini._errors import ConfigError, ProcessExited
 from codexmini.testing import FakeAppServer
-from codexmini.testing.fake_appserver import INIT_RESULT, ServerSide, _serve, instantiate, main
+from codexmini.testing.fake_appserver import INIT_RESULT, PIPE_BUFFER, ServerSide, _serve, instantiate, main
 
 INITIALIZE = {"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "t", "version": "0"}}}
 INITIALIZED = {"method": "initialized"}
@@ -286,3 +286,22 @@ def test_fake_one_write_does_not_nest_and_closes_when_the_block_raises():
                 pass
         server.notify("after", {})
     assert frames_of(server.writes[-1])[0]["method"] == "after"
+
+
+async def test_fake_a_write_blocked_on_a_full_pipe_fails_when_the_server_exits():
+    go = asyncio.Event()
+
+    async def stop_then_exit(server):
+        server.stop_reading()
+        await go.wait()  # then return: the fake exits
+
+    transport = await FakeAppServer(stop_then_exit).launch(["codex"], {}, None)
+    await asyncio.sleep(0)  # the behaviour runs: it stops reading
+    blocked = asyncio.ensure_future(transport.write(b"x" * (PIPE_BUFFER + 1)))
+    while transport._buffered <= PIPE_BUFFER:
+        await asyncio.sleep(0)
+    assert not blocked.done()  # more than the pipe holds, nobody reading
+    go.set()
+    with pytest.raises(BrokenPipeError, match="the fake app-server's stdin is closed"):
+        await blocked
+    await transport.aclose(1.0)

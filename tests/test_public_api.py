@@ -147,3 +147,12 @@ def test_public_api_import_is_cheap(statement: str) -> None:
 
 def test_public_api_asyncio_comes_with_the_client() -> None:
     assert "asyncio" in _modules_after("from codexmini import AppServerClient")
+
+
+def test_public_api_sync_is_imported_on_first_use(monkeypatch):
+    import sys
+
+    monkeypatch.delitem(sys.modules, "codexmini.sync", raising=False)
+    monkeypatch.delattr(codexmini, "sync", raising=False)
+    module = codexmini.__getattr__("sync")
+    assert module is sys.modules["codexmini.sync"] and module.run.__module__ == "codexmini.sync"

@@ -20,6 +20,7 @@ import pytest
 from codexmini import (
     Agent,
     AgentConfig,
+    AgentMessageDelta,
     AppServerClient,
     ConfigError,
     Launch,
@@ -209,12 +210,15 @@ async def test_threads_retries_a_delta_is_progress_when_iterated_and_in_bursts(t
     async with await AppServerClient.start(launch(DeltaAfterRetry)) as client:
         thread = await Thread.start(client)
         turn = thread.turn("hello")
+        retried = False
         async with turn:
             async for event in turn:
                 if isinstance(event, RetryingError):
                     assert turn._retrying is not None
-                elif turn._retrying is None:
-                    break  # the first delta ended the retrying
+                    retried = True
+                elif retried:
+                    assert isinstance(event, AgentMessageDelta) and turn._retrying is None  # the delta ended it
+                    break
         assert turn._retrying is None
         thread.close()
     with SessionLog.open(str(tmp_path / "s.jsonl")) as log:  # the agent reads in bursts
