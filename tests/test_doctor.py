@@ -17,24 +17,16 @@ import socket
 
 import pytest
 from support.fake_client import codex_bin
+from support.run_support import HAVE_CODEX
 
 from codexmini import CODEX_VERSION
 from codexmini import _cli as cli
-from codexmini._binary import BinaryNotFound, find_codex, native_in_npm_root
+from codexmini._binary import native_in_npm_root
 from codexmini._doctor import account_line
 from codexmini.testing.live import scratch_dir
 from codexmini.testing.scripted_model import ScriptedModel
 
-
-def have_codex() -> bool:
-    try:
-        find_codex()
-        return True
-    except BinaryNotFound:
-        return False
-
-
-live = pytest.mark.skipif(not have_codex(), reason="the pinned codex is not installed (make setup)")
+live = pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import os
 import re
 
 import pytest
+from support.run_support import HAVE_CODEX
 
 from codexmini._binary import find_codex
-from codexmini._errors import BinaryNotFound
 
 pytest_plugins = ["pytester"]
 
@@ -45,17 +45,9 @@ def test_code_under_test_on_the_real_codex(live_codex):
 """
 
 
-def have_codex() -> bool:
-    try:
-        find_codex()
-        return True
-    except BinaryNotFound:
-        return False
-
-
 @pytest.mark.live
 def test_pytest_plugin_fixtures_in_a_downstream_test_file(pytester, monkeypatch):
-    if not have_codex():
+    if not HAVE_CODEX:
         pytest.skip("the pinned codex is not installed (make setup)")
     monkeypatch.setenv("CODEXMINI_CODEX_BIN", find_codex().path)
     pytester.makepyfile(test_downstream=DOWNSTREAM)
@@ -81,7 +73,7 @@ def doc_blocks():
 
 @pytest.mark.live
 def test_pytest_plugin_every_python_block_of_docs_testing_md_passes_as_a_test_file(pytester, monkeypatch):
-    if not have_codex():
+    if not HAVE_CODEX:
         pytest.skip("the pinned codex is not installed (make setup)")
     monkeypatch.setenv("CODEXMINI_CODEX_BIN", find_codex().path)
     blocks = doc_blocks()

@@ -99,7 +99,9 @@ def test_wedges_a_fork_with_a_sync_client_open_hangs_neither_process(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     said = json.loads(done.stdout)
-    assert said["child"].startswith("ClientClosed: ") and said["exit"] == 0 and said["after"] == "Hello"
+    assert said["child"].startswith("ClientClosed: this codexmini.sync object belongs to process ")
+    assert said["child"].endswith("a forked child cannot use it (open a new one in the child)")
+    assert (said["before"], said["exit"], said["after"]) == (True, 0, "Hello")  # the child exited 0, at once
     figures.count("wedges", "forks with a sync.Client open: child refused and exited at once, parent unharmed")
 
 
