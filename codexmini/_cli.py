@@ -7,7 +7,8 @@ The contract (``docs/cli.md``); other tools script against it:
 * ``version`` / ``--version``.
 
 Exit codes: 0 the turn completed; 1 it ended otherwise (``error``,
-``blocked``); 2 usage error; 3 the codex binary is missing or failed to start;
+``blocked``, or the session log could not be written); 2 usage error (a log
+that cannot be opened, or that another writer holds, included); 3 the codex binary is missing or failed to start;
 130 interrupted (Ctrl-C, after a clean ``turn/interrupt``).
 
 With ``--json`` stdout carries only the session-log events, one per line,
@@ -135,6 +136,9 @@ def _main(
     except BinaryNotFound as exc:
         stderr.write(f"codexmini: {exc}\n")
         return EXIT_NO_CODEX
+    except SessionLogError as exc:  # the log failed mid-run: the turn ended, unlogged from there
+        stderr.write(f"codexmini: {exc}\n")
+        return EXIT_ERROR
     except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C
         stderr.write("codexmini: interrupted\n")
         return EXIT_INTERRUPTED
