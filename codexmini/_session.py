@@ -96,6 +96,9 @@ logger = logging.getLogger("codexmini.session")
 
 #: The writer's pid is written to the log's path (symlinks resolved) plus this.
 PID_SUFFIX = ".pid"
+#: A refused writer reads the holder's pid up to this many times, this far
+#: apart: a holder that has just taken the lock writes its pid a moment later.
+PID_READS, PID_READ_INTERVAL_S = 20, 0.001
 
 LOG_VERSION = 1
 
@@ -293,7 +296,7 @@ class SessionLog:
         try:
             _fcntl.flock(file.fileno(), _fcntl.LOCK_EX | _fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise SessionLogLocked(self.path, _read_pid(pid_path)) from exc
+            raise SessionLogLocked(self.path, _holder(pid_path)) from exc
         except OSError as exc:
             raise SessionLogError(f"{self.path}: cannot lock the session log: {exc}", path=self.path) from exc
         self._pid_path = pid_path
@@ -484,6 +487,17 @@ def _write_all(file: io.FileIO, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[file.write(view) :]
+
+
+def _holder(path: str) -> Optional[int]:
+    """The pid of the writer holding the lock, from its pid file; None when
+    that file still holds none after :data:`PID_READS` reads."""
+    for _ in range(PID_READS):
+        pid = _read_pid(path)
+        if pid is not None:
+            return pid
+        time.sleep(PID_READ_INTERVAL_S)
+    return None
 
 
 def _read_pid(path: str) -> Optional[int]:
