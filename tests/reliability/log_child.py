@@ -83,11 +83,15 @@ def unprivileged(directory: str) -> None:
     """Become ``nobody`` (when root), owning ``directory``; for good."""
     if os.geteuid() != 0:
         return
-    nobody = pwd.getpwnam("nobody")
-    os.chown(directory, nobody.pw_uid, nobody.pw_gid)
+    try:
+        nobody = pwd.getpwnam("nobody")
+        uid, gid = nobody.pw_uid, nobody.pw_gid
+    except KeyError:  # no such entry: the customary ids
+        uid = gid = 65534
+    os.chown(directory, uid, gid)
     os.setgroups([])
-    os.setresgid(nobody.pw_gid, nobody.pw_gid, nobody.pw_gid)
-    os.setresuid(nobody.pw_uid, nobody.pw_uid, nobody.pw_uid)
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
     assert os.geteuid() != 0 and os.getuid() != 0
 
 
