@@ -31,6 +31,7 @@ _EXPORTS: Dict[str, str] = {
     "Agent": "_agent",
     "AgentConfig": "_agent",
     "Blocked": "_agent",
+    "TurnEnd": "_agent",
     "ModelEndpoint": "_endpoint",
     "SessionLog": "_session",
     "read_log": "_session",
@@ -44,6 +45,15 @@ _EXPORTS: Dict[str, str] = {
     "Turn": "_threads",
     "RetryPolicy": "_retry",
     "NO_RETRY": "_retry",
+    # what a turn is given
+    "text_input": "_inputs",
+    "image_input": "_inputs",
+    "image_url_input": "_inputs",
+    "skill_input": "_inputs",
+    "mention_input": "_inputs",
+    # the thread options codex accepts (typing.Literal)
+    "SandboxMode": "_permission",
+    "ApprovalPolicy": "_permission",
     # approvals: what codex asks, what the caller answers
     "ApprovalRequest": "_permission",
     "Reply": "_permission",
@@ -83,6 +93,7 @@ _EXPORTS: Dict[str, str] = {
     "RequestTimeout": "_errors",
     "CodexTimeout": "_errors",
     "TurnTimeout": "_errors",
+    "ModelUnreachable": "_errors",
     "BinaryNotFound": "_errors",
     "ConfigError": "_errors",
     "SchemaError": "_errors",
@@ -92,6 +103,8 @@ _EXPORTS: Dict[str, str] = {
     "SessionLogChanged": "_errors",
     "TurnFailed": "_errors",
     "UsageLimitExceeded": "_errors",
+    # warnings
+    "CodexVersionWarning": "_binary",
 }
 
 #: Public submodules, imported on first attribute access (``codexmini.sync``).
@@ -122,6 +135,8 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._agent import Agent as Agent
     from ._agent import AgentConfig as AgentConfig
     from ._agent import Blocked as Blocked
+    from ._agent import TurnEnd as TurnEnd
+    from ._binary import CodexVersionWarning as CodexVersionWarning
     from ._client import AppServerClient as AppServerClient
     from ._endpoint import ModelEndpoint as ModelEndpoint
     from ._errors import BinaryNotFound as BinaryNotFound
@@ -130,6 +145,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
     from ._errors import MethodNotFound as MethodNotFound
+    from ._errors import ModelUnreachable as ModelUnreachable
     from ._errors import OutputValidationError as OutputValidationError
     from ._errors import ProcessExited as ProcessExited
     from ._errors import ProtocolError as ProtocolError
@@ -165,11 +181,18 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._events import TurnCompleted as TurnCompleted
     from ._events import Unmapped as Unmapped
     from ._events import Usage as Usage
+    from ._inputs import image_input as image_input
+    from ._inputs import image_url_input as image_url_input
+    from ._inputs import mention_input as mention_input
+    from ._inputs import skill_input as skill_input
+    from ._inputs import text_input as text_input
     from ._launch import Launch as Launch
     from ._launch import Limits as Limits
     from ._launch import Timeouts as Timeouts
+    from ._permission import ApprovalPolicy as ApprovalPolicy
     from ._permission import ApprovalRequest as ApprovalRequest
     from ._permission import Reply as Reply
+    from ._permission import SandboxMode as SandboxMode
     from ._retry import NO_RETRY as NO_RETRY
     from ._retry import RetryPolicy as RetryPolicy
     from ._run import run as run

@@ -40,19 +40,43 @@ import logging
 import os
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import (
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    Union,
+    cast,
+)
 
-from ._binary import parse_version
+from ._binary import server_version
 from ._client import AppServerClient, Tap
 from ._endpoint import ModelEndpoint
-from ._errors import ConfigError, ProcessExited, RpcError, SessionLogError, TransportError
+from ._errors import (
+    ConfigError,
+    ModelUnreachable,
+    ProcessExited,
+    RpcError,
+    SessionLogError,
+    TransportError,
+    TurnTimeout,
+)
 from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
 from ._knobs import Knobs, ThreadPermissions
-from ._launch import Launch
+from ._launch import Launch, positive_seconds
 from ._permission import (
     ApprovalHandler,
+    ApprovalPolicy,
+    SandboxMode,
     check_thread_options,
     decision_of,
     install_approvals,
@@ -70,6 +94,30 @@ from ._version import CODEX_VERSION, __version__
 log = logging.getLogger("codexmini.agent")
 
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
+
+
+class TurnEndError(TypedDict):
+    """``turn/end.error``: what ended the turn, and its code (``CODEX_ERROR``, ``MODEL_UNREACHABLE``, …)."""
+
+    message: str
+    code: str
+
+
+class _TurnEndRequired(TypedDict):
+    reason: Literal["completed", "blocked", "aborted", "error"]
+
+
+class TurnEnd(_TurnEndRequired, total=False):
+    """What :meth:`Agent.run` returns: the ``turn/end`` event's data, as
+    logged (docs/session-log.md).  ``reason`` always; ``error`` for an
+    ``error``; ``abortedBy`` (``cancel``, ``interrupt``, ``shutdown`` or
+    ``external``) for an ``aborted``; ``blocked`` (``by``, ``reason``) for a
+    ``blocked``; ``usage`` (the turn's tokens, camelCase) when codex counted any."""
+
+    error: TurnEndError
+    abortedBy: Literal["cancel", "interrupt", "shutdown", "external"]
+    blocked: Dict[str, str]
+    usage: Dict[str, int]
 
 
 class Blocked:
@@ -145,22 +193,30 @@ class AgentConfig:
     ``/name`` skills.  ``tap``: sees every frame.  ``output_schema``: a JSON
     Schema for the final answer, sent as ``outputSchema`` with every codex
     turn (codex does not check the answer; see :mod:`._structured`).
+    ``liveness_s``: the longest a step's codex turn may send nothing at all
+    (no event, no output; default 600 s, ``None`` for no bound); past it the
+    turn ends in ``error`` (``CODEX_SILENT``), what was logged stays, and the
+    next turn gets a fresh child.  A command that runs silently for longer
+    needs a longer bound.
     Invalid values are a :class:`~codexmini.ConfigError` (or
     :class:`~codexmini.SchemaError`) here, not an error mid-turn."""
 
     cwd: str
     model: Optional[str] = None
-    sandbox: Optional[str] = None
-    approval_policy: Optional[str] = None
+    sandbox: Optional[SandboxMode] = None
+    approval_policy: Optional[ApprovalPolicy] = None
     launch: Launch = Launch()
     child_idle_s: float = 0.0
     interrupt_grace: float = 5.0
     skills: bool = True
     tap: Optional[Tap] = None
     output_schema: Optional[Mapping[str, Any]] = None
+    liveness_s: Optional[float] = 600.0
 
     def __post_init__(self) -> None:
         check_thread_options(self.sandbox, self.approval_policy)
+        if self.liveness_s is not None:
+            positive_seconds("AgentConfig", "liveness_s", self.liveness_s)
         if not isinstance(self.launch, Launch):
             raise ConfigError(f"AgentConfig.launch must be a Launch, not {type(self.launch).__name__}")
         if self.output_schema is not None:
@@ -206,7 +262,7 @@ class Agent:
         #: appended, so each step folds them without rescanning the log.
         self._knobs = Knobs(log_.events)
         self._endpoint_key: Tuple[Optional[str], str] = (None, "")  # (base URL, key) given in memory
-        self.last_turn_end: Optional[Dict[str, Any]] = None
+        self.last_turn_end: Optional[TurnEnd] = None
         self.stats: Dict[str, int] = {"steps": 0, "tool_calls": 0, "approvals": 0, "ignored_items": 0}
 
     @property
@@ -270,7 +326,7 @@ class Agent:
             self._abort_cause = cause
             self._driver.cancel()
 
-    async def run(self, content: Content) -> Dict[str, Any]:
+    async def run(self, content: Content) -> TurnEnd:
         """Queue ``content``, run until idle, return the last ``turn/end`` data.
         A session log that can no longer be written (a storage fault, a file
         changed behind its back) ends the turn at once and raises its
@@ -434,7 +490,7 @@ class Agent:
         if self._turn_usage != Usage():  # every codex turn's usage, aborted ones too
             end["usage"] = self._turn_usage.to_log()
         self._append("turn/end", end, step=None)
-        self.last_turn_end = end
+        self.last_turn_end = cast(TurnEnd, end)  # the shape docs/session-log.md gives turn/end
         self._turn_no = turn_no + 1
         self._running = False
 
@@ -490,7 +546,11 @@ class Agent:
             schema = self.config.output_schema
             params = {"outputSchema": schema} if schema is not None else {}
             turn = thread.turn(
-                self._step_input(messages), params=params, interrupt_grace=self.config.interrupt_grace, keep_items=False
+                self._step_input(messages),
+                params=params,
+                interrupt_grace=self.config.interrupt_grace,
+                idle_timeout=self.config.liveness_s,
+                keep_items=False,
             )
             self._turn = turn
             try:
@@ -505,6 +565,13 @@ class Agent:
             # The stream ended without turn/completed (the child died).
             self._settle(folder, turn, "error")
             return _Outcome("error", _error("CODEX_NO_RESULT", str(exc)), _chain(exc))
+        except ModelUnreachable as exc:  # codex retried the model past Timeouts.model_retry
+            self._settle(folder, turn, "error")
+            return _Outcome("error", _error("MODEL_UNREACHABLE", exc.reason), _chain(exc))
+        except TurnTimeout as exc:  # the child sent nothing for liveness_s: it is replaced
+            self._settle(folder, turn, "error")
+            await self.child.close()
+            return _Outcome("error", _error("CODEX_SILENT", str(exc)), _chain(exc))
         except RpcError as exc:  # codex refused thread/start or turn/start
             self._settle(folder, turn, "error")
             return _Outcome("error", _error("CODEX_ERROR", exc.message), _chain(exc))
@@ -644,8 +711,7 @@ class Agent:
         client = self.child.client
         if client is None:
             return "unknown"  # no child could be started
-        agent = client.server_info.get("userAgent") or ""
-        return parse_version(str(agent).split(" ")[0]) or CODEX_VERSION
+        return server_version(client.server_info) or CODEX_VERSION
 
     def _model(self) -> Optional[str]:
         """The session's choice (``model/choice``), else the configured model."""

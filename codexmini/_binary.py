@@ -9,7 +9,8 @@ still works; its frames may just not be what codexmini was tested against.
 
 Resolution order: ``$CODEXMINI_CODEX_BIN``, then a project-local npm install
 (``.codex/`` in the launching process's working directory or one of its
-parents, or next to this package), then ``codex`` on ``PATH``.  Inside an npm install the
+parents, or next to this package), then the user cache ``codexmini
+install-codex`` fills (:func:`user_cache`), then ``codex`` on ``PATH``.  Inside an npm install the
 *native* binary (``node_modules/@openai/codex-<platform>/vendor/<triple>/bin/
 codex``) is preferred over the ``node_modules/.bin/codex`` Node launcher: the
 launcher cannot forward SIGKILL, so killing it orphans the real app-server.
@@ -24,7 +25,7 @@ import shutil
 import subprocess
 import warnings
 from dataclasses import dataclass
-from typing import Iterator, Mapping, Optional, Tuple
+from typing import Any, Iterator, Mapping, Optional, Set, Tuple
 
 from ._environment import child_environment
 from ._errors import BinaryNotFound
@@ -40,10 +41,39 @@ _NATIVE_GLOBS = (
     "node_modules/@openai/codex/vendor/*/codex/codex",
 )
 
-INSTALL_HINT = (
-    f"install the pinned codex with `make setup` (it runs `npm install --prefix {LOCAL_DIR} "
-    f"@openai/codex@{CODEX_VERSION}`), or set {ENV_VAR} to a codex binary, or put codex on PATH"
-)
+#: The repository this package sits in, if it is a checkout (a vendored or
+#: pip-installed copy has no Makefile beside it).
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def in_checkout(root: str = _CHECKOUT) -> bool:
+    """Whether ``root`` is codexmini's own repository (where ``make setup`` works)."""
+    return all(os.path.isfile(os.path.join(root, name)) for name in ("Makefile", "pyproject.toml", ".ci/run"))
+
+
+def install_hint(checkout: bool) -> str:
+    """How to get the pinned codex: npm for anyone, ``make setup`` in a checkout."""
+    ways = [
+        f"`npm install -g @openai/codex@{CODEX_VERSION}` (or `codexmini install-codex`, into a user cache)",
+        f"set {ENV_VAR} to a codex binary",
+    ]
+    if checkout:
+        ways.insert(
+            0,
+            f"`make setup` in the repository (it runs `npm install --prefix {LOCAL_DIR} @openai/codex@{CODEX_VERSION}`)",
+        )
+    return "install the pinned codex with " + ", or ".join(ways)
+
+
+INSTALL_HINT = install_hint(in_checkout())
+
+
+def user_cache(env: Mapping[str, str], version: str = CODEX_VERSION) -> Optional[str]:
+    """Where ``codexmini install-codex`` puts codex ``version`` for this user:
+    ``$XDG_CACHE_HOME/codexmini/codex/<version>`` (else ``~/.cache/…``);
+    ``None`` when ``env`` names neither."""
+    base = env.get("XDG_CACHE_HOME") or (os.path.join(env["HOME"], ".cache") if env.get("HOME") else "")
+    return os.path.join(base, "codexmini", "codex", version) if base else None
 
 
 class CodexVersionWarning(UserWarning):
@@ -53,7 +83,7 @@ class CodexVersionWarning(UserWarning):
 @dataclass(frozen=True)
 class CodexBinary:
     path: str
-    source: str  # "env", "local", "path" or "explicit"
+    source: str  # "explicit", "env", "local", "cache" or "path"
 
 
 def native_in_npm_root(root: str) -> Optional[str]:
@@ -111,6 +141,10 @@ def find_codex(
         found = native_in_npm_root(root) if os.path.isdir(root) else None
         if found:
             return CodexBinary(found, "local")
+    cache = user_cache(env)
+    found = native_in_npm_root(cache) if cache and os.path.isdir(cache) else None
+    if found:
+        return CodexBinary(found, "cache")
     on_path = shutil.which("codex", path=env.get("PATH", ""))
     if on_path:
         return CodexBinary(_native_behind_launcher(on_path), "path")
@@ -185,9 +219,29 @@ def check_version(found: Optional[str], oldest: str = OLDEST_CODEX_VERSION, newe
     return False
 
 
+#: Versions already warned about in this process (each is said once).
+_warned: Set[str] = set()
+
+
+def warn_if_unsupported(found: Optional[str]) -> None:
+    """:func:`check_version`, once per version and process; nothing for an unknown version."""
+    if found is not None and found not in _warned and not in_supported_range(found):
+        _warned.add(found)
+        check_version(found)
+
+
+def server_version(info: Mapping[str, Any]) -> Optional[str]:
+    """The codex version an ``initialize`` answer names (``userAgent``:
+    ``codex_cli_rs/0.171.0 (Debian …) …``), if it names one."""
+    return parse_version(str(info.get("userAgent") or "").split(" ")[0])
+
+
 __all__ = [
     "ENV_VAR",
     "INSTALL_HINT",
+    "in_checkout",
+    "install_hint",
+    "user_cache",
     "CodexBinary",
     "CodexVersionWarning",
     "check_version",
@@ -196,6 +250,8 @@ __all__ = [
     "in_supported_range",
     "native_in_npm_root",
     "parse_version",
+    "server_version",
     "supported_range",
     "version_key",
+    "warn_if_unsupported",
 ]

@@ -4,15 +4,21 @@ The contract (``docs/cli.md``); other tools script against it:
 
 * ``smoke``   -- the offline end-to-end check (see :mod:`.smoke`);
 * ``run PROMPT`` -- one agent turn against the configured model, streamed;
+* ``doctor`` / ``install-codex`` -- what is installed and reachable, and the
+  pinned codex into a user cache (see :mod:`.doctor`);
 * ``version`` / ``--version``.
 
 Exit codes: 0 the turn completed; 1 it ended otherwise (``error``,
-``blocked``, or the session log could not be written); 2 usage error (a log
-that cannot be opened, or that another writer holds, included); 3 the codex binary is missing or failed to start;
-130 interrupted (Ctrl-C, after a clean ``turn/interrupt``).
+``blocked``) or failed (a session log that cannot be written mid-run
+included); 2 usage error (a log that cannot be opened, or that another writer
+holds, included); 3 the codex binary is missing or failed to start; 130
+interrupted (Ctrl-C, after a clean ``turn/interrupt``).
 
-With ``--json`` stdout carries only the session-log events, one per line,
-exactly as written to the log; everything for humans goes to stderr.
+stdout carries the final answer alone; the transcript, the session log's
+path and the summary go to stderr (on a terminal, with the time elapsed
+while nothing streams).  With ``--json`` stdout carries only the session-log
+events, one per line, exactly as written to the log.  ``--verbose`` shows
+codex's own stderr and codexmini's debug log.
 
 ``run --output-schema FILE`` sends the JSON Schema in FILE with every codex
 turn (``turn/start.outputSchema``) and checks the final answer against it
@@ -31,24 +37,43 @@ import argparse
 import asyncio
 import datetime
 import json
+import logging
 import os
 import signal
 import sys
 import time
-from typing import IO, Any, Dict, List, Mapping, Optional, Sequence
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
-from ._endpoint import ModelEndpoint
-from ._errors import BinaryNotFound, CodexminiError, ConfigError, OutputValidationError, SchemaError, SessionLogError
+from ._doctor import add_parsers as add_doctor_parsers
+from ._doctor import doctor, install_codex
+from ._endpoint import endpoint_option
+from ._errors import (
+    BinaryNotFound,
+    CodexminiError,
+    CodexTimeout,
+    ConfigError,
+    OutputValidationError,
+    SchemaError,
+    SessionLogError,
+    StartFailed,
+    TransportError,
+)
 from ._launch import Launch
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
-from ._render import Console, EventPrinter, use_color
+from ._render import Console, EventPrinter, Ticker, isatty, use_color
 from ._session import SessionLog
 from ._structured import OutputSchema
 from ._version import CODEX_VERSION, __version__
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_CODEX, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+#: ``--approval-policy``: codex's names where the session log has a knob
+#: for them, and ``ask``, the log's own word for ``on-request``.
+APPROVAL_CHOICES = ("never", "on-request", "ask")
+#: ... and the knob each is logged as.
+APPROVAL_KNOB = {"never": "never", "on-request": "ask", "ask": "ask"}
 
 #: turn/end reason → exit status
 REASON_EXIT = {"completed": EXIT_OK, "error": EXIT_ERROR, "blocked": EXIT_ERROR, "aborted": EXIT_INTERRUPTED}
@@ -58,27 +83,55 @@ class UsageError(CodexminiError):
     """A bad command line (exit 2)."""
 
 
+async def start(agent: Agent) -> None:
+    """``agent.start()``, a codex that dies or hangs before answering being :class:`StartFailed`."""
+    try:
+        await agent.start()
+    except (TransportError, CodexTimeout) as exc:
+        raise StartFailed(f"codex failed to start: {exc}") from exc
+
+
+def verbose_logging(stream: IO[str], verbose: bool) -> logging.Handler:
+    """codexmini's log on ``stream``: warnings, or everything with ``--verbose``
+    (codex's own stderr lines among it, logged as ``codexmini.codex``)."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    root = logging.getLogger("codexmini")
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else logging.WARNING)
+    return handler
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="codexmini",
         description="Drive the OpenAI Codex CLI's app-server from Python.",
-        epilog="exit codes: 0 completed, 1 turn error, 2 usage, 3 codex missing, 130 interrupted",
+        epilog="exit codes: 0 completed, 1 turn error, 2 usage, 3 codex missing or failed to start, 130 interrupted",
     )
     parser.add_argument("--version", action="version", version=f"codexmini {__version__} (codex {CODEX_VERSION})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    smoke = sub.add_parser("smoke", help="prove the whole chain works, offline")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "-v", "--verbose", action="store_true", help="show codex's stderr and codexmini's debug log on stderr"
+    )
+
+    smoke = sub.add_parser("smoke", parents=[common], help="prove the whole chain works, offline")
     smoke.add_argument("--codex-bin", metavar="PATH", help="codex binary (default: the pinned install)")
     smoke.add_argument("--keep", action="store_true", help="keep the temporary workspace and log")
 
-    run = sub.add_parser("run", help="run one agent turn")
+    run = sub.add_parser("run", parents=[common], help="run one agent turn")
     run.add_argument("prompt", metavar="PROMPT", help="the user message ('-' reads it from stdin)")
     run.add_argument("--cwd", metavar="DIR", help="working directory for codex (default: .)")
     run.add_argument("--session", metavar="FILE", help="append to (and resume from) this session log")
     run.add_argument("--model", metavar="M", help="model slug passed to codex (logged: a resumed session keeps it)")
     run.add_argument("--sandbox", choices=SANDBOX_MODES, help="pin the sandbox mode")
-    run.add_argument("--approval-policy", choices=("never", "ask"), help="logged as an approval/policy knob")
+    run.add_argument(
+        "--approval-policy",
+        choices=APPROVAL_CHOICES,
+        help="logged as an approval/policy knob (on-request, or its older name ask: workspace-write + on-request)",
+    )
     run.add_argument("--auto-approve", action="store_true", help="accept every approval request")
     run.add_argument("--provider-url", metavar="URL", help="Responses API base URL for codex to use")
     run.add_argument("--api-key-env", metavar="NAME", help="environment variable holding the API key")
@@ -98,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub.add_parser("version", help="versions and the codex binary found")
+    add_doctor_parsers(sub, common)
     return parser
 
 
@@ -122,26 +176,30 @@ def _main(
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: --help/--version exit 0, errors exit 2
         return int(exc.code or 0)
+    handler = verbose_logging(stderr, getattr(args, "verbose", False))
     try:
-        if args.command == "version":
-            return version(stdout, env)
-        if args.command == "smoke":
-            from ._smoke import smoke
-
-            return smoke(args, stdout, env)
-        return asyncio.run(run(args, stdin, stdout, stderr, env))
-    except UsageError as exc:
-        stderr.write(f"codexmini: {exc}\n")
-        return EXIT_USAGE
-    except BinaryNotFound as exc:
-        stderr.write(f"codexmini: {exc}\n")
-        return EXIT_NO_CODEX
-    except SessionLogError as exc:  # the log failed mid-run: the turn ended, unlogged from there
-        stderr.write(f"codexmini: {exc}\n")
-        return EXIT_ERROR
+        return COMMANDS[args.command](args, stdin, stdout, stderr, env)
     except (KeyboardInterrupt, asyncio.CancelledError):  # a second Ctrl-C
         stderr.write("codexmini: interrupted\n")
         return EXIT_INTERRUPTED
+    except CodexminiError as exc:
+        return _failed(exc, stderr, getattr(args, "verbose", False))
+    finally:
+        logging.getLogger("codexmini").removeHandler(handler)
+
+
+#: A typed error that ends a command → its exit status (else EXIT_ERROR).
+ERROR_EXIT = {UsageError: EXIT_USAGE, BinaryNotFound: EXIT_NO_CODEX, StartFailed: EXIT_NO_CODEX}
+
+
+def _failed(exc: CodexminiError, stderr: IO[str], verbose: bool) -> int:
+    """One line for a typed error (the traceback too with ``--verbose``)."""
+    stderr.write(f"codexmini: {exc}\n")
+    if verbose:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=stderr)
+    return next((code for kind, code in ERROR_EXIT.items() if isinstance(exc, kind)), EXIT_ERROR)
 
 
 def version(out: IO[str], env: Mapping[str, str]) -> int:
@@ -166,24 +224,18 @@ def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfi
     cwd = os.path.abspath(args.cwd or os.getcwd())
     if not os.path.isdir(cwd):
         raise UsageError(f"--cwd {args.cwd}: not a directory")
-    endpoint = None
-    if args.api_key_env and not args.provider_url:
-        raise UsageError("--api-key-env needs --provider-url")
-    if args.provider_url:
-        key = ""
-        if args.api_key_env:
-            if args.api_key_env not in env:
-                raise UsageError(f"--api-key-env {args.api_key_env}: the variable is not set")
-            key = env[args.api_key_env]
-        try:
-            endpoint = ModelEndpoint(args.provider_url, key)
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
+    try:
+        endpoint = endpoint_option(args.provider_url, args.api_key_env, env)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     try:
         launch = Launch(codex_bin=args.codex_bin, config=args.config, pass_env=args.pass_env, endpoint=endpoint)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     schema = load_output_schema(args.output_schema) if args.output_schema else None
+    for image in args.image:
+        if not os.path.isfile(image) or not os.access(image, os.R_OK):
+            raise UsageError(f"--image {image}: not a readable file")
     return AgentConfig(
         cwd=cwd,
         model=args.model,
@@ -299,8 +351,7 @@ async def run(
     config = agent_config(args, env)
     prompt = stdin.read() if args.prompt == "-" else args.prompt
     schema = OutputSchema(config.output_schema) if config.output_schema is not None else None
-    human = stderr if args.json or schema is not None else stdout
-    console = Console(human, use_color(human, env))
+    console = Console(stderr, use_color(stderr, env))
     path = args.session or default_session_path(env, datetime.datetime.now())
     try:
         log = SessionLog.open(path)
@@ -320,12 +371,13 @@ async def run(
     loop = asyncio.get_running_loop()
     ctrl_c = CtrlC(agent, console, asyncio.current_task())
     loop.add_signal_handler(signal.SIGINT, ctrl_c)
+    ticker = Ticker(console) if console.tty else None
     try:
-        await agent.start()
+        await start(agent)
         console.line(f"session log: {path}", "dim")
         # Logged, so that `run --session S` without these flags resumes with them.
         if args.approval_policy:
-            agent.set_knob("approval/policy", args.approval_policy)
+            agent.set_knob("approval/policy", APPROVAL_KNOB[args.approval_policy])
         if args.model:
             agent.set_model(args.model)
         if config.launch.endpoint is not None:
@@ -335,6 +387,8 @@ async def run(
         end = await agent.run([{"type": "text", "text": prompt}, *images] if images else prompt)
     finally:
         ctrl_c.cleaning = True
+        if ticker is not None:
+            ticker.stop()
         try:
             await agent.close()
         finally:
@@ -345,8 +399,13 @@ async def run(
     if end.get("error"):
         summary += f" · {end['error'].get('code')}: {end['error'].get('message')}"
     console.line(summary, "bold" if end["reason"] == "completed" else "red")
+    answer = final_answer(log.events[first:])
     if schema is not None and end["reason"] == "completed":
-        return structured_answer(schema, final_answer(log.events[first:]), None if args.json else stdout, stderr)
+        return structured_answer(schema, answer, None if args.json else stdout, stderr)
+    if end["reason"] == "completed" and answer is not None and not args.json and not (console.tty and isatty(stdout)):
+        # The answer alone (on one terminal the transcript above showed it already).
+        stdout.write(answer if answer.endswith("\n") else answer + "\n")
+        stdout.flush()
     return REASON_EXIT.get(end["reason"], EXIT_ERROR)
 
 
@@ -361,6 +420,47 @@ def structured_answer(schema: OutputSchema, text: Optional[str], out: Optional[I
         out.write(json.dumps(value, ensure_ascii=False) + "\n")
         out.flush()
     return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]) -> int:
+    return asyncio.run(run(args, stdin, stdout, stderr, env))
+
+
+def _cmd_smoke(
+    args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
+) -> int:
+    from ._smoke import smoke
+
+    return smoke(args, stdout, env)
+
+
+def _cmd_version(
+    args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
+) -> int:
+    return version(stdout, env)
+
+
+def _cmd_doctor(
+    args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
+) -> int:
+    return asyncio.run(doctor(args, stdout, env))
+
+
+def _cmd_install(
+    args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
+) -> int:
+    return install_codex(args, stdout, env)
+
+
+Command = Callable[[argparse.Namespace, IO[str], IO[str], IO[str], Mapping[str, str]], int]
+#: The subcommands, by name.
+COMMANDS: Dict[str, Command] = {
+    "run": _cmd_run,
+    "smoke": _cmd_smoke,
+    "version": _cmd_version,
+    "doctor": _cmd_doctor,
+    "install-codex": _cmd_install,
+}
 
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_NO_CODEX", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]

@@ -54,6 +54,7 @@ from typing import (
 )
 
 from . import _rpc
+from ._binary import server_version, warn_if_unsupported
 from ._errors import (
     ClientClosed,
     CodexminiError,
@@ -65,6 +66,7 @@ from ._errors import (
 )
 from ._extras import Extras
 from ._launch import Launch, Limits, Timeouts
+from ._permission import ANSWERABLE, describe
 from ._process import spawn
 from ._retry import RetryPolicy
 from ._subscriptions import ALL, GLOBAL, Subscription
@@ -87,6 +89,7 @@ AnswerObserver = Callable[[str, Dict[str, Any], Frame, str], None]
 
 _observers: List[Callable[[], Optional[Tap]]] = []
 _NO_ROUTE = object()  # no notification routed yet (see AppServerClient._handle)
+_DECLINED_TURNS = 64  # how many turns _say_declined remembers
 
 
 def observe_clients(factory: Callable[[], Optional[Tap]]) -> Callable[[], None]:
@@ -161,6 +164,7 @@ class AppServerClient(Extras):
         self._futures: Dict[_rpc.RequestId, "asyncio.Future[Any]"] = {}
         self._handlers: Dict[str, Handler] = {}
         self._answer_observers: List[AnswerObserver] = []
+        self._declined: Dict[Tuple[Any, Any], None] = {}  # turns told of a declined request, oldest first
         self._inflight: Dict[_rpc.RequestId, "asyncio.Task[None]"] = {}
         self._subs: Dict[Optional[str], List[Subscription]] = {}
         self._all: List[Subscription] = []  # the ALL subscribers (the same list as _subs[ALL])
@@ -252,6 +256,7 @@ class AppServerClient(Extras):
         if not isinstance(result, dict):
             raise ProtocolError(f"initialize answered with {type(result).__name__}, not an object")
         self.server_info = result
+        warn_if_unsupported(server_version(result))  # once a version, a process
         await self.notify("initialized")
         return self.server_info
 
@@ -612,7 +617,28 @@ class AppServerClient(Extras):
     # -- server requests ---------------------------------------------------
 
     async def _default_answer(self, event: _rpc.ServerRequest) -> None:
+        self._say_declined(event)
         await self._reply(event, self._conn.decline(event.id), "default")
+
+    def _say_declined(self, event: _rpc.ServerRequest) -> None:
+        """An approval or question nobody here answers gets the fail-closed
+        answer; say so once per turn, so a caller who forgot a handler hears of it."""
+        if event.method not in ANSWERABLE:
+            return
+        params = event.params
+        turn = (params.get("threadId") or params.get("conversationId"), params.get("turnId"))
+        if turn in self._declined:
+            return
+        self._declined[turn] = None
+        if len(self._declined) > _DECLINED_TURNS:
+            del self._declined[next(iter(self._declined))]
+        request = describe(event.method, params)
+        log.warning(
+            "codex asked for %s (%s) and no handler answers it: declined (fail-closed); said once per turn, "
+            "give an approval handler to answer",
+            request.kind,
+            request.summary or event.method,
+        )
 
     async def _run_handler(self, event: _rpc.ServerRequest, handler: Handler) -> None:
         # The caller's handler runs as a task of its own, so that this task

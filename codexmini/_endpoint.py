@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Mapping, Optional
 
 from ._errors import ConfigError
 from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION
@@ -65,4 +65,18 @@ class ModelEndpoint:
         return {API_KEY_ENV: self.api_key} if self.api_key else {}
 
 
-__all__ = ["API_KEY_ENV", "PROVIDER_ID", "ModelEndpoint"]
+def endpoint_option(url: Optional[str], key_env: Optional[str], env: Mapping[str, str]) -> Optional[ModelEndpoint]:
+    """The endpoint a command line names (``--provider-url``, and
+    ``--api-key-env``: the variable of ``env`` holding its key), or ``None``
+    for codex's own configuration; a :class:`~codexmini.ConfigError` for a
+    key variable without a URL, or one that is not set."""
+    if not url:
+        if key_env:
+            raise ConfigError("--api-key-env needs --provider-url")
+        return None
+    if key_env and key_env not in env:
+        raise ConfigError(f"--api-key-env {key_env}: the variable is not set")
+    return ModelEndpoint(url, env[key_env] if key_env else "")
+
+
+__all__ = ["API_KEY_ENV", "PROVIDER_ID", "ModelEndpoint", "endpoint_option"]

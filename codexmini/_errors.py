@@ -20,8 +20,10 @@ the turn for its stream, the session module for the log file.
     │   ├── ClientClosed         close() was called before or during the request
     │   └── RequestTimeout       no answer in time (malformed requests get none)
     ├── CodexTimeout             a deadline passed: RequestTimeout, TurnTimeout
-    │   └── TurnTimeout          a turn was silent longer than its idle_timeout
+    │   ├── TurnTimeout          a turn was silent longer than its idle_timeout
+    │   └── ModelUnreachable     codex retried the model past Timeouts.model_retry
     ├── BinaryNotFound           no codex binary where we looked, or it cannot run
+    ├── StartFailed              the CLI's: codex exited or was silent before initialize
     ├── ConfigError              a setting codexmini refuses up front
     ├── SchemaError              a JSON Schema the validator cannot use, or none printed
     ├── OutputValidationError    a turn's final answer broke its output_schema
@@ -206,6 +208,30 @@ class TurnTimeout(CodexTimeout):
         super().__init__(f"turn {turn_id} was silent for {timeout:g}s", timeout)
 
 
+class ModelUnreachable(CodexTimeout):
+    """codex kept retrying the model for longer than
+    :attr:`Timeouts.model_retry <codexmini.Timeouts.model_retry>` with nothing
+    else arriving, so the turn was interrupted.  ``turn_id``: the turn;
+    ``retries``: how many retry notices codex sent; ``reason``: what codex
+    said in the last one (its message, then its details in parentheses:
+    ``Reconnecting... waiting for network (Connection failed: error sending
+    request)``); ``info``: its ``codexErrorInfo``."""
+
+    def __init__(self, turn_id: Optional[str], timeout: float, retries: int, reason: str, info: Any = None) -> None:
+        self.turn_id = turn_id
+        self.retries = retries
+        self.reason = reason
+        self.info = info
+        super().__init__(
+            f"the model could not be reached: codex retried it {retries} time(s) over {timeout:g}s and said: {reason}",
+            timeout,
+        )
+
+
+class StartFailed(CodexminiError):
+    """The CLI's: codex did not start, or did not answer ``initialize`` (exit 3)."""
+
+
 class BinaryNotFound(CodexminiError):
     """No codex binary was found, or it cannot be executed; the message says how
     to install one."""
@@ -283,15 +309,20 @@ class SessionLogChanged(SessionLogError):
 
 
 class TurnFailed(CodexminiError):
-    """A turn ended with status ``failed``.  Not raised by the turn: the
-    :class:`~codexmini.TurnCompleted` event carries it as ``failure`` and
-    raises it from ``raise_for_status()``.  ``error`` is the wire's
-    ``TurnError`` (``message``, ``codexErrorInfo``, ``additionalDetails``),
-    ``info`` its ``codexErrorInfo``."""
+    """A turn ended with status ``failed``.  ``codexmini.run()`` and
+    ``Thread.run()`` raise it (unless told ``raise_on_failure=False``), with
+    the turn's :class:`~codexmini.RunResult` as ``result``; a turn iterated
+    by hand carries it as :attr:`TurnCompleted.failure
+    <codexmini.TurnCompleted.failure>` (``raise_for_status()`` raises it).
+    ``error`` is the wire's ``TurnError`` (``message``, ``codexErrorInfo``,
+    ``additionalDetails``), ``info`` its ``codexErrorInfo``, ``message`` its
+    message."""
 
     def __init__(self, turn_id: str, error: Optional[Mapping[str, Any]]) -> None:
         self.turn_id = turn_id
         self.error = error
+        #: The turn's RunResult, when run() or Thread.run() raised this.
+        self.result: Any = None
         self.info: Any = (error or {}).get("codexErrorInfo")
         self.message = str((error or {}).get("message") or "the turn failed")
         super().__init__(f"turn {turn_id} failed: {self.message}")
@@ -322,6 +353,7 @@ class UsageLimitExceeded(TurnFailed):
 
 __all__ = [
     "BinaryNotFound",
+    "StartFailed",
     "ClientClosed",
     "CodexTimeout",
     "CodexminiError",

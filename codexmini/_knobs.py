@@ -17,10 +17,10 @@ The permission fold: full access wins; ``ask`` means ``workspace-write`` with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Mapping, Optional
+from typing import Any, Iterable, List, Mapping, Optional, cast
 
 from ._errors import ConfigError
-from ._permission import APPROVAL_POLICIES, SANDBOX_MODES
+from ._permission import APPROVAL_POLICIES, SANDBOX_MODES, ApprovalPolicy, SandboxMode
 
 #: The knob entries' types.
 KNOB_TYPES = frozenset({"sandbox/mode", "approval/policy", "model/choice", "model/endpoint"})
@@ -32,8 +32,8 @@ APPROVAL_KNOBS = ("ask", "never")
 class ThreadPermissions:
     """The pair passed to ``thread/start`` (``sandbox``, ``approvalPolicy``)."""
 
-    sandbox: str
-    approval_policy: str
+    sandbox: SandboxMode
+    approval_policy: ApprovalPolicy
 
 
 #: Nothing recorded, or nothing valid: read-only and never ask.
@@ -77,7 +77,10 @@ def resolve_permissions(
         raise ConfigError(f"sandbox pin must be one of {SANDBOX_MODES}, not {pin_sandbox!r}")
     if pin_approval is not None and pin_approval not in APPROVAL_POLICIES:
         raise ConfigError(f"approval pin must be one of {APPROVAL_POLICIES}, not {pin_approval!r}")
-    return ThreadPermissions(pin_sandbox or folded.sandbox, pin_approval or folded.approval_policy)
+    # (checked just above: the pins are of their Literal types)
+    return ThreadPermissions(
+        cast(SandboxMode, pin_sandbox or folded.sandbox), cast(ApprovalPolicy, pin_approval or folded.approval_policy)
+    )
 
 
 def last_model(entries: Iterable[Mapping[str, Any]]) -> Optional[str]:

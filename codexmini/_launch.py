@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from ._transport import Launcher
 
 
-def _positive_number(owner: str, name: str, value: Any) -> None:
+def positive_seconds(owner: str, name: str, value: Any) -> None:
+    """A :class:`~codexmini.ConfigError` unless ``value`` is a finite number of seconds above 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"{owner}.{name} must be a positive number of seconds, not {value!r}")
 
@@ -56,17 +57,25 @@ class Timeouts:
     client counts as unhealthy.  ``handler``: a server-request handler's
     decision (an approval); past it codex gets the fail-closed answer.
     ``close``: the child's own exit once its stdin is closed, before it is
-    signalled (``SIGTERM``, then ``SIGKILL``).
+    signalled (``SIGTERM``, then ``SIGKILL``).  ``model_retry``: how long a
+    turn may go on with codex retrying the model and nothing else arriving
+    (an unreachable endpoint, a network that is down: codex itself retries
+    for ever); past it the turn is interrupted and raises
+    :class:`~codexmini.ModelUnreachable` with codex's reason.  ``None``:
+    wait as long as codex retries.
     """
 
     initialize: float = 60.0
     request: float = 120.0
     handler: float = 300.0
     close: float = 5.0
+    model_retry: Optional[float] = 120.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _positive_number("Timeouts", f.name, getattr(self, f.name))
+            value = getattr(self, f.name)
+            if not (f.name == "model_retry" and value is None):
+                positive_seconds("Timeouts", f.name, value)
 
 
 @dataclass(frozen=True)
@@ -223,4 +232,4 @@ def plan(launch: Launch, binary: str, parent_env: Mapping[str, str]) -> Plan:
     return Plan(tuple(argv), child_environment(parent_env, extra, launch.pass_env), launch.cwd)
 
 
-__all__ = ["Launch", "Limits", "Plan", "Timeouts", "plan"]
+__all__ = ["positive_seconds", "Launch", "Limits", "Plan", "Timeouts", "plan"]

@@ -19,7 +19,21 @@ The session's knob fold, which turns logged knobs into the thread's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional, Protocol, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Protocol,
+    Tuple,
+    Union,
+    get_args,
+)
 
 from ._errors import ConfigError
 
@@ -49,8 +63,13 @@ if TYPE_CHECKING:  # each row reads its method's params as the pinned schema's t
 # ---------------------------------------------------------------------------
 # Thread options
 
-SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
-APPROVAL_POLICIES = ("untrusted", "on-request", "never")  # AskForApproval of 0.149.1 (granular objects aside)
+#: The sandbox modes codex accepts (``thread/start``'s ``sandbox``).
+SandboxMode = Literal["read-only", "workspace-write", "danger-full-access"]
+#: The approval policies every supported codex accepts (``AskForApproval`` of
+#: 0.149.1, its granular objects aside).
+ApprovalPolicy = Literal["untrusted", "on-request", "never"]
+SANDBOX_MODES: Tuple[str, ...] = get_args(SandboxMode)
+APPROVAL_POLICIES: Tuple[str, ...] = get_args(ApprovalPolicy)
 
 
 def check_thread_options(sandbox: Optional[str], approval_policy: Optional[str]) -> None:
@@ -321,6 +340,10 @@ def fail_closed(method: str, params: Mapping[str, Any]) -> Answer:
     return build_answer(method, params, Reply(DECLINE))
 
 
+#: The server requests a :class:`Reply` can answer (approvals and questions);
+#: the rest codexmini refuses by itself (auth refresh, attestation, a clock).
+ANSWERABLE = frozenset(m for m in SERVER_REQUESTS if build_answer(m, {}, Reply(DECLINE)).error is None)
+
 #: Answers one approval (or question) codex asks: ``await handler(request)`` → a reply.
 ApprovalHandler = Callable[[ApprovalRequest], Awaitable[Reply]]
 
@@ -338,9 +361,8 @@ def install_approvals(client: _Answers, handler: ApprovalHandler) -> None:
         reply = await handler(describe(method, params))
         return build_answer(method, params, reply).result
 
-    for method in SERVER_REQUESTS:
-        if build_answer(method, {}, Reply(DECLINE)).error is None:
-            client.on_request(method, answer)
+    for method in sorted(ANSWERABLE):
+        client.on_request(method, answer)
 
 
 def reply_from_flag(auto_approve: bool) -> Reply:
@@ -400,6 +422,7 @@ def decision_of(frame: Mapping[str, Any]) -> str:
 __all__ = [
     "ACCEPT",
     "ACCEPT_FOR_SESSION",
+    "ANSWERABLE",
     "APPROVAL_POLICIES",
     "Answer",
     "ApprovalHandler",

@@ -18,6 +18,12 @@ its thread; a call still blocked in another thread gets
 open at interpreter exit, newest first.  Approval handlers given as plain
 functions run in a daemon worker thread each (:func:`in_worker_thread`), so
 one that waits for a human never stalls the loop.
+
+A process that forks while objects are open: the child inherits them but not
+their loop thread.  In the child the registry starts empty (its exit closes
+nothing of the parent's), and every inherited object is closed for it: a call
+raises :class:`~codexmini.ClientClosed` naming the process it belongs to,
+``close()`` returns at once, and neither touches the parent's loop or pipes.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import atexit
 import concurrent.futures
 import itertools
 import logging
+import os
 import threading
 import time
 from typing import Any, Callable, Coroutine, Dict, List, Optional, Protocol, Set, TypeVar
@@ -63,8 +70,12 @@ def release(owner: _Closeable) -> None:
 
 
 def shut(owner: _Closeable, portal: "Portal", aclose: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    """``owner.close()``: ``aclose()`` on the loop, then the loop thread, once."""
-    if not portal.closed:
+    """``owner.close()``: ``aclose()`` on the loop, then the loop thread, once
+    (in a fork child: nothing to run, the object is closed for it)."""
+    if portal.pid != os.getpid():
+        release(owner)
+        portal.close()
+    elif not portal.closed:
         try:
             portal.call(aclose())
         finally:
@@ -84,6 +95,18 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
+
+
+def _after_fork_in_child() -> None:
+    """A fork child owns none of its parent's open objects: forget them (their
+    portals see the other pid and refuse to run anything)."""
+    global _open_lock
+    _open_lock = threading.Lock()  # it may have been held by another thread at the fork
+    _open.clear()
+
+
+if hasattr(os, "register_at_fork"):  # pragma: no branch - POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 #: How often a waiting call wakes (seconds).  CPython runs a signal's handler
@@ -117,6 +140,8 @@ class Portal:
     def __init__(self, *, cancel_grace: float = 30.0) -> None:
         self.cancel_grace = cancel_grace
         self._loop = asyncio.new_event_loop()
+        #: The process the loop thread runs in (a fork child has no such thread).
+        self.pid = os.getpid()
         self._lock = threading.Lock()
         self._closed = False
         self._pending: Set["concurrent.futures.Future[Any]"] = set()  # outcomes not delivered yet
@@ -144,6 +169,12 @@ class Portal:
         """Run ``coro`` on the loop and wait for it.  A ``timeout`` (seconds)
         cancels it and raises :class:`~codexmini.CodexTimeout`;
         :class:`~codexmini.ClientClosed` once the portal is closed."""
+        if self.pid != os.getpid():
+            coro.close()
+            raise ClientClosed(
+                f"this codexmini.sync object belongs to process {self.pid}; a forked child cannot use it "
+                "(open a new one in the child)"
+            )
         if self.in_loop_thread():
             coro.close()
             raise CodexminiError(
@@ -205,7 +236,11 @@ class Portal:
             log.warning("a cancelled codexmini.sync call did not settle within %gs", self.cancel_grace)
 
     def close(self) -> None:
-        """Cancel what still runs on the loop, stop it and join its thread.  Idempotent."""
+        """Cancel what still runs on the loop, stop it and join its thread.  Idempotent.
+        In a fork child: closed at once, the parent's loop and pipes untouched."""
+        if self.pid != os.getpid():
+            self._closed = True
+            return
         if self.in_loop_thread():
             raise CodexminiError("a codexmini.sync object cannot be closed from its own event loop's thread")
         with self._lock:

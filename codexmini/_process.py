@@ -59,6 +59,23 @@ EXIT_POLL_S = 0.05
 MAX_STDERR_LINE = 2000
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: codex's own log lines: ``2026-12-03T08:03:39.314194Z ERROR codex_app_server: …``.
+_CODEX_LEVEL = re.compile(r"^\S+\s+(ERROR|WARN)\s")
+#: What a codex level becomes in ``codexmini.codex``: its errors are our
+#: warnings, its warnings our info; everything else is debug.
+_LEVELS = {"ERROR": logging.WARNING, "WARN": logging.INFO}
+#: codex ERROR lines that are no error for a client: info.  Without
+#: bubblewrap on PATH every start says so, and codex goes on with its own.
+_BENIGN = ("could not find bubblewrap on PATH",)
+
+
+def _level(line: str) -> int:
+    match = _CODEX_LEVEL.match(line)
+    if match is None:
+        return logging.DEBUG
+    if any(text in line for text in _BENIGN):
+        return logging.INFO
+    return _LEVELS[match.group(1)]
 
 
 class ChildProcess:
@@ -189,7 +206,7 @@ class ChildProcess:
             text = text[:MAX_STDERR_LINE] + "..."
         if text:
             self._tail.append(text)
-            stderr_log.debug("%s", text)
+            stderr_log.log(_level(text), "%s", text)
 
 
 async def spawn(launch: Launch) -> Tuple[Transport, Plan]:

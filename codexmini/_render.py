@@ -4,12 +4,15 @@
 (a terminal, and ``NO_COLOR`` unset, https://no-color.org).  :class:`EventPrinter`
 turns codexmini events into lines as they arrive: agent text streamed as is,
 reasoning dimmed, each tool call when it starts (``$ command``) and when it
-ends (exit status, patched files).
+ends (exit status, patched files), codex's retries with their reason.
+:class:`Ticker` shows, on a terminal, the time elapsed while nothing streams.
 """
 
 from __future__ import annotations
 
-from typing import IO, Any, Mapping, Optional
+import asyncio
+import time
+from typing import IO, Any, Callable, Mapping, Optional
 
 from ._events import (
     AgentMessageDelta,
@@ -26,17 +29,27 @@ from ._events import (
 _STYLES = {"dim": "2", "bold": "1", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
+def isatty(stream: IO[str]) -> bool:
+    check = getattr(stream, "isatty", None)
+    return bool(check and check())
+
+
 def use_color(stream: IO[str], env: Mapping[str, str]) -> bool:
     """Colours only on a terminal, and never with ``NO_COLOR`` set."""
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and not env.get("NO_COLOR")
+    return isatty(stream) and not env.get("NO_COLOR")
 
 
 class Console:
-    def __init__(self, stream: IO[str], color: bool) -> None:
+    def __init__(self, stream: IO[str], color: bool, clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream
         self.color = color
+        #: A terminal: a status line may be shown and replaced.
+        self.tty = isatty(stream)
         self.at_line_start = True
+        self.clock = clock
+        #: When something was last written (a status line aside).
+        self.last_write = clock()
+        self._status = False
 
     def style(self, text: str, *styles: str) -> str:
         if not self.color or not styles or not text:
@@ -47,9 +60,27 @@ class Console:
     def write(self, text: str, *styles: str) -> None:
         if not text:
             return
+        if self._status:  # the status line goes; what comes takes its place
+            self.stream.write("\r\x1b[K")
+            self._status = False
         self.stream.write(self.style(text, *styles))
         self.stream.flush()
         self.at_line_start = text.endswith("\n")
+        self.last_write = self.clock()
+
+    def status(self, text: str) -> None:
+        """On a terminal, at the start of a line: ``text`` on a line the next
+        write replaces.  Elsewhere nothing (a pipe or a file keeps no status)."""
+        if self.tty and self.at_line_start:
+            self.stream.write(("\r\x1b[K" if self._status else "") + self.style(text, "dim"))
+            self.stream.flush()
+            self._status = True
+
+    def clear_status(self) -> None:
+        if self._status:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._status = False
 
     def line(self, text: str = "", *styles: str) -> None:
         """Write ``text`` on a line of its own."""
@@ -93,7 +124,8 @@ class EventPrinter:
             c.line("  [the text above was abandoned: it is not in the session log]", "dim", "yellow")
         elif isinstance(event, RetryingError):
             self._switch(None)
-            c.line(f"retrying: {event.message}", "dim", "yellow")
+            reason = f"{event.message} ({event.details})" if event.details else event.message
+            c.line(f"codex is retrying the model: {reason}", "yellow")
         elif isinstance(event, TurnCompleted):
             self._switch(None)
             if event.status == "failed":
@@ -129,4 +161,28 @@ class EventPrinter:
             c.line(f"  [{item.get('server')}/{item.get('tool')}] {item.get('status')}", "cyan")
 
 
-__all__ = ["Console", "EventPrinter", "command_of", "use_color"]
+class Ticker:
+    """While it runs, a :class:`Console` on a terminal shows ``… 12s`` (the
+    time since the ticker started) whenever nothing was written for
+    ``interval`` seconds; the next output replaces it.  ``stop()`` ends it."""
+
+    def __init__(self, console: Console, interval: float = 1.0) -> None:
+        self.console = console
+        self.interval = interval
+        self.started = console.clock()
+        self._task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def _tick(self) -> None:
+        c = self.console
+        while True:
+            await asyncio.sleep(self.interval)
+            now = c.clock()
+            if now - c.last_write >= self.interval:
+                c.status(f"… {now - self.started:.0f}s")
+
+    def stop(self) -> None:
+        self._task.cancel()
+        self.console.clear_status()
+
+
+__all__ = ["Console", "EventPrinter", "Ticker", "command_of", "isatty", "use_color"]

@@ -8,9 +8,9 @@ passes a ``client``), ``thread/start`` with the usual options, one turn
 happened -- an error, a cancellation, an
 :class:`~codexmini.OutputValidationError`.
 
-A turn that ends ``failed`` or ``interrupted`` is an outcome, not an
-exception: the result says so in :attr:`RunResult.status` and
-:attr:`RunResult.error`.  Approvals belong to the process: :func:`run`
+A turn that ends ``failed`` raises :class:`~codexmini.TurnFailed`, carrying
+the result (``raise_on_failure=False`` returns it, ``status`` saying so); an
+``interrupted`` one is returned.  Approvals belong to the process: :func:`run`
 installs ``approvals`` on the client it starts; a caller who passes its own
 ``client`` has already decided (``client.on_request``), and :func:`run`
 refuses to change that behind its back.
@@ -24,7 +24,7 @@ from ._client import AppServerClient
 from ._errors import ConfigError
 from ._inputs import Input
 from ._launch import Launch
-from ._permission import ApprovalHandler, check_thread_options, install_approvals
+from ._permission import ApprovalHandler, ApprovalPolicy, SandboxMode, check_thread_options, install_approvals
 from ._structured import check_output_schema
 from ._threads import EventListener, RunResult, Thread
 
@@ -37,14 +37,15 @@ async def run(
     approvals: Optional[ApprovalHandler] = None,
     cwd: Optional[str] = None,
     model: Optional[str] = None,
-    sandbox: Optional[str] = None,
-    approval_policy: Optional[str] = None,
+    sandbox: Optional[SandboxMode] = None,
+    approval_policy: Optional[ApprovalPolicy] = None,
     output_schema: Optional[Mapping[str, Any]] = None,
     thread_params: Optional[Mapping[str, Any]] = None,
     turn_params: Optional[Mapping[str, Any]] = None,
     idle_timeout: Optional[float] = None,
     interrupt_grace: float = 5.0,
     on_event: Optional[EventListener] = None,
+    raise_on_failure: bool = True,
 ) -> RunResult:
     """Run ``prompt`` as one codex turn on a new thread and return its
     :class:`~codexmini.RunResult`.
@@ -60,7 +61,16 @@ async def run(
     answer (see :attr:`RunResult.value`).  ``on_event`` sees each event as it
     arrives; ``idle_timeout`` bounds the silence between two.
 
-    Cancelling the caller interrupts the turn.  Raises
+    What bounds it: a model codex cannot reach ends the turn after
+    ``launch.timeouts.model_retry`` (120 s) of retrying with
+    :class:`~codexmini.ModelUnreachable`; a request codex leaves unanswered
+    raises :class:`~codexmini.RequestTimeout` after ``timeouts.request``.  A
+    turn that streams for as long as the model works is not bounded: pass
+    ``idle_timeout``, or cancel the call.
+
+    A turn that ends ``failed`` raises :class:`~codexmini.TurnFailed` (its
+    ``result`` is the :class:`~codexmini.RunResult`) unless
+    ``raise_on_failure=False``.  Cancelling the caller interrupts the turn.  Raises
     :class:`~codexmini.SchemaError` / :class:`~codexmini.ConfigError` before
     starting anything, :class:`~codexmini.OutputValidationError` for an
     answer the schema rejects, and the client's errors (``BinaryNotFound``,
@@ -82,7 +92,9 @@ async def run(
             client, cwd=cwd, model=model, sandbox=sandbox, approval_policy=approval_policy, params=thread_params
         )
         try:
-            return await thread._run(prompt, schema, turn_params, idle_timeout, interrupt_grace, on_event)
+            return await thread._run(
+                prompt, schema, turn_params, idle_timeout, interrupt_grace, on_event, raise_on_failure
+            )
         finally:
             thread.close()
     finally:

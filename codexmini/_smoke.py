@@ -45,7 +45,7 @@ from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
 from ._client import AppServerClient
 from ._endpoint import ModelEndpoint
-from ._errors import CodexminiError, SchemaError, SessionLogError
+from ._errors import CodexminiError, CodexTimeout, SchemaError, SessionLogError, StartFailed, TransportError
 from ._events import AgentMessageDelta, Event
 from ._launch import Launch, Timeouts
 from ._permission import ACCEPT, ApprovalRequest, Reply
@@ -239,7 +239,7 @@ class Smoke:
             self.deltas += isinstance(event, AgentMessageDelta)
             transcript(event)
 
-        end: Dict[str, Any] = {}
+        end: Mapping[str, Any] = {}
         stats: Dict[str, Any] = {}
         events: List[Dict[str, Any]] = []
         with ScriptedModel(SCRIPT) as model:
@@ -266,7 +266,10 @@ class Smoke:
                 )
                 config = AgentConfig(cwd=ws, model=slug, launch=launch, tap=self.tap)
                 async with Agent(log, config, approvals=self.approve, on_event=on_event) as agent:
-                    await agent.start()
+                    try:
+                        await agent.start()
+                    except (TransportError, CodexTimeout) as exc:
+                        raise StartFailed(f"codex failed to start: {exc}") from exc
                     agent.set_knob("approval/policy", "ask")
                     c.line("> smoke: echo, write a note with apply_patch, read it back", "bold")
                     end = await asyncio.wait_for(
@@ -300,7 +303,7 @@ class Smoke:
         )
 
     def _check(
-        self, events: List[Dict[str, Any]], end: Dict[str, Any], ws: str, log_path: str, found: Optional[str]
+        self, events: List[Dict[str, Any]], end: Mapping[str, Any], ws: str, log_path: str, found: Optional[str]
     ) -> None:
         c = self.console
         c.line("")

@@ -47,6 +47,7 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
 )
 
 from ._client import AppServerClient
@@ -55,14 +56,16 @@ from ._errors import (
     CodexTimeout,
     ConfigError,
     MethodNotFound,
+    ModelUnreachable,
     ProtocolError,
     RpcError,
     TransportError,
     TurnTimeout,
 )
-from ._events import AgentMessageDelta, Event, InvalidNotification, TurnCompleted, Usage
+from ._events import AgentMessageDelta, Event, InvalidNotification, RetryingError, TurnCompleted, Usage
 from ._extras import pages
 from ._inputs import Input, InputItem, as_input
+from ._permission import ApprovalPolicy, SandboxMode
 from ._rpc import Notification
 from ._structured import OutputSchema, check_output_schema
 from ._subscriptions import Subscription
@@ -75,6 +78,7 @@ if TYPE_CHECKING:  # wire types of the pinned schema (codexmini.protocol): read 
         ReviewStartResponse,
         ReviewTarget,
         ThreadForkResponse,
+        ThreadItem,
         ThreadListResponse,
         ThreadResumeResponse,
         ThreadStartResponse,
@@ -117,7 +121,7 @@ def _id_of(result: Any, key: str, method: str) -> str:
 
 
 def _options(
-    cwd: Optional[str], model: Optional[str], sandbox: Optional[str], approval_policy: Optional[str]
+    cwd: Optional[str], model: Optional[str], sandbox: Optional[SandboxMode], approval_policy: Optional[ApprovalPolicy]
 ) -> Dict[str, Any]:
     request: Dict[str, Any] = {}
     for key, value in (("cwd", cwd), ("model", model), ("sandbox", sandbox), ("approvalPolicy", approval_policy)):
@@ -159,8 +163,8 @@ class Thread:
         *,
         cwd: Optional[str] = None,
         model: Optional[str] = None,
-        sandbox: Optional[str] = None,
-        approval_policy: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
@@ -181,8 +185,8 @@ class Thread:
         *,
         cwd: Optional[str] = None,
         model: Optional[str] = None,
-        sandbox: Optional[str] = None,
-        approval_policy: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
@@ -208,8 +212,8 @@ class Thread:
         ephemeral: Optional[bool] = None,
         cwd: Optional[str] = None,
         model: Optional[str] = None,
-        sandbox: Optional[str] = None,
-        approval_policy: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
@@ -275,8 +279,15 @@ class Thread:
         idle_timeout: Optional[float] = None,
         interrupt_grace: float = 5.0,
         on_event: Optional[EventListener] = None,
+        raise_on_failure: bool = True,
     ) -> "RunResult":
         """Run one turn to its end and return its :class:`RunResult`.
+
+        A turn that ends ``failed`` raises :class:`~codexmini.TurnFailed`
+        (:class:`~codexmini.UsageLimitExceeded` for the usage limit) with the
+        result as its ``result``; ``raise_on_failure=False`` returns the
+        result instead (``status`` says ``failed``).  An ``interrupted`` turn
+        is returned either way.
 
         ``output_schema`` (this turn only) asks for a structured answer: a
         *completed* turn's final answer must parse as JSON the schema accepts
@@ -285,9 +296,8 @@ class Thread:
         before anything is sent.  ``params`` adds raw ``turn/start`` fields,
         ``on_event`` sees each event as it arrives and ``idle_timeout`` bounds
         the silence between two.  Cancelling the caller interrupts the turn."""
-        return await self._run(
-            input, check_output_schema(output_schema), params, idle_timeout, interrupt_grace, on_event
-        )
+        schema = check_output_schema(output_schema)
+        return await self._run(input, schema, params, idle_timeout, interrupt_grace, on_event, raise_on_failure)
 
     async def _run(
         self,
@@ -297,6 +307,7 @@ class Thread:
         idle_timeout: Optional[float],
         interrupt_grace: float,
         on_event: Optional[EventListener],
+        raise_on_failure: bool,
     ) -> "RunResult":
         request: Dict[str, Any] = dict(params or {})
         if schema is not None:
@@ -309,6 +320,10 @@ class Thread:
         completed = turn.completed
         assert completed is not None  # iteration ends only after turn/completed, or raises
         result = RunResult.of(self.id, completed)
+        failure = completed.failure
+        if failure is not None and raise_on_failure:
+            failure.result = result
+            raise failure
         if schema is None or not result.ok:
             return result
         return RunResult.of(self.id, completed, schema.parse(result.final_response, result))
@@ -451,6 +466,9 @@ class Turn:
         #: ``turn/started``).  ``turn/start`` unless a helper set another.
         self._starter: Callable[[], Awaitable[Optional[str]]] = self._start_turn
         self._events: Optional[AsyncGenerator[Event, None]] = None  # see __aiter__
+        #: While codex retries the model with nothing else arriving: when the
+        #: first retry came (the loop's clock), how many, the last one.
+        self._retrying: Optional[Tuple[float, int, RetryingError]] = None
 
     def _rate_limits(self) -> Optional["protocol.RateLimitSnapshot"]:
         return self.thread.client.rate_limits
@@ -503,15 +521,14 @@ class Turn:
             while not self.done:
                 note = queued.popleft() if queued else sub._next()  # queued already: no await
                 if note is None:
-                    try:
-                        note = await sub._get(self.idle_timeout)
-                    except CodexTimeout:
-                        raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
+                    note = await self._wait(sub)
                 event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()
                 if type_(event) is not delta:  # a delta needs no check (nine frames in ten)
                     self._after(event)
                     if event is None:
                         continue
+                elif self._retrying is not None:  # the model answers again
+                    self._retrying = None
                 yield event
         except asyncio.CancelledError:
             # The consumer was cancelled: stop the turn on the server too.
@@ -538,8 +555,41 @@ class Turn:
                 self._after(event)
                 if event is None:
                     continue
+            elif self._retrying is not None:  # the model answers again
+                self._retrying = None
             append(event)
         return events
+
+    async def _wait(self, sub: Subscription) -> Notification:
+        """The next notification of the thread, within the turn's deadlines:
+        ``idle_timeout`` of silence (:class:`~codexmini.TurnTimeout`), and,
+        while codex retries the model with nothing else arriving, the client's
+        ``Timeouts.model_retry`` since the first retry
+        (:class:`~codexmini.ModelUnreachable`, the turn interrupted)."""
+        timeout, limit = self.idle_timeout, self.thread.client.timeouts.model_retry
+        retry_bound = False  # the wait ends at the retry deadline, not at idle_timeout
+        if self._retrying is not None and limit is not None:
+            left = self._retrying[0] + limit - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise await self._unreachable(limit)
+            if timeout is None or left < timeout:
+                timeout, retry_bound = left, True
+        try:
+            return await sub._get(timeout)
+        except CodexTimeout:
+            if retry_bound:
+                raise await self._unreachable(limit or 0.0) from None
+            raise TurnTimeout(self.id, float(self.idle_timeout or 0)) from None
+
+    async def _unreachable(self, limit: float) -> ModelUnreachable:
+        """Give up on a model codex cannot reach: interrupt the turn, then say why."""
+        retrying = self._retrying
+        assert retrying is not None  # only called while codex retries
+        _, count, last = retrying
+        reason = last.message + (f" ({last.details})" if last.details else "")
+        log.warning("turn %s: codex retried the model %d time(s) for %gs; giving up: %s", self.id, count, limit, reason)
+        await self._interrupt_and_wait()
+        return ModelUnreachable(self.id, limit, count, reason, last.info)
 
     async def _begin(self) -> None:
         self._started = True
@@ -606,12 +656,23 @@ class Turn:
         return event
 
     def _after(self, event: Optional[Event]) -> None:
+        if type(event) is RetryingError:
+            self._retried(event)
+        elif event is not None:
+            self._retrying = None  # anything else is progress
         if self.books.completed is not None:
             self.done = True
         elif type(event) is InvalidNotification:
             count = self.books.invalid
             if count <= 10 or count % 1000 == 0:  # counted always, logged without flooding
                 log.warning("turn %s: skipped invalid notification #%d: %s", self.id, count, event.reason)
+
+    def _retried(self, event: RetryingError) -> None:
+        """codex retries the model: say why, and count from the first retry."""
+        since, count = (asyncio.get_running_loop().time(), 0) if self._retrying is None else self._retrying[:2]
+        self._retrying = (since, count + 1, event)
+        details = f" ({event.details})" if event.details else ""
+        log.warning("turn %s: codex is retrying the model (#%d): %s%s", self.id, count + 1, event.message, details)
 
     # -- control -----------------------------------------------------------
 
@@ -685,7 +746,7 @@ class RunResult:
     run with an ``output_schema``, else ``None``."""
 
     final_response: Optional[str]
-    items: Tuple[Mapping[str, Any], ...]
+    items: Tuple["ThreadItem", ...]
     usage: Usage
     status: str
     error: Optional[Mapping[str, Any]]
@@ -707,7 +768,7 @@ class RunResult:
     def of(cls, thread_id: str, completed: TurnCompleted, value: Any = None) -> "RunResult":
         return cls(
             final_response=final_response(completed.items),
-            items=completed.items,
+            items=cast("Tuple[ThreadItem, ...]", completed.items),  # codex's items, as its schema types them
             usage=completed.usage,
             status=completed.status,
             error=completed.error,

@@ -7,7 +7,7 @@ tested live.  :data:`CODEX_VERSION` is the pin: what ``make setup`` installs.
 The Makefile and CI read these lines with ``sed``: keep each a plain string.
 """
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 CODEX_VERSION = "0.171.0"
 OLDEST_CODEX_VERSION = "0.149.1"
 

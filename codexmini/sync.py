@@ -43,7 +43,7 @@ from ._events import Event, TurnCompleted, Usage
 from ._inbox import Content
 from ._inputs import Input
 from ._launch import Launch
-from ._permission import install_approvals
+from ._permission import ApprovalPolicy, SandboxMode, install_approvals
 from ._portal import BlockingApprovalHandler, Portal, call_soon, close_all, hold, in_worker_thread, shut, worker
 from ._session import SessionLog
 from ._threads import EventListener, RunResult
@@ -114,8 +114,8 @@ class Client:
         *,
         cwd: Optional[str] = None,
         model: Optional[str] = None,
-        sandbox: Optional[str] = None,
-        approval_policy: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
         params: Optional[Mapping[str, Any]] = None,
     ) -> "Thread":
         """Start a thread (``thread/start``)."""
@@ -130,14 +130,15 @@ class Client:
         *,
         cwd: Optional[str] = None,
         model: Optional[str] = None,
-        sandbox: Optional[str] = None,
-        approval_policy: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
         output_schema: Optional[Mapping[str, Any]] = None,
         thread_params: Optional[Mapping[str, Any]] = None,
         turn_params: Optional[Mapping[str, Any]] = None,
         idle_timeout: Optional[float] = None,
         interrupt_grace: float = 5.0,
         on_event: Optional[EventListener] = None,
+        raise_on_failure: bool = True,
         timeout: Optional[float] = None,
     ) -> RunResult:
         """:func:`codexmini.run` on this client: one turn on a new thread."""
@@ -155,6 +156,7 @@ class Client:
                 idle_timeout=idle_timeout,
                 interrupt_grace=interrupt_grace,
                 on_event=on_event,
+                raise_on_failure=raise_on_failure,
             ),
             timeout,
         )
@@ -215,6 +217,7 @@ class Thread:
         idle_timeout: Optional[float] = None,
         interrupt_grace: float = 5.0,
         on_event: Optional[EventListener] = None,
+        raise_on_failure: bool = True,
         timeout: Optional[float] = None,
     ) -> RunResult:
         """One turn to its end (:meth:`codexmini.Thread.run`)."""
@@ -225,6 +228,7 @@ class Thread:
             idle_timeout=idle_timeout,
             interrupt_grace=interrupt_grace,
             on_event=on_event,
+            raise_on_failure=raise_on_failure,
         )
         return self.portal.call(running, timeout)
 
@@ -363,14 +367,15 @@ def run(
     approvals: Optional[ApprovalHandler] = None,
     cwd: Optional[str] = None,
     model: Optional[str] = None,
-    sandbox: Optional[str] = None,
-    approval_policy: Optional[str] = None,
+    sandbox: Optional[SandboxMode] = None,
+    approval_policy: Optional[ApprovalPolicy] = None,
     output_schema: Optional[Mapping[str, Any]] = None,
     thread_params: Optional[Mapping[str, Any]] = None,
     turn_params: Optional[Mapping[str, Any]] = None,
     idle_timeout: Optional[float] = None,
     interrupt_grace: float = 5.0,
     on_event: Optional[EventListener] = None,
+    raise_on_failure: bool = True,
     timeout: Optional[float] = None,
 ) -> RunResult:
     """:func:`codexmini.run`, blocking: one turn, its :class:`~codexmini.RunResult`.
@@ -398,6 +403,7 @@ def run(
             idle_timeout=idle_timeout,
             interrupt_grace=interrupt_grace,
             on_event=on_event,
+            raise_on_failure=raise_on_failure,
         )
         return portal.call(running, timeout)
     finally:
@@ -453,14 +459,14 @@ class Agent:
         return self.aio.stats
 
     @property
-    def last_turn_end(self) -> Optional[Dict[str, Any]]:
+    def last_turn_end(self) -> Optional[_agent.TurnEnd]:
         return self.aio.last_turn_end
 
     def start(self) -> None:
         """Start the codex child and write the session header (:meth:`codexmini.Agent.start`)."""
         self.portal.call(self.aio.start())
 
-    def run(self, content: Content, timeout: Optional[float] = None) -> Dict[str, Any]:
+    def run(self, content: Content, timeout: Optional[float] = None) -> _agent.TurnEnd:
         """Queue ``content``, run until idle, return the last ``turn/end`` data.
         A ``KeyboardInterrupt`` or the ``timeout`` aborts the turn (logged as
         ``aborted``) before it propagates."""

@@ -430,3 +430,54 @@ def test_find_codex_real_local_install_is_native():
     assert "/vendor/" in found.path and ".bin" not in found.path, found.path
     assert os.path.realpath(found.path).startswith(str(PROJECT / ".codex"))
     assert codex_version(found.path) == CODEX_VERSION
+
+
+# -- for a user without the repository ----------------------------------------
+
+
+def test_install_hint_for_a_pip_user_is_npm_never_make(tmp_path):
+    hint = binary.install_hint(checkout=False)
+    assert f"`npm install -g @openai/codex@{CODEX_VERSION}`" in hint and "codexmini install-codex" in hint
+    assert ENV_VAR in hint and "make setup" not in hint
+    assert binary.install_hint(checkout=True).startswith("install the pinned codex with `make setup` in the repository")
+    assert binary.in_checkout(os.path.dirname(os.path.dirname(binary.__file__))) is True
+    assert binary.in_checkout(str(tmp_path)) is False  # a pip-installed or vendored copy
+
+
+def test_user_cache_is_under_xdg_cache_home_else_home():
+    assert binary.user_cache({"XDG_CACHE_HOME": "/c", "HOME": "/h"}) == f"/c/codexmini/codex/{CODEX_VERSION}"
+    assert binary.user_cache({"HOME": "/h"}, "0.1.0") == "/h/.cache/codexmini/codex/0.1.0"
+    assert binary.user_cache({}) is None
+
+
+def test_find_codex_takes_the_user_cache_after_a_local_install_and_before_path(bare, tmp_path, empty_path):
+    cache = tmp_path / "xdg"
+    env = {"XDG_CACHE_HOME": str(cache), "PATH": empty_path}
+    with pytest.raises(BinaryNotFound):
+        find_codex(env=env, search_from=str(bare))
+    npm_install(Path(binary.user_cache(env) or ""))
+    assert find_codex(env=env, search_from=str(bare)) == CodexBinary(
+        str(Path(binary.user_cache(env) or "") / NATIVE), "cache"
+    )
+    local = npm_install(bare / ".codex")
+    assert find_codex(env=env, search_from=str(bare)).path == str(local / NATIVE)
+
+
+def test_warn_if_unsupported_warns_once_per_version(monkeypatch):
+    monkeypatch.setattr(binary, "_warned", set())
+    with pytest.warns(CodexVersionWarning) as record:
+        binary.warn_if_unsupported("0.100.0")
+        binary.warn_if_unsupported("0.100.0")
+        binary.warn_if_unsupported("9.0.0")
+    assert ["0.100.0" in str(w.message) for w in record] == [True, False]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        binary.warn_if_unsupported(CODEX_VERSION)
+        binary.warn_if_unsupported(None)  # a server that names no version
+
+
+def test_server_version_is_read_from_the_initialize_user_agent():
+    agent = "codex_cli_rs/0.171.0 (Debian 12.0.0; x86_64) xterm (codexmini; 0.3.0)"
+    assert binary.server_version({"userAgent": agent}) == "0.171.0"
+    assert binary.server_version({"userAgent": "something else"}) is None
+    assert binary.server_version({}) is None

@@ -21,7 +21,7 @@ import pytest
 from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION, __version__
 from codexmini import _cli as cli
 from codexmini._binary import find_codex
-from codexmini._errors import BinaryNotFound
+from codexmini._errors import BinaryNotFound, ConfigError
 from codexmini._permission import ApprovalRequest
 from codexmini._render import Console
 from codexmini._session import read_log
@@ -373,6 +373,57 @@ def test_cli_prompter_user_input():
     assert reply.decision == "decline"
 
 
+# -- codex dying at startup, a missing image, --verbose -----------------------------------
+
+
+def dying_codex(root):
+    """A codex that exits at once, saying why on stderr (like a bad config.toml)."""
+    path = os.path.join(root, "dying-codex")
+    with open(path, "w") as f:
+        f.write('#!/bin/sh\necho "error: bad config in config.toml" >&2\nexit 1\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+def offline_run(root, *more):
+    return ["run", "hi", "--cwd", os.path.join(root, "ws"), "--session", os.path.join(root, "s.jsonl"), *more]
+
+
+def test_cli_run_exits_3_with_one_line_when_codex_dies_at_startup(scratch):
+    code, out, err = call(offline_run(scratch, "--codex-bin", dying_codex(scratch)))
+    assert (code, out) == (3, "")
+    said = "codexmini: codex failed to start: codex app-server exited with code 1: error: bad config in config.toml\n"
+    assert err.endswith(said) and "Traceback" not in err
+
+
+def test_cli_smoke_exits_3_when_codex_dies_at_startup(scratch):
+    code, out, err = call(["smoke", "--codex-bin", dying_codex(scratch)])
+    assert code == 3 and "Traceback" not in err
+    assert err.endswith(
+        "codexmini: codex failed to start: codex app-server exited with code 1: error: bad config in config.toml\n"
+    )
+
+
+def test_cli_verbose_shows_codex_stderr_and_the_traceback(scratch):
+    code, _, err = call(offline_run(scratch, "--codex-bin", dying_codex(scratch), "--verbose"))
+    assert code == 3
+    assert "codexmini.codex: error: bad config in config.toml\n" in err  # a line codex gave no level: debug
+    assert "Traceback" in err and "StartFailed" in err
+
+
+@pytest.mark.parametrize("image", ["missing.png", "ws"])
+def test_cli_run_refuses_an_image_that_is_not_a_readable_file(scratch, image):
+    path = os.path.join(scratch, image)
+    code, out, err = call(offline_run(scratch, "--image", path, "--codex-bin", dying_codex(scratch)))
+    assert (code, out, err) == (2, "", f"codexmini: --image {path}: not a readable file\n")
+
+
+def test_cli_a_typed_error_is_one_line_and_exit_1():
+    err = io.StringIO()
+    assert cli._failed(ConfigError("no good"), err, verbose=False) == 1
+    assert err.getvalue() == "codexmini: no good\n"
+
+
 # -- in process, live (these are what cover cli.run and smoke) ------------------------
 
 
@@ -409,8 +460,10 @@ def test_cli_run_in_process_human_output(hermetic):
     with ScriptedModel({"rules": [], "default": message("Hi ", "there")}) as model:
         code, out, err = call(run_args(hermetic, model, "hello"))
     assert code == 0, err
-    assert "Hi there" in out and "turn completed · 1 step(s)" in out and "session log:" in out
-    assert err == ""
+    # stdout: the answer alone, so `codexmini run … > answer.txt` holds just it;
+    # the transcript, the log's path and the summary go to stderr.
+    assert out == "Hi there\n"
+    assert "Hi there" in err and "turn completed · 1 step(s)" in err and "session log:" in err
 
 
 @pytest.mark.live
@@ -436,17 +489,19 @@ def test_cli_run_in_process_prompts_on_a_tty(hermetic):
     with ScriptedModel(script) as model:
         out, err = io.StringIO(), io.StringIO()
         code = cli.main(
-            run_args(hermetic, model, "go", "--approval-policy", "ask"),
+            run_args(hermetic, model, "go", "--approval-policy", "on-request"),
             stdin=TtyIn("n\n"),
             stdout=out,
             stderr=err,
             env={},
         )
     assert code == 0, err.getvalue()
-    assert "codex wants to run: /bin/bash -lc 'touch asked.txt'" in out.getvalue()
+    assert "codex wants to run: /bin/bash -lc 'touch asked.txt'" in err.getvalue()
     assert not os.path.exists(os.path.join(hermetic, "ws", "asked.txt"))
     events = read_log(os.path.join(hermetic, "s.jsonl")).events
     assert [(d["decision"], d["by"]) for d in of_type(events, "approval/decision")] == [("decline", "handler")]
+    # codex's name on the command line, the log's own word in the log
+    assert [e["data"] for e in events if e["type"] == "approval/policy"] == [{"policy": "ask"}]
 
 
 @pytest.mark.live
@@ -466,7 +521,7 @@ def test_cli_run_in_process_ctrl_c_twice(hermetic):
         killer = threading.Thread(target=interrupt, daemon=True)
         killer.start()
         code = cli.main(
-            run_args(hermetic, model, "sleep"), stdin=io.StringIO(), stdout=out, stderr=io.StringIO(), env={}
+            run_args(hermetic, model, "sleep"), stdin=io.StringIO(), stdout=io.StringIO(), stderr=out, env={}
         )
         killer.join(10)
     assert code == 130
@@ -589,7 +644,7 @@ def test_cli_run_in_process_with_api_key_env_and_a_failing_model(hermetic):
             run_args(hermetic, model, "fail", "--api-key-env", "THE_KEY"), env={"THE_KEY": "sk-in-env"}
         )
     assert code == 1, err
-    assert "turn error" in out and "CODEX_ERROR: " in out and "nope" in out
+    assert "turn error" in err and "CODEX_ERROR: " in err and "nope" in err and out == ""
     # codex refuses to call a provider whose env_key variable is unset, so a
     # request proves the key from THE_KEY reached it as CODEXMINI_API_KEY.
     assert [r["status"] for r in model.requests] == [400]
@@ -650,3 +705,41 @@ def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch)
 def test_cli_config_items_reach_the_agent_config_in_order(tmp_path):
     args = cli.build_parser().parse_args(["run", "x", "--cwd", str(tmp_path), "-c", 'model="m"', "-c", "a.b=1"])
     assert list(cli.agent_config(args, {}).launch.config) == ['model="m"', "a.b=1"]
+
+
+def test_cli_run_takes_an_image_that_is_a_readable_file(scratch):
+    image = os.path.join(scratch, "pixel.png")
+    with open(image, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+    args = cli.build_parser().parse_args(offline_run(scratch, "--image", image))
+    assert cli.agent_config(args, {}).cwd == os.path.join(scratch, "ws")
+
+
+class TtyOut(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.live
+@live
+def test_cli_run_on_one_terminal_shows_the_answer_once(hermetic):
+    with ScriptedModel({"rules": [], "default": message("Hi ", "there")}) as model:
+        out, err = TtyOut(), TtyOut()
+        code = cli.main(
+            run_args(hermetic, model, "hello"), stdin=io.StringIO(), stdout=out, stderr=err, env={"NO_COLOR": "1"}
+        )
+    assert code == 0, err.getvalue()
+    assert out.getvalue() == "" and "Hi there" in err.getvalue()
+
+
+def test_cli_and_library_name_the_thread_options_alike():
+    # One set of names: the CLI's choices are the library's Literals (the
+    # approval policy adds `ask`, the session log's word for on-request).
+    import typing
+
+    from codexmini import ApprovalPolicy, SandboxMode
+
+    actions = {a.dest: a for a in cli.build_parser()._subparsers._group_actions[0].choices["run"]._actions}
+    assert tuple(actions["sandbox"].choices) == typing.get_args(SandboxMode)
+    assert set(actions["approval_policy"].choices) - {"ask"} <= set(typing.get_args(ApprovalPolicy))
+    assert {cli.APPROVAL_KNOB[c] for c in actions["approval_policy"].choices} <= {"ask", "never"}

@@ -2,8 +2,8 @@
 ``run --session`` on a log another process writes is a usage error naming
 that process (exit 2, before codex starts); a log someone else writes to
 mid-run -- here codex itself, running a command the model asked for -- ends
-the run with the log's error on stderr (exit 1), and the log keeps what was
-written before."""
+the run with the log's error as the last line on stderr (exit 1), and the
+log keeps what was written before."""
 
 from __future__ import annotations
 
@@ -79,7 +79,8 @@ def test_cli_session_log_written_by_someone_else_mid_run_exits_1_with_the_error(
             argv += ["--provider-url", model.url, "--auto-approve", "--approval-policy", "ask"]
             code, out, err = call(argv, dict(os.environ))
         assert code == 1, err
-        assert err.startswith(f"codexmini: {path}: the session log was appended behind its writer's back")
+        last = err.splitlines()[-1]  # the transcript comes first, on stderr too
+        assert last.startswith(f"codexmini: {path}: the session log was appended behind its writer's back"), err
         with open(path, "rb") as written:
             assert written.read().endswith(b"intruder\n")  # nothing written after it
         decisions = [e for e in read_log(path).events if e["type"] == "approval/decision"]  # torn tail dropped

@@ -1114,3 +1114,41 @@ async def test_client_answer_to_a_child_that_stopped_reading_is_dropped_quietly(
         assert not client.closed
     finally:
         await client.close()
+
+
+# -- said once: an old codex, approvals nobody answers -------------------------------------
+
+
+async def test_client_warns_once_per_process_of_a_codex_outside_the_supported_range(monkeypatch):
+    from codexmini import CodexVersionWarning, _binary
+
+    monkeypatch.setattr(_binary, "_warned", set())
+    agent = "codex_cli_rs/0.100.0 (Debian 12; x86_64) dumb (codexmini; 0.3.0)"
+
+    async def old_codex(server):
+        await server.handshake(dict(INIT_RESULT, userAgent=agent))
+        await b.lists(server)
+
+    with pytest.warns(CodexVersionWarning, match="0.100.0") as record:
+        for _ in range(2):
+            client = await started(old_codex)
+            await client.close()
+    assert len(record) == 1
+
+
+async def test_client_says_once_per_turn_that_approvals_nobody_answers_are_declined(caplog):
+    with caplog.at_level(logging.WARNING, logger="codexmini.client"):
+        client = await started(b.approvals_in_turns)
+        sub = client.subscribe(THREAD)
+        await client.request("thread/loaded/list", {})
+        answers = await reported(sub)
+        await client.close()
+    said = [r.getMessage() for r in caplog.records if "no handler answers it" in r.getMessage()]
+    # turns a, b, 64 more (a is forgotten after 64 others), then a again; the
+    # auth refresh is no approval: refused without a word
+    assert answers == len(b.ASKED_IN) + 1
+    assert len(said) == 2 + 64 + 1
+    assert said[0] == (
+        "codex asked for command (/bin/bash -lc 'echo hi') and no handler answers it: declined (fail-closed); "
+        "said once per turn, give an approval handler to answer"
+    )

@@ -343,3 +343,67 @@ def test_sync_approval_reply_after_the_loop_closed_is_dropped():
     for worker in workers:
         worker.join(BOUND)
     assert finished.is_set() and not any(w.is_alive() for w in workers)
+
+
+# -- fork: the child owns nothing of its parent's ---------------------------------------
+
+
+def test_portal_a_fork_child_neither_uses_nor_hangs_on_an_inherited_client(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(tests), tests]))
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore::DeprecationWarning", os.path.join(tests, "support", "fork_child.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(tmp_path),
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert said["child"].startswith("ClientClosed: this codexmini.sync object belongs to process ")
+    assert said["child"].endswith("a forked child cannot use it (open a new one in the child)")
+    assert (said["before"], said["exit"], said["after"]) == (True, 0, "Hello")  # the child exited 0, at once
+
+
+def test_portal_seen_from_a_fork_child_refuses_calls_and_closes_without_its_loop():
+    portal = _portal.Portal()
+    parent = portal.pid
+    try:
+        portal.pid = parent + 1  # what a fork child sees: its pid is not the loop's
+
+        async def never() -> None:  # pragma: no cover - refused before it runs
+            raise AssertionError("ran in the child")
+
+        with pytest.raises(ClientClosed, match=f"belongs to process {parent + 1}; a forked child cannot use it"):
+            portal.call(never())
+
+        class Owner:
+            def close(self) -> None:
+                _portal.shut(self, portal, never)
+
+        owner = Owner()
+        _portal.hold(owner)
+        owner.close()  # returns at once, the loop untouched
+        assert portal.closed and owner not in _portal._open
+        assert portal.loop_thread.is_alive()  # the parent's loop thread was not stopped
+    finally:
+        portal.pid, portal._closed = parent, False
+        portal.close()
+    assert not portal.loop_thread.is_alive()
+
+
+def test_portal_after_a_fork_the_child_registry_is_empty():
+    saved, lock = dict(_portal._open), _portal._open_lock
+    try:
+        _portal._after_fork_in_child()
+        assert _portal._open == {} and _portal._open_lock is not lock
+    finally:
+        _portal._open.update(saved)
+        _portal._open_lock = lock

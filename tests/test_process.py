@@ -11,6 +11,7 @@ that never blocks the child, its bounded tail and a huge line's head.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 
@@ -110,3 +111,14 @@ async def test_client_stderr_tail_keeps_only_the_head_of_a_huge_line(tmp_path):
     client = await spawned(tmp_path, "stderr_long_line")
     await client.close()
     assert client.stderr_tail.splitlines() == ["z" * 2000 + "...", "the line after"]
+
+
+async def test_codex_stderr_lines_are_logged_at_the_level_codex_gave_them(tmp_path, caplog):
+    # codex's errors are warnings (the bubblewrap notice every start prints is
+    # info), its warnings info, the rest debug: --verbose shows them all.
+    caplog.set_level(logging.DEBUG, logger="codexmini.codex")
+    client = await spawned(tmp_path, "stderr_levels")
+    await client.close()
+    logged = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "codexmini.codex"]
+    levels = [logging.WARNING, logging.INFO, logging.INFO, logging.DEBUG, logging.DEBUG]
+    assert logged == list(zip(levels, b.CODEX_STDERR))

@@ -31,6 +31,7 @@ from codexmini import (
     SchemaError,
     Thread,
     TurnCompleted,
+    TurnFailed,
     run,
 )
 from codexmini._permission import Reply
@@ -171,9 +172,17 @@ async def test_run_answer_breaking_the_schema_is_a_typed_error_and_the_process_i
     assert fake.all_closed()
 
 
-async def test_run_failed_turn_is_an_outcome_not_an_output_error():
+async def test_run_failed_turn_raises_turn_failed_with_the_result():
     fake = Fake(tb.Failed, "with-error")
-    result = await run("hi", launch=Launch(launcher=fake.launch), output_schema=SCHEMA)
+    with pytest.raises(TurnFailed, match="failed: ") as caught:
+        await run("hi", launch=Launch(launcher=fake.launch), output_schema=SCHEMA)
+    result = caught.value.result
+    assert result is not None and (result.status, result.error, result.ok) == ("failed", TURN_ERROR, False)
+
+
+async def test_run_failed_turn_is_an_outcome_when_the_caller_asks_for_the_status():
+    fake = Fake(tb.Failed, "with-error")
+    result = await run("hi", launch=Launch(launcher=fake.launch), output_schema=SCHEMA, raise_on_failure=False)
     assert (result.status, result.error, result.value, result.ok) == ("failed", TURN_ERROR, None, False)
     assert result.error_message == TURN_ERROR["message"] and result.final_response is None
 

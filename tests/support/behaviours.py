@@ -120,6 +120,34 @@ async def approval(server: ServerSide) -> None:
     await lists(server)
 
 
+#: (threadId, turnId) of each approval approvals_in_turns asks: three in two
+#: turns, one in each of 64 more, then the first turn again.
+ASKED_IN = [(THREAD, "a"), (THREAD, "a"), (THREAD, "b"), *[("t2", str(n)) for n in range(64)], (THREAD, "a")]
+
+
+async def approvals_in_turns(server: ServerSide) -> None:
+    """One approval per ASKED_IN entry and a server request no Reply answers
+    (an auth refresh); once every answer is in, report their number and
+    answer the client's requests."""
+    await server.handshake()
+    for rid, (thread, turn) in enumerate(ASKED_IN):
+        server.send({"id": rid, "method": APPROVAL, "params": dict(APPROVAL_PARAMS, threadId=thread, turnId=turn)})
+    refresh = {"reason": "unauthorized", "previousAccountId": None}
+    server.send({"id": "refresh", "method": "account/chatgptAuthTokens/refresh", "params": refresh})
+    answers, waiting = 0, []
+    while answers < len(ASKED_IN) + 1:
+        frame = await server.recv()
+        assert frame is not None, "the client's input ended before its answers"
+        if "method" in frame:
+            waiting.append(frame)
+        else:
+            answers += 1
+    report(server, answers)
+    for request in waiting:
+        server.send(loaded_list(request["id"]))
+    await lists(server)
+
+
 async def approval_twice(server: ServerSide) -> None:
     """The same approval twice with one id (codex never does); at the client's
     next request, report the answers received before it."""
@@ -374,6 +402,31 @@ async def stderr_long_line(server: ServerSide) -> None:
     os.write(2, b"z" * (1 << 20) + b"\nthe line after\n")
     await server.handshake()
     await lists(server)
+
+
+#: codex's own log lines, as it writes them on stderr (one of each kind).
+CODEX_STDERR = (
+    "2026-12-03T08:03:39.314194Z ERROR codex_app_server: the model provider refused the key",
+    "2026-12-03T08:03:39.314194Z ERROR codex_app_server: Codex could not find bubblewrap on PATH. Install it.",
+    "2026-12-03T08:03:39.314194Z  WARN codex_core: a warning",
+    "2026-12-03T08:03:39.314194Z  INFO codex_core: some info",
+    "not a log line at all",
+)
+
+
+async def stderr_levels(server: ServerSide) -> None:
+    """codex's log lines of each level on stderr, then the handshake."""
+    os.write(2, "".join(line + "\n" for line in CODEX_STDERR).encode())
+    await server.handshake()
+    await lists(server)
+
+
+async def doctor_refusals(server: ServerSide) -> None:
+    """A codex whose account store and threads are broken: ``account/read``
+    and ``thread/start`` are refused."""
+    await server.handshake()
+    async for request in server.requests():
+        server.fail(request, f"{request['method']} is broken here")
 
 
 async def report_argv(server: ServerSide) -> None:
