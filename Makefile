@@ -108,8 +108,8 @@ bench: setup
 bench-instructions: setup
 	$(PY) -m tools.benchlib.instructions $(ARGS)
 
-# The reliability suite alone (issue 10): hostile input, faults, soak, kills,
-# secrets, fuzzing -- its figures are printed at the end (they also are in make test).
+# The reliability suite alone (issues 10, 27): hostile input, faults, soak, kills,
+# secrets, fuzzing, session-log storage faults, one writer per log -- its figures are printed at the end (they also are in make test).
 .PHONY: reliability
 reliability: setup
 	$(PY) -m pytest -q -n $(JOBS) tests/reliability

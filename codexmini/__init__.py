@@ -100,6 +100,8 @@ _EXPORTS: Dict[str, str] = {
     "SchemaError": "_errors",
     "OutputValidationError": "_errors",
     "SessionLogError": "_errors",
+    "SessionLogLocked": "_errors",
+    "SessionLogChanged": "_errors",
     "TurnFailed": "_errors",
     "UsageLimitExceeded": "_errors",
     # warnings
@@ -152,7 +154,9 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import RpcError as RpcError
     from ._errors import SchemaError as SchemaError
     from ._errors import ServerOverloaded as ServerOverloaded
+    from ._errors import SessionLogChanged as SessionLogChanged
     from ._errors import SessionLogError as SessionLogError
+    from ._errors import SessionLogLocked as SessionLogLocked
     from ._errors import ThreadNotFound as ThreadNotFound
     from ._errors import TransportError as TransportError
     from ._errors import TurnFailed as TurnFailed

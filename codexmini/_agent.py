@@ -59,7 +59,15 @@ from typing import (
 from ._binary import server_version
 from ._client import AppServerClient, Tap
 from ._endpoint import ModelEndpoint
-from ._errors import ConfigError, ModelUnreachable, ProcessExited, RpcError, TransportError, TurnTimeout
+from ._errors import (
+    ConfigError,
+    ModelUnreachable,
+    ProcessExited,
+    RpcError,
+    SessionLogError,
+    TransportError,
+    TurnTimeout,
+)
 from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
@@ -319,7 +327,11 @@ class Agent:
             self._driver.cancel()
 
     async def run(self, content: Content) -> TurnEnd:
-        """Queue ``content``, run until idle, return the last ``turn/end`` data."""
+        """Queue ``content``, run until idle, return the last ``turn/end`` data.
+        A session log that can no longer be written (a storage fault, a file
+        changed behind its back) ends the turn at once and raises its
+        :class:`~codexmini.SessionLogError` here, and from every later turn;
+        what was logged before stays."""
         self.last_turn_end = None
         self.followup(content)
         await self.wait_idle()
@@ -434,6 +446,8 @@ class Agent:
                 raise
             _uncancel()
             return
+        except SessionLogError:  # the header could not be written: nor can the turn be
+            raise
         except Exception as exc:  # no codex to run (or it broke the handshake): the turn is logged all the same
             log.warning("cannot start codex for turn %d: %s", self._turn_no, exc)
             unavailable = exc

@@ -9,8 +9,10 @@ The contract (``docs/cli.md``); other tools script against it:
 * ``version`` / ``--version``.
 
 Exit codes: 0 the turn completed; 1 it ended otherwise (``error``,
-``blocked``) or failed; 2 usage error; 3 the codex binary is missing or
-failed to start; 130 interrupted (Ctrl-C, after a clean ``turn/interrupt``).
+``blocked``) or failed (a session log that cannot be written mid-run
+included); 2 usage error (a log that cannot be opened, or that another writer
+holds, included); 3 the codex binary is missing or failed to start; 130
+interrupted (Ctrl-C, after a clean ``turn/interrupt``).
 
 stdout carries the final answer alone; the transcript, the session log's
 path and the summary go to stderr (on a terminal, with the time elapsed

@@ -28,7 +28,9 @@ the turn for its stream, the session module for the log file.
     ├── ConfigError              a setting codexmini refuses up front
     ├── SchemaError              a JSON Schema the validator cannot use, or none printed
     ├── OutputValidationError    a turn's final answer broke its output_schema
-    ├── SessionLogError          a session log line is corrupt (names the line)
+    ├── SessionLogError          a session log cannot be read or written (its path; the line, the cause)
+    │   ├── SessionLogLocked     another writer holds the log (its pid)
+    │   └── SessionLogChanged    the file was truncated, replaced or written behind the writer's back
     └── TurnFailed               a turn ended ``failed`` (a value on TurnCompleted.failure)
         └── UsageLimitExceeded   the account's usage limit was hit (resets_at)
 
@@ -277,12 +279,46 @@ class OutputValidationError(CodexminiError):
 
 class SessionLogError(CodexminiError):
     """A session log cannot be read back (a corrupt line that is not the last)
-    or written (the disk refused an append)."""
+    or written.  ``path`` is the log; ``line`` the 1-based line that is bad or
+    that could not be appended (0 when no line is concerned).  A storage fault
+    -- a directory or file without permission, a directory where the log
+    should be, a full disk, a file size limit -- is this error with the
+    ``OSError`` that caused it as ``__cause__``."""
 
     def __init__(self, message: str, path: str = "", line: int = 0) -> None:
         self.path = path
         self.line = line
         super().__init__(message)
+
+
+class SessionLogLocked(SessionLogError):
+    """Another writer holds the session log: one writer per log.  Raised by
+    :meth:`SessionLog.open <codexmini.SessionLog.open>` before anything is
+    read or written.  ``pid`` is the holder's process id, read from the
+    ``<log>.pid`` file it wrote (``None`` when it is unknown: the holder had
+    not written it yet, or could not)."""
+
+    def __init__(self, path: str, pid: Optional[int]) -> None:
+        self.pid = pid
+        holder = f"pid {pid}" if pid is not None else "another process (pid unknown)"
+        super().__init__(
+            f"{path}: the session log is locked by its writer, {holder}: one writer per log "
+            "(the lock goes when that writer closes the log or exits)",
+            path=path,
+        )
+
+
+class SessionLogChanged(SessionLogError):
+    """The session log file was changed behind its writer's back, found
+    before an append (nothing of that append is written; the log closes).
+    ``change`` says how: ``missing`` (its path leads nowhere any more:
+    removed or renamed; ``__cause__`` is the ``OSError``), ``replaced`` (its
+    path leads to another file), ``truncated`` (shorter than this writer left
+    it) or ``appended`` (longer: someone else wrote to it)."""
+
+    def __init__(self, message: str, path: str, change: str, line: int = 0) -> None:
+        self.change = change
+        super().__init__(message, path=path, line=line)
 
 
 class TurnFailed(CodexminiError):
@@ -344,7 +380,9 @@ __all__ = [
     "RpcError",
     "SchemaError",
     "ServerOverloaded",
+    "SessionLogChanged",
     "SessionLogError",
+    "SessionLogLocked",
     "ThreadNotFound",
     "TransportError",
     "TurnFailed",

@@ -45,7 +45,7 @@ from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
 from ._client import AppServerClient
 from ._endpoint import ModelEndpoint
-from ._errors import CodexminiError, CodexTimeout, SchemaError, StartFailed, TransportError
+from ._errors import CodexminiError, CodexTimeout, SchemaError, SessionLogError, StartFailed, TransportError
 from ._events import AgentMessageDelta, Event
 from ._launch import Launch, Timeouts
 from ._permission import ACCEPT, ApprovalRequest, Reply
@@ -372,7 +372,7 @@ class Smoke:
         for check, what in checks:
             try:
                 ok = bool(check())
-            except (KeyError, IndexError, OSError):
+            except (KeyError, IndexError, OSError, SessionLogError):  # a log that cannot be read back: a failed check
                 ok = False
             self.expect(ok, what)
         if self.validator is not None:

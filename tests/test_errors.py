@@ -24,7 +24,9 @@ from codexmini._errors import (
     RpcError,
     SchemaError,
     ServerOverloaded,
+    SessionLogChanged,
     SessionLogError,
+    SessionLogLocked,
     StartFailed,
     ThreadNotFound,
     TransportError,
@@ -55,6 +57,8 @@ TREE = {
     SchemaError: (CodexminiError,),
     OutputValidationError: (CodexminiError,),
     SessionLogError: (CodexminiError,),
+    SessionLogLocked: (SessionLogError,),
+    SessionLogChanged: (SessionLogError,),
     TurnFailed: (CodexminiError,),
     UsageLimitExceeded: (TurnFailed,),
 }
@@ -142,6 +146,23 @@ def test_errors_session_log_error_names_the_file_and_line():
 def test_errors_session_log_error_positional_arguments_keep_the_message_clean():
     err = SessionLogError("bad event", "/tmp/s.jsonl", 4)
     assert (str(err), err.path, err.line) == ("bad event", "/tmp/s.jsonl", 4)
+
+
+def test_errors_session_log_locked_names_the_log_and_the_holder():
+    err = SessionLogLocked("/tmp/s.jsonl", 4242)
+    assert (err.path, err.pid, err.line) == ("/tmp/s.jsonl", 4242, 0)
+    assert str(err) == (
+        "/tmp/s.jsonl: the session log is locked by its writer, pid 4242: one writer per log "
+        "(the lock goes when that writer closes the log or exits)"
+    )
+    unknown = SessionLogLocked("/tmp/s.jsonl", None)
+    assert unknown.pid is None and "another process (pid unknown)" in str(unknown)
+
+
+def test_errors_session_log_changed_says_how():
+    err = SessionLogChanged("/tmp/s.jsonl: truncated", "/tmp/s.jsonl", "truncated", 7)
+    assert (str(err), err.path, err.change, err.line) == ("/tmp/s.jsonl: truncated", "/tmp/s.jsonl", "truncated", 7)
+    assert SessionLogChanged("m", "/p", "replaced").line == 0
 
 
 # -- the RpcError subclasses and rpc_error ------------------------------------------------

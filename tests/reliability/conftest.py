@@ -1,5 +1,6 @@
-"""The reliability suite (issue 10): hostile input, faults, soak, kills,
-secrets, fuzzing.  Every test here runs under a watchdog, and the figures the
+"""The reliability suite (issues 10 and 27): hostile input, faults, soak,
+kills, secrets, fuzzing, storage faults of the session log, one writer per
+log.  Every test here runs under a watchdog, and the figures the
 tests record (:mod:`figures`, a plugin the root ``conftest.py`` loads) are
 printed at the end of the run."""
 
