@@ -11,12 +11,19 @@ maximum frame size.  A line over the cap is *discarded as it streams in* (the
 buffer never holds more than the cap) and reported once when its newline
 arrives; the frames after it decode normally.
 
-Anything that is not a JSON object -- invalid UTF-8, invalid JSON (nested too
-deeply for ``json`` included), JSON that is an array or a number -- comes out of :meth:`LineDecoder.feed` as a
-:class:`~codexmini._errors.ProtocolError` *value* instead of raising, so one
-bad line can never kill a reader.  This module reads no clock, spawns nothing
-and touches no file; the client feeds it bytes (h11's receive buffer is the
-model).
+Anything that is not a JSON object -- invalid UTF-8, invalid JSON, JSON nested
+deeper than :data:`MAX_DEPTH`, JSON that is an array or a number -- comes out
+of :meth:`LineDecoder.feed` as a :class:`~codexmini._errors.ProtocolError`
+*value* instead of raising, so one bad line can never kill a reader.  This
+module reads no clock, spawns nothing and touches no file; the client feeds it
+bytes (h11's receive buffer is the model).
+
+The verdict on a line depends on its bytes only, never on how they arrive:
+a line read whole is judged by a direct scan in the hot loop, a line cut by
+a chunk boundary (or anything the scan does not take as a plain frame) by
+:func:`_verdict`, and both apply the same limits -- the frame cap, the
+nesting limit (an explicit count, not the interpreter's stack, which differs
+between the two), the preview's length.
 
 :func:`classify` holds the JSON-RPC shape rules, applied once per
 frame by the RPC core (:mod:`._rpc`): ``id`` + ``method`` is a request,
@@ -27,8 +34,10 @@ without a reply, so such ids are malformed here too.
 
 from __future__ import annotations
 
+import itertools
 import json
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+import re
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from ._errors import ConfigError, ProtocolError
 from ._jsontext import encoder
@@ -36,6 +45,17 @@ from ._jsontext import encoder
 #: Default cap on one frame, in bytes.  The largest frame seen from codex
 #: 0.149.1 was 1.21 MB; users report 4 MiB.  64 MiB leaves room for both.
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+#: How deep a line may nest arrays and objects (the frame itself is the first
+#: level); a line nested deeper is refused as "nested too deeply".  codex
+#: parses with serde_json, which refuses more than 128 levels, so nothing it
+#: sends comes near.  The limit is a count of the decoded value, so the
+#: verdict is the same wherever the line is decoded: ``json``'s C scanner
+#: recurses once per level, against the interpreter's recursion limit (1,000
+#: by default) on 3.9-3.11, and a line decoded a few calls deeper than
+#: another would otherwise fail where the other passed.  512 leaves the
+#: caller about half of the default limit.
+MAX_DEPTH = 512
 
 REQUEST = "request"
 NOTIFICATION = "notification"
@@ -111,6 +131,72 @@ def _loads(text: str) -> Any:
     return value
 
 
+def _nests_deeper(value: Any) -> bool:
+    """Whether a decoded value nests arrays and objects more than
+    :data:`MAX_DEPTH` levels deep: one level at a time, each a list of the
+    containers at that depth (no recursion: the stack plays no part)."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    for _ in range(MAX_DEPTH):
+        if not level:
+            return False
+        level = [
+            child
+            for container in level
+            for child in (container.values() if type(container) is dict else container)
+            if type(child) is dict or type(child) is list
+        ]
+    return bool(level)
+
+
+#: The shortest object nested deeper than MAX_DEPTH is ``{"":[[…]]}``, 2 ×
+#: MAX_DEPTH + 5 characters: a line no longer than this cannot be one, so the
+#: hot loop measures no depth (nine lines in ten are deltas, far shorter).
+_SHALLOW = 2 * MAX_DEPTH + 4
+
+#: A JSON string, and a run of characters that are no bracket (for the depth
+#: of a line that is no JSON, :func:`_text_nests_deeper`).
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # (a line holds no "\n" for "." to miss)
+_NOT_BRACKETS = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _text_nests_deeper(text: str) -> bool:
+    """Whether the brackets of ``text`` outside its strings open more than
+    :data:`MAX_DEPTH` levels at some point: the depth of a line that does not
+    parse.  No deeper than what the parser recursed into before the error, so
+    a parse that ran out of stack and one that failed on the error agree."""
+    brackets = _NOT_BRACKETS.sub("", _STRING.sub("", text))
+    steps: Iterable[int] = map(_STEP.__getitem__, brackets)
+    return max(itertools.accumulate(steps, initial=0)) > MAX_DEPTH
+
+
+_TOO_DEEP = f"invalid JSON: nested too deeply (more than {MAX_DEPTH} levels)"
+
+
+def _verdict(text: str, line: Union[bytes, bytearray, None] = None) -> Decoded:
+    """The one judgement of a line (its text without the newline or a final
+    ``"\\r"``; ``line``, its bytes, when the caller has them) that is not
+    plainly a frame, whichever way its bytes came: a JSON object, or why it
+    is not one.  Depth is judged before anything else: a line nested too
+    deeply gets that verdict whether the parse succeeded, failed on a syntax
+    error after the deep part, or ran out of stack."""
+    try:
+        obj = _loads(text)
+    except ValueError as exc:
+        reason = _TOO_DEEP if _text_nests_deeper(text) else f"invalid JSON: {exc}"
+    except RecursionError:  # [[[[… deeper than this caller's stack, however deep that is
+        reason = _TOO_DEEP
+    else:
+        if _nests_deeper(obj):
+            reason = _TOO_DEEP
+        elif type(obj) is dict:
+            return obj
+        else:
+            reason = f"not a JSON-RPC frame ({type(obj).__name__})"
+    raw = text.encode("utf-8") if line is None else line
+    return ProtocolError(reason, len(raw), _preview(raw))
+
+
 def decode_line(line: Union[bytes, bytearray]) -> Decoded:
     """Decode one line (without its newline) into a JSON object, or a
     :class:`~codexmini._errors.ProtocolError` saying why it is not one."""
@@ -118,15 +204,7 @@ def decode_line(line: Union[bytes, bytearray]) -> Decoded:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return ProtocolError(f"invalid UTF-8 at byte {exc.start}", len(line), _preview(line))
-    try:
-        obj = _loads(text)
-    except ValueError as exc:
-        return ProtocolError(f"invalid JSON: {exc}", len(line), _preview(line))
-    except RecursionError:  # [[[[… nested deeper than the interpreter's stack
-        return ProtocolError("invalid JSON: nested too deeply", len(line), _preview(line))
-    if not isinstance(obj, dict):
-        return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(line), _preview(line))
-    return obj
+    return _verdict(text, line)
 
 
 #: ``line.decode()``: UTF-8, strict (mapped over a chunk's lines).
@@ -155,7 +233,7 @@ class LineDecoder:
         self._buf = bytearray()  # the start of a line whose newline has not arrived
         self._skipping = 0  # >0: size so far of an oversized line being discarded
         self._skip_cr = False  # the last byte skipped is a "\r" (not counted if the "\n" follows)
-        self._skip_preview = ""
+        self._skip_head = b""  # the first bytes of the line being discarded (its preview)
 
     def feed(self, data: bytes) -> List[Decoded]:
         """Every frame ``data`` completes.  The chunk is split once, as bytes,
@@ -168,6 +246,9 @@ class LineDecoder:
             data = bytes(data)
         if self._skipping:
             cut = data.find(b"\n")
+            need = _PREVIEW - len(self._skip_head)  # > 0 only under a cap shorter than a preview
+            if need > 0:
+                self._skip_head += data[: cut if 0 <= cut < need else need]
             if cut < 0:
                 self._skipping += len(data)
                 self._skip_cr = data[-1:] == b"\r" if data else self._skip_cr
@@ -211,35 +292,28 @@ class LineDecoder:
                 # Builtins as locals (as in every per-frame loop here): 3.9
                 # caches no global lookup in a function called fewer than
                 # 1,024 times, and this one runs once a chunk.
+                # A line long enough to nest too deeply has its depth
+                # measured, as _verdict would (_SHALLOW: hardly ever).
                 out: List[Decoded] = []
                 append, scan, slow, len_, type_, dict_ = out.append, _scan_once, self._text_line, len, type, dict
+                shallow, deeper = _SHALLOW, _nests_deeper
                 for text in texts:
                     try:
                         value, stop = scan(text, 0)
                     except (StopIteration, ValueError, RecursionError):
                         append(slow(text))
                         continue
-                    append(value if stop == len_(text) and type_(value) is dict_ else slow(text))
+                    if stop == len_(text) and type_(value) is dict_ and (len_(text) <= shallow or not deeper(value)):
+                        append(value)
+                    else:
+                        append(slow(text))
                 return out
         line_of = self._line
         return [line_of(line) for line in lines]
 
     @staticmethod
     def _text_line(line: str) -> Decoded:
-        if line[-1:] == "\r":
-            line = line[:-1]
-        try:
-            obj = _loads(line)
-        except ValueError as exc:
-            raw = line.encode("utf-8")
-            return ProtocolError(f"invalid JSON: {exc}", len(raw), _preview(raw))
-        except RecursionError:  # [[[[… nested deeper than the interpreter's stack
-            raw = line.encode("utf-8")
-            return ProtocolError("invalid JSON: nested too deeply", len(raw), _preview(raw))
-        if type(obj) is not dict:
-            raw = line.encode("utf-8")
-            return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(raw), _preview(raw))
-        return obj
+        return _verdict(line[:-1] if line[-1:] == "\r" else line)
 
     def _check_cap(self) -> None:
         # A trailing "\r" may be half of a CRLF whose "\n" is still in flight;
@@ -247,7 +321,7 @@ class LineDecoder:
         if len(self._buf) - self._buf.endswith(b"\r") > self.max_frame_bytes:
             self._skipping = len(self._buf)
             self._skip_cr = self._buf.endswith(b"\r")
-            self._skip_preview = _preview(bytes(self._buf))
+            self._skip_head = bytes(self._buf[:_PREVIEW])
             self._buf.clear()
 
     def close(self) -> List[Decoded]:
@@ -273,10 +347,11 @@ class LineDecoder:
         return decode_line(line)
 
     def _oversized(self) -> ProtocolError:
-        # A CRLF line's "\r" is not part of its size, wherever the chunks cut it.
-        size, preview = self._skipping - self._skip_cr, self._skip_preview
-        self._skipping, self._skip_cr, self._skip_preview = 0, False, ""
-        return ProtocolError(self._too_big(size), size, preview)
+        # A CRLF line's "\r" is not part of its size, wherever the chunks cut
+        # it, nor of its preview: the line's first bytes, as _line shows them.
+        size, head = self._skipping - self._skip_cr, self._skip_head
+        self._skipping, self._skip_cr, self._skip_head = 0, False, b""
+        return ProtocolError(self._too_big(size), size, _preview(head[:size]))
 
     def _too_big(self, size: int) -> str:
         return f"frame of {size} bytes exceeds the cap of {self.max_frame_bytes} bytes"
@@ -284,6 +359,7 @@ class LineDecoder:
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_DEPTH",
     "REQUEST",
     "NOTIFICATION",
     "RESPONSE",

@@ -420,8 +420,7 @@ MIXED_STREAM = b"".join(line for line, _ in MIXED)
 
 
 def outcome(item: wire.Decoded):
-    """A frame, or a problem's reason and size (an oversized line's preview is
-    whatever the buffer held when it went over the cap: it depends on the chunks)."""
+    """A frame, or a problem's reason and size (:func:`verdict` adds the preview)."""
     return (item.reason, item.size) if isinstance(item, ProtocolError) else item
 
 
@@ -593,7 +592,190 @@ def test_line_decoder_json_nested_deeper_than_the_stack_is_a_protocol_error(crlf
     for line in (deep, b'{"a":' + deep + b"}"):
         d = LineDecoder()
         (got,) = d.feed(line + crlf + b"\n")  # the block path
-        assert isinstance(got, ProtocolError) and got.reason == "invalid JSON: nested too deeply"
+        assert isinstance(got, ProtocolError) and got.reason == TOO_DEEP
         (again,) = LineDecoder(max_frame_bytes=len(line) - 1 + len(crlf) + 1).feed(line + crlf + b"\n")
-        assert isinstance(again, ProtocolError) and again.reason == "invalid JSON: nested too deeply"
-        assert wire.decode_line(line).reason == "invalid JSON: nested too deeply"
+        assert isinstance(again, ProtocolError) and again.reason == TOO_DEEP
+        assert wire.decode_line(line).reason == TOO_DEEP
+
+
+# -- the verdict does not depend on how the bytes arrive ---------------------
+#
+# A line read whole goes through the hot loop's direct scan; a line cut by a
+# chunk boundary is assembled in the buffer and judged by _verdict.  At each
+# limit the decoder has (the nesting depth, the frame cap, the preview's
+# length), at the limit, one below and one above, every way of cutting the
+# bytes in two gives the same verdict -- reason, size and preview included.
+
+D = wire.MAX_DEPTH
+TOO_DEEP = f"invalid JSON: nested too deeply (more than {D} levels)"
+NEXT = b'{"method":"next"}\n'  # what follows each line must decode too
+
+
+def verdict(item: wire.Decoded):
+    """A frame, or everything a problem says (reason, size, preview)."""
+    return (item.reason, item.size, item.preview) if isinstance(item, ProtocolError) else item
+
+
+def same_at_every_cut(data: bytes, cap: int = DEFAULT_MAX_FRAME_BYTES, cuts: Iterable[int] = ()) -> list:
+    """The verdicts on ``data`` read whole, after checking that reading it in
+    two pieces, cut at each of ``cuts`` (default: every offset), gives the same."""
+    whole = [verdict(o) for o in feed_all(LineDecoder(cap), [data])]
+    for cut in list(cuts) or range(len(data) + 1):
+        split = [verdict(o) for o in feed_all(LineDecoder(cap), [data[:cut], data[cut:]])]
+        assert split == whole, f"cut at {cut} of {len(data)}"
+    return whole
+
+
+def nested(depth: int, kinds: str = "a") -> str:
+    """A JSON object ``depth`` levels deep (itself the first): its members
+    nest arrays (``a``), objects (``o``) or both in turn (``ao``)."""
+    text = "0"
+    for level in range(depth - 1, 0, -1):
+        text = f"[{text}]" if kinds[level % len(kinds)] == "a" else f'{{"k":{text}}}'
+    return '{"":' + text + "}"
+
+
+def shortest(depth: int) -> str:
+    """The shortest object ``depth`` levels deep: 2 × depth + 3 characters."""
+    return '{"":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+def test_nested_builders_build_what_they_say():
+    for depth in (1, 2, 5):
+        value = json.loads(nested(depth, "ao"))
+        levels = 0
+        while isinstance(value, (dict, list)):
+            levels += 1
+            value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+        assert levels == depth
+    assert json.loads(shortest(3)) == {"": [[]]} and len(shortest(D + 1)) == 2 * D + 5
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("depth", [D - 1, D, D + 1], ids=["below", "at", "above"])
+def test_verdict_on_nesting_is_the_same_at_every_cut(depth, ending):
+    # The shortest object of each depth: the one line at the hot loop's
+    # length threshold (a longer one is measured there, a shorter cannot be deep).
+    line = shortest(depth).encode()
+    got = same_at_every_cut(line + ending + NEXT)
+    expected = json.loads(line) if depth <= D else (TOO_DEEP, len(line), line[:120].decode())
+    assert got == [expected, {"method": "next"}]
+
+
+@pytest.mark.parametrize("kinds", ["a", "o", "ao"], ids=["arrays", "objects", "both"])
+@pytest.mark.parametrize("depth", [D - 1, D, D + 1], ids=["below", "at", "above"])
+def test_verdict_on_nesting_of_arrays_and_objects_at_a_sample_of_cuts(depth, kinds):
+    line = nested(depth, kinds).encode()
+    padded = b'{"pad":"' + b"[{" * 3000 + b'",' + line[1:]  # as deep, longer: brackets in a string do not nest
+    for data in (line, padded, b" " + line + b" "):
+        cuts = [0, 1, 5, len(data) // 3, len(data) // 2, len(data) - 3, len(data) - 1, len(data)]
+        got = same_at_every_cut(data + b"\n" + NEXT, cuts=cuts)
+        expected = json.loads(data) if depth <= D else (TOO_DEEP, len(data), data[:120].decode())
+        assert got == [expected, {"method": "next"}], data[:20]
+        assert verdict(decode_line(data)) == expected  # the same as the function itself says
+
+
+@pytest.mark.parametrize("depth", [D - 1, D, D + 1], ids=["below", "at", "above"])
+def test_verdict_on_nesting_of_what_is_no_frame_is_the_same_at_every_cut(depth):
+    arrays = ("[" * depth + "]" * depth).encode()  # JSON, but not an object
+    broken = ("[" * depth + "x").encode()  # invalid JSON after the nesting
+    deep_too = TOO_DEEP if depth > D else None
+    for line, otherwise in (
+        (arrays, "not a JSON-RPC frame (list)"),
+        (broken, "invalid JSON: Expecting value: line 1 column %d (char %d)" % (depth + 1, depth)),
+    ):
+        cuts = range(0, len(line) + 2, 3) if line is arrays else ()
+        got = same_at_every_cut(line + b"\n" + NEXT, cuts=cuts)
+        assert got == [(deep_too or otherwise, len(line), line[:120].decode()), {"method": "next"}]
+
+
+def test_verdict_on_nesting_counts_brackets_outside_strings_only():
+    # Lines that do not parse, with more than MAX_DEPTH brackets: only those
+    # outside strings nest (an escaped quote does not end a string, an
+    # escaped backslash before a quote does), and closing ones close.
+    many = "[" * (D + 1)
+    cases = [
+        ('{"s":"' + many + '"} x', "invalid JSON: Extra data"),  # in a string
+        ('{"s":"\\"' + many + '"} x', "invalid JSON: Extra data"),  # an escaped quote inside
+        ('{"s":"\\\\"' + many + "x", TOO_DEEP),  # the string ended: the brackets open
+        ("[" + "[]," * (D + 1) + "x]", "invalid JSON: Expecting value"),  # shallow, many arrays
+        ("[" + "{}," * (D + 1) + "x]", "invalid JSON: Expecting value"),  # shallow, many objects
+        ("{" * (D + 1) + "x", TOO_DEEP),  # objects opening
+        ("[" * D + "x", "invalid JSON: Expecting value"),  # exactly MAX_DEPTH: not too deep
+    ]
+    for text, reason in cases:
+        line = text.encode()
+        (got, following) = same_at_every_cut(line + b"\n" + NEXT, cuts=[0, 7, len(line) // 2, len(line)])
+        assert got[0].startswith(reason) and got[1:] == (len(line), line[:120].decode()), text[:30]
+        assert following == {"method": "next"}
+
+
+def test_verdict_on_nesting_of_a_value_the_stack_cannot_parse_is_too_deep():
+    # Far past the stack: the parse itself runs out, on every path.
+    line = shortest(50_000).encode()
+    assert same_at_every_cut(line + b"\n", cuts=[0, 10, len(line)]) == [(TOO_DEEP, len(line), line[:120].decode())]
+
+
+def test_verdict_on_nesting_near_the_stack_limit_is_the_same_in_one_read_or_two():
+    # The case that showed the fault: a frame about 994 levels deep that the
+    # direct scan took in one read and the buffered path, a few calls deeper
+    # on the stack, refused in two.  Where exactly depends on the caller's
+    # stack, so every depth around it is tried.
+    for depth in range(900, 1001):
+        line = shortest(depth).encode() + b"\n"
+        decoder = LineDecoder()
+        two_reads = decoder.feed(line[:5]) + decoder.feed(line[5:])
+        expected = [(TOO_DEEP, len(line) - 1, line[:120].decode())]
+        assert [verdict(o) for o in LineDecoder().feed(line)] == [verdict(o) for o in two_reads] == expected, depth
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("size", [63, 64, 65], ids=["below", "at", "above"])
+def test_verdict_on_the_frame_cap_is_the_same_at_every_cut(size, ending):
+    line = frame_line(size)
+    got = same_at_every_cut(line + ending + NEXT, cap=64)
+    if size <= 64:
+        assert got == [json.loads(line), {"method": "next"}]
+    else:
+        assert got == [(f"frame of {size} bytes exceeds the cap of 64 bytes", size, line.decode()), {"method": "next"}]
+
+
+@pytest.mark.parametrize("size", [-1, 0, 1], ids=["below", "at", "above"])
+def test_verdict_on_the_frame_cap_of_a_big_frame_at_a_sample_of_cuts(size):
+    cap = 1024 * 1024
+    line = frame_line(cap + size)
+    cuts = [0, 1, 119, 120, 121, cap // 2, cap - 1, cap, cap + 1, len(line) - 1, len(line), len(line) + 1]
+    got = same_at_every_cut(line + b"\r\n" + NEXT, cap=cap, cuts=cuts)
+    if size <= 0:
+        assert got == [json.loads(line), {"method": "next"}]
+    else:
+        reason = f"frame of {cap + 1} bytes exceeds the cap of {cap} bytes"
+        assert got == [(reason, cap + 1, line[:120].decode()), {"method": "next"}]
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("size", [119, 120, 121], ids=["below", "at", "above"])
+def test_verdict_on_the_preview_is_the_same_at_every_cut(size, ending):
+    # The preview shows a line's first 120 bytes, however it arrived: an
+    # invalid line, and one over a cap shorter than a preview (whose first
+    # bytes arrive while it is being skipped).
+    junk = b"\xc3\xa9" + b"x" * (size - 2)  # invalid JSON, its preview starting with a 2-byte character
+    got = same_at_every_cut(junk + ending + NEXT)
+    assert got[0][1:] == (size, junk[:120].decode()) and got[1] == {"method": "next"}
+    over = frame_line(size)
+    for cap in (40, 64):
+        got = same_at_every_cut(over + ending + NEXT, cap=cap)
+        reason = f"frame of {size} bytes exceeds the cap of {cap} bytes"
+        assert got == [(reason, size, over[:120].decode()), {"method": "next"}]
+
+
+def test_verdict_on_a_short_oversized_line_leaves_its_cr_out_of_the_preview():
+    for data, size in ((b"abcdef\r\n", 6), (b"abc\rdef\r\n", 7)):
+        assert same_at_every_cut(data + b"{}\n", cap=4) == [
+            (f"frame of {size} bytes exceeds the cap of 4 bytes", size, data[:size].decode()),
+            {},
+        ]
+    # Unterminated (close() reports it): the last "\r" is left out the same way.
+    assert [verdict(o) for o in feed_all(LineDecoder(4), [b"abcdef", b"\r"])] == [
+        ("frame of 6 bytes exceeds the cap of 4 bytes", 6, "abcdef")
+    ]
