@@ -62,6 +62,7 @@ from ._errors import (
     RequestTimeout,
     ServerOverloaded,
     TransportError,
+    UnencodableInput,
 )
 from ._extras import Extras
 from ._launch import Launch, Limits, Timeouts
@@ -639,7 +640,13 @@ class AppServerClient(Extras):
             log.error("handler for %s failed; answering fail-closed", event.method, exc_info=call.exception())
             await self._reply(event, self._conn.decline(event.id, handler_failed=True), "error")
         else:
-            await self._reply(event, self._conn.answer(event.id, call.result()), "handler")
+            try:
+                out = self._conn.answer(event.id, call.result())
+            except UnencodableInput as exc:  # the request is still open: declined instead
+                log.error("handler for %s answered what cannot be sent (%s); answering fail-closed", event.method, exc)
+                await self._reply(event, self._conn.decline(event.id, handler_failed=True), "error")
+            else:
+                await self._reply(event, out, "handler")
 
     async def _reply(self, event: _rpc.ServerRequest, out: Optional[_rpc.Outgoing], by: str) -> None:
         if out is None:  # answered or resolved meanwhile

@@ -9,8 +9,11 @@ its events into resolved futures, queued notifications and handler tasks.
 
 Outgoing, the connection numbers requests (ids from 1), remembers which method
 each pending id belongs to, and returns the bytes to write
-(:meth:`Connection.request`, :meth:`~Connection.notify`).  Incoming,
-:meth:`Connection.receive` takes raw bytes and returns events:
+(:meth:`Connection.request`, :meth:`~Connection.notify`).  Each frame is
+encoded first and registered second: a caller's value that cannot go on the
+wire raises :class:`~._errors.UnencodableInput` before an id is taken or
+anything is kept.  Incoming, :meth:`Connection.receive` takes raw bytes and
+returns events:
 
 * :class:`Response` / :class:`ErrorResponse` -- the answer to request *N*, with
   the method it answers (an :class:`~._errors.RpcError` for errors);
@@ -47,7 +50,7 @@ import json
 from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from . import _wire
-from ._errors import ConfigError, ProtocolError, RpcError, rpc_error
+from ._errors import ConfigError, ProtocolError, RpcError, UnencodableInput, rpc_error
 from ._permission import SERVER_REQUESTS, fail_closed
 from ._wire import Frame
 
@@ -162,6 +165,17 @@ def _size(frame: Frame) -> int:
     return len(json.dumps(frame, separators=(",", ":")))
 
 
+def _with_params(frame: Frame, params: Optional[object]) -> Frame:
+    """``frame`` with a copy of ``params`` (none: no member at all); params
+    that are no mapping are no JSON object, which codex requires."""
+    if params is not None:
+        if not isinstance(params, Mapping):
+            what = f"{'request' if 'id' in frame else 'notification'} {frame['method']}"
+            raise UnencodableInput(what, "params", f"{type(params).__name__} is not a mapping (a JSON object)")
+        frame["params"] = dict(params)
+    return frame
+
+
 class Connection:
     """The client side of one JSON-RPC conversation with ``codex app-server``."""
 
@@ -198,20 +212,18 @@ class Connection:
     # -- sending ---------------------------------------------------------------
 
     def request(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Tuple[int, Outgoing]:
-        """A new request: its id and the bytes to write."""
+        """A new request: its id and the bytes to write.  Raises
+        :class:`~._errors.UnencodableInput` when it cannot go on the wire;
+        then no id is taken and nothing is kept."""
         rid = self._next_id
-        self._next_id += 1
-        frame: Frame = {"id": rid, "method": method}
-        if params is not None:
-            frame["params"] = dict(params)
+        out = self._out(_with_params({"id": rid, "method": method}, params))
+        self._next_id = rid + 1
         self._pending[rid] = method
-        return rid, self._out(frame)
+        return rid, out
 
     def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Outgoing:
-        frame: Frame = {"method": method}
-        if params is not None:
-            frame["params"] = dict(params)
-        return self._out(frame)
+        """A notification's bytes (:class:`~._errors.UnencodableInput` as for :meth:`request`)."""
+        return self._out(_with_params({"method": method}, params))
 
     def forget(self, rid: RequestId) -> None:
         """The caller stopped waiting for ``rid`` (a deadline, a cancel): a late
@@ -226,17 +238,22 @@ class Connection:
         return self._pending
 
     def _out(self, frame: Frame) -> Outgoing:
+        data = _wire.encode(frame)  # first: a frame that cannot be written is not counted
         self.stats["frames_out"] += 1
-        return Outgoing(_wire.encode(frame), frame)
+        return Outgoing(data, frame)
 
     # -- answering server requests ------------------------------------------------
 
     def answer(self, rid: RequestId, result: Any) -> Optional[Outgoing]:
         """Answer server request ``rid`` with ``result``; ``None`` if it is no
-        longer open (answered already, or resolved by codex)."""
-        if self._asked.pop(rid, None) is None:
+        longer open (answered already, or resolved by codex).  A ``result``
+        that cannot go on the wire raises :class:`~._errors.UnencodableInput`
+        and leaves the request open, for :meth:`decline` to answer."""
+        if rid not in self._asked:
             return None
-        return self._out({"id": rid, "result": result})
+        out = self._out({"id": rid, "result": result})
+        del self._asked[rid]
+        return out
 
     def decline(self, rid: RequestId, handler_failed: bool = False) -> Optional[Outgoing]:
         """The answer nobody chose: fail-closed for codex's own methods,
@@ -250,10 +267,14 @@ class Connection:
         if method in SERVER_REQUESTS:
             answer = fail_closed(method, params)
             frame = {"id": rid, "error": answer.error} if answer.error else {"id": rid, "result": answer.result}
-        elif handler_failed:
-            frame = {"id": rid, "error": {"code": INTERNAL_ERROR, "message": f"handler for {method} failed"}}
         else:
-            frame = {"id": rid, "error": {"code": METHOD_NOT_FOUND, "message": f"method not found: {method}"}}
+            # The method as text that goes on the wire whatever it holds (a
+            # lone surrogate from a "\\ud800" escape is written as that escape).
+            name = method.encode("utf-8", "backslashreplace").decode("utf-8")
+            if handler_failed:
+                frame = {"id": rid, "error": {"code": INTERNAL_ERROR, "message": f"handler for {name} failed"}}
+            else:
+                frame = {"id": rid, "error": {"code": METHOD_NOT_FOUND, "message": f"method not found: {name}"}}
         return self._out(frame)
 
     @property

@@ -30,6 +30,10 @@ frame by the RPC core (:mod:`._rpc`): ``id`` + ``method`` is a request,
 ``method`` alone a notification, ``id`` + ``result`` a response, ``id`` +
 ``error`` an error.  codex drops frames whose ``id`` is ``null`` or a float
 without a reply, so such ids are malformed here too.
+
+:func:`encode` writes a frame, or raises
+:class:`~codexmini._errors.UnencodableInput` naming the part of it that is
+not JSON or not UTF-8 -- before anything is sent.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import json
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-from ._errors import ConfigError, ProtocolError
+from ._errors import ConfigError, ProtocolError, UnencodableInput
 from ._jsontext import encoder
 
 #: Default cap on one frame, in bytes.  The largest frame seen from codex
@@ -210,12 +214,79 @@ def decode_line(line: Union[bytes, bytearray]) -> Decoded:
 #: ``line.decode()``: UTF-8, strict (mapped over a chunk's lines).
 _decode: Callable[[bytes], str] = bytes.decode
 
-_encode = encoder()  # compact, unescaped: the session log's encoder (codexmini._jsontext)
+#: Compact, unescaped (codexmini._jsontext), and without NaN or the
+#: infinities, which JSON has no numbers for (codex rejects such a line).
+_encode = encoder(allow_nan=False)
+
+#: What the encoder raises for a value that is not JSON or not UTF-8 (a
+#: ``UnicodeEncodeError`` is a ``ValueError``; nesting too deep for the
+#: encoder's stack is a ``RecursionError``).
+_NOT_ENCODABLE = (TypeError, ValueError, RecursionError)
 
 
 def encode(frame: Frame) -> bytes:
-    """Serialize one frame as a single UTF-8 line."""
-    return _encode(frame).encode("utf-8") + b"\n"
+    """Serialize one frame as a single UTF-8 line, or raise
+    :class:`~codexmini._errors.UnencodableInput` naming the part of it that
+    is not JSON or not UTF-8 (the encoder's error chained)."""
+    try:
+        return _encode(frame).encode("utf-8") + b"\n"
+    except _NOT_ENCODABLE as exc:
+        raise _unencodable(frame, exc) from exc
+
+
+def _unencodable(frame: Frame, error: BaseException) -> UnencodableInput:
+    method, rid = frame.get("method"), frame.get("id")
+    if method is None:
+        what = f"the answer to request {rid!r}"
+    else:
+        what = f"{'notification' if rid is None else 'request'} {method}"
+    if isinstance(error, RecursionError):  # every part of it would say the same, at length
+        return UnencodableInput(what, "", "nested too deeply to encode")
+    path, reason = _culprit(frame)
+    return UnencodableInput(what, path, reason)
+
+
+def _fault(value: Any) -> str:
+    """Why ``value`` does not encode ("" if it does).  A string is judged on
+    its own, so a lone surrogate's position is its index in the string."""
+    try:
+        if type(value) is str:
+            value.encode("utf-8")
+        else:
+            _encode(value).encode("utf-8")
+    except _NOT_ENCODABLE as exc:
+        return str(exc)
+    return ""
+
+
+def _culprit(value: Any) -> Tuple[str, str]:
+    """Where in ``value`` (which does not encode) the innermost part that does
+    not encode is, and why: the first failing member of each container, as
+    the encoder meets them, down to a part whose members all encode (a leaf,
+    or a container whose fault is its own: a key, a cycle)."""
+    path, seen = "", set()
+    while id(value) not in seen:  # a cycle ends the descent where it closes
+        seen.add(id(value))
+        members: Iterable[Tuple[str, Any]]
+        if type(value) is dict:
+            members = ((_member(path, key), child) for key, child in value.items())
+        elif type(value) is list or type(value) is tuple:
+            members = ((f"{path}[{index}]", child) for index, child in enumerate(value))
+        else:
+            break
+        for member_path, child in members:
+            if _fault(child):
+                path, value = member_path, child
+                break
+        else:
+            break
+    return path, _fault(value)
+
+
+def _member(path: str, key: Any) -> str:
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"
 
 
 class LineDecoder:

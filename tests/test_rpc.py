@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 import pytest
 
 from codexmini import _rpc, _wire
-from codexmini._errors import ConfigError, ProtocolError, RpcError
+from codexmini._errors import ConfigError, ProtocolError, RpcError, UnencodableInput
 from codexmini._permission import SERVER_REQUESTS, fail_closed
 from codexmini._rpc import (
     GLOBAL,
@@ -111,6 +111,84 @@ def test_connection_notify_with_and_without_params():
     assert conn.notify("initialized", {"again": True}).data == b'{"method":"initialized","params":{"again":true}}\n'
     assert conn.pending == {}
     stats(conn, frames_out=2)
+
+
+# -- sending what cannot go on the wire: refused before anything is kept -----------------
+
+#: Caller values that do not encode, each where a prompt, a param or an answer would hold it.
+UNENCODABLE = [
+    pytest.param({"input": [{"type": "text", "text": "a \ud800 b"}]}, "params.input[0].text", id="lone-surrogate"),
+    pytest.param({"tags": {1, 2}}, "params.tags", id="set"),
+    pytest.param({"x": object()}, "params.x", id="object"),
+    pytest.param({"outputSchema": {"maximum": float("nan")}}, "params.outputSchema.maximum", id="nan"),
+    pytest.param({"n": [1, float("-inf")]}, "params.n[1]", id="infinity"),
+    pytest.param({"k": {("a",): 1}}, "params.k", id="tuple-key"),
+]
+
+
+def test_connection_request_that_cannot_be_encoded_takes_no_id_and_keeps_nothing():
+    conn = Connection()
+    for params in [p.values[0] for p in UNENCODABLE]:
+        with pytest.raises(UnencodableInput) as raised:
+            conn.request("turn/start", params)
+        assert raised.value.what == "request turn/start"
+        assert isinstance(raised.value.__cause__, (TypeError, ValueError))
+    assert conn.pending == {} and conn.open_requests == {}
+    stats(conn)  # nothing counted out
+    rid, out = conn.request("turn/start", {"input": []})  # the next request takes the first id
+    assert rid == 1 and json.loads(out.data) == {"id": 1, "method": "turn/start", "params": {"input": []}}
+    assert dict(conn.pending) == {1: "turn/start"}
+    stats(conn, frames_out=1)
+
+
+@pytest.mark.parametrize("params, path", UNENCODABLE)
+def test_connection_unencodable_input_names_where_it_is(params, path):
+    with pytest.raises(UnencodableInput) as raised:
+        Connection().request("turn/start", params)
+    assert raised.value.path == path
+    assert f"request turn/start: {path} cannot go on the wire (" in str(raised.value)
+
+
+def test_connection_notification_that_cannot_be_encoded_is_refused():
+    conn = Connection()
+    with pytest.raises(UnencodableInput, match=r"notification initialized: params.name cannot go on the wire"):
+        conn.notify("initialized", {"name": "\udfff"})
+    stats(conn)
+
+
+@pytest.mark.parametrize("params", [[("a", 1)], "text", 7], ids=["pairs", "str", "int"])
+def test_connection_params_that_are_no_mapping_are_refused(params):
+    conn = Connection()
+    with pytest.raises(UnencodableInput) as raised:
+        conn.request("thread/loaded/list", params)
+    assert (raised.value.what, raised.value.path) == ("request thread/loaded/list", "params")
+    assert raised.value.reason == f"{type(params).__name__} is not a mapping (a JSON object)"
+    with pytest.raises(UnencodableInput, match="^notification initialized: params cannot go"):
+        conn.notify("initialized", params)
+    assert conn.pending == {}
+    stats(conn)
+
+
+def test_connection_answer_that_cannot_be_encoded_leaves_the_request_open_for_a_decline():
+    conn = Connection()
+    one(conn, approval())
+    with pytest.raises(UnencodableInput) as raised:
+        conn.answer(0, {"decision": "accept", "content": {"x": {1}}})
+    assert (raised.value.what, raised.value.path) == ("the answer to request 0", "result.content.x")
+    assert dict(conn.open_requests) == {0: (APPROVAL, approval()["params"])}
+    assert conn.decline(0, handler_failed=True).frame == {"id": 0, "result": {"decision": "decline"}}
+    assert conn.open_requests == {}
+    stats(conn, frames_in=1, frames_out=1)
+
+
+def test_connection_decline_of_a_method_no_text_can_hold_still_goes_on_the_wire():
+    # A "\ud800" escape decodes to a lone surrogate: the answer names the method as that escape's text.
+    conn = Connection()
+    conn.receive(b'{"id":0,"method":"fake/\\ud800"}\n{"id":1,"method":"fake/\\ud800"}\n')
+    assert json.loads(conn.decline(0).data)["error"]["message"] == "method not found: fake/\\ud800"
+    assert (
+        json.loads(conn.decline(1, handler_failed=True).data)["error"]["message"] == "handler for fake/\\ud800 failed"
+    )
 
 
 # -- responses ---------------------------------------------------------------------

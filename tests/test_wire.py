@@ -14,6 +14,7 @@ import pytest
 
 from codexmini import ConfigError, ProtocolError
 from codexmini import _wire as wire
+from codexmini._errors import UnencodableInput
 from codexmini._wire import (
     DEFAULT_MAX_FRAME_BYTES,
     ERROR,
@@ -779,3 +780,67 @@ def test_verdict_on_a_short_oversized_line_leaves_its_cr_out_of_the_preview():
     assert [verdict(o) for o in feed_all(LineDecoder(4), [b"abcdef", b"\r"])] == [
         ("frame of 6 bytes exceeds the cap of 4 bytes", 6, "abcdef")
     ]
+
+
+# -- encode: what cannot go on the wire is refused, saying where -------------
+
+
+@pytest.mark.parametrize(
+    "frame, what, path, reason",
+    [
+        (
+            {"id": 3, "method": "turn/start", "params": {"input": [{"type": "text", "text": "ab\ud800"}]}},
+            "request turn/start",
+            "params.input[0].text",
+            "'utf-8' codec can't encode character '\\ud800' in position 2: surrogates not allowed",
+        ),
+        ({"method": "initialized", "params": {"s": {1}}}, "notification initialized", "params.s", "Object of type set"),
+        ({"id": 0, "result": {"content": float("nan")}}, "the answer to request 0", "result.content", "Out of range"),
+        ({"id": "r", "result": [1, (2, float("inf"))]}, "the answer to request 'r'", "result[1][1]", "Out of range"),
+        ({"id": 1, "method": "m", "params": {"a-b": object()}}, "request m", "params['a-b']", "Object of type object"),
+        ({"id": 1, "method": "m", "params": {7: b"x"}}, "request m", "params[7]", "Object of type bytes"),
+        ({"id": 1, "method": "m", "params": {"k": {(1,): 2}}}, "request m", "params.k", "keys must be str"),
+        ({"id": 1, "method": "m", "params": {"\udc80": 2}}, "request m", "params", "'utf-8' codec can't encode"),
+        ({"id": 1, "method": "m\ud800"}, "request m\ud800", "method", "'utf-8' codec can't encode character"),
+        ({"id": 1, "method": "m", "params": {"ok": 1, "big": 10**5000}}, "request m", "params.big", "Exceeds the"),
+    ],
+    ids=["surrogate", "set", "nan", "infinity", "object", "bytes", "tuple-key", "surrogate-key", "method", "huge-int"],
+)
+def test_encode_refuses_what_is_not_json_or_not_utf8_and_says_where(frame, what, path, reason):
+    with pytest.raises(UnencodableInput) as raised:
+        encode(frame)
+    err = raised.value
+    assert (err.what, err.path) == (what, path)
+    assert err.reason.startswith(reason), err.reason
+    assert isinstance(err.__cause__, (TypeError, ValueError))
+
+
+def test_encode_refuses_a_cycle_where_it_closes():
+    loop: dict = {"a": 1}
+    loop["again"] = loop
+    with pytest.raises(UnencodableInput) as raised:
+        encode({"id": 1, "method": "m", "params": {"x": [loop]}})
+    assert (raised.value.path, raised.value.reason) == ("params.x[0].again", "Circular reference detected")
+    assert encode({"id": 1, "method": "m", "params": {"x": [{"a": 1}]}})  # the encoder is still usable
+
+
+def test_encode_refuses_nesting_too_deep_to_encode_without_looking_for_where():
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(UnencodableInput) as raised:
+        encode({"id": 1, "method": "m", "params": {"x": deep}})
+    assert (raised.value.path, raised.value.reason) == ("", "nested too deeply to encode")
+    assert isinstance(raised.value.__cause__, RecursionError)
+    assert str(raised.value) == "request m: the frame cannot go on the wire (nested too deeply to encode)"
+
+
+def test_encode_of_a_frame_whose_members_each_encode_blames_the_frame():
+    # A str subclass whose text is no UTF-8 at the top: nothing smaller to blame.
+    class Text(str):
+        pass
+
+    frame = {Text("\ud800"): 1}
+    with pytest.raises(UnencodableInput) as raised:
+        encode(frame)
+    assert raised.value.path == "" and raised.value.what == "the answer to request None"

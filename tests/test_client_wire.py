@@ -1,0 +1,105 @@
+"""The client (``codexmini._client``) at the edge of the wire, in memory.
+
+What a caller gives that cannot go on the wire -- a prompt with a lone
+surrogate, params holding a set, NaN, an output schema no UTF-8 can hold, a
+handler's answer of the same kind -- is a typed
+:class:`~codexmini._errors.UnencodableInput` raised before the request takes
+an id: nothing is sent, nothing is pending, and the next request goes on as if
+nothing happened.  A handler's answer that cannot be sent is replaced by the
+fail-closed one.  The RPC core's half is in tests/test_rpc.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from support import behaviours as b
+from support.canned import Canned, client_for
+from support.fake_client import reported
+
+from codexmini import ConfigError, Launch
+from codexmini._client import AppServerClient
+from codexmini._errors import UnencodableInput
+from codexmini._threads import Thread
+from codexmini.testing import FakeAppServer
+
+THREAD = b.THREAD
+APPROVAL = b.APPROVAL
+
+#: Params no wire can carry, and where in the frame the encoder gives up.
+UNENCODABLE = [
+    pytest.param({"x": "a \ud800 b"}, "params.x", id="lone-surrogate"),
+    pytest.param({"x": {1, 2}}, "params.x", id="set"),
+    pytest.param({"x": [float("nan")]}, "params.x[0]", id="nan"),
+    pytest.param({"x": object()}, "params.x", id="object"),
+    pytest.param(["not", "a", "mapping"], "params", id="list"),
+]
+
+
+async def client_on(fake: FakeAppServer) -> AppServerClient:
+    return await AppServerClient.start(Launch(launcher=fake.launch))
+
+
+# -- requests and notifications that cannot go on the wire ---------------------------
+
+
+@pytest.mark.parametrize("params, path", UNENCODABLE)
+async def test_client_wire_request_and_notification_that_cannot_be_encoded_send_and_keep_nothing(params, path):
+    fake = FakeAppServer(b.echo)
+    async with await client_on(fake) as client:
+        with pytest.raises(UnencodableInput) as raised:
+            await client.request("thread/loaded/list", params)
+        assert (raised.value.what, raised.value.path) == ("request thread/loaded/list", path)
+        with pytest.raises(ConfigError):  # what a caller catches without naming the subclass
+            await client.notify("initialized", params)
+        assert client._futures == {} and client._conn.pending == {}
+        assert client.healthy and client.stats["frames_out"] == 2  # initialize, initialized
+        # The next request takes the id the refused one did not: 2, after initialize's 1.
+        assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}
+    assert [f.get("method") for f in fake.server.received] == ["initialize", "initialized", "thread/loaded/list"]
+
+
+async def test_client_wire_prompt_or_output_schema_that_cannot_be_encoded_is_refused_before_the_turn():
+    async with await client_for(Canned({})) as client:
+        thread = await Thread.start(client)
+        with pytest.raises(UnencodableInput) as raised:
+            await thread.run("a prompt with a lone surrogate: \ud800")
+        assert (raised.value.what, raised.value.path) == ("request turn/start", "params.input[0].text")
+        schema = {"type": "object", "description": "\udfff"}
+        with pytest.raises(UnencodableInput) as raised:
+            await thread.run("hello", output_schema=schema)
+        assert raised.value.path == "params.outputSchema.description"
+        assert client._futures == {} and client._conn.pending == {}
+        result = await thread.run("hello")  # the thread, the client and the ids go on
+        assert result.status == "completed"
+        assert client._conn.pending == {}
+
+
+# -- a handler's answer that cannot go on the wire ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{"decision": "accept", "note": "\ud800"}, {"decision": "accept", "note": {1}}, {"decision": float("inf")}],
+    ids=["lone-surrogate", "set", "infinity"],
+)
+async def test_client_wire_handler_answer_that_cannot_be_encoded_gets_the_fail_closed_answer(answer, caplog):
+    async def handler(method: str, params: Any) -> Any:
+        return answer
+
+    fake = FakeAppServer(b.approval)
+    client = await AppServerClient.start(Launch(launcher=fake.launch), initialize=False)
+    client.on_request(APPROVAL, handler)
+    answers = []
+    client.on_answer(lambda method, params, frame, by: answers.append((frame, by)))
+    await client.initialize()
+    sub = client.subscribe(THREAD)
+    try:
+        assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}
+        assert answers == [({"id": 0, "result": {"decision": "decline"}}, "error")]
+        assert client._conn.open_requests == {}
+    finally:
+        await client.close()
+    assert f"handler for {APPROVAL} answered what cannot be sent" in caplog.text
+    assert "the answer to request 0: result" in caplog.text
