@@ -556,6 +556,11 @@ class AppServerClient(Extras):
         self.protocol_errors.append(event.error)
         log.warning("skipped a frame from codex: %s", event.error)
 
+    def _on_malformed(self, event: _rpc.Malformed) -> None:
+        self.protocol_errors.append(event.error)
+        log.warning("a frame from codex breaks the schema (handled all the same): %s", event.error)
+        _HANDLERS[type(event.event)](self, event.event)
+
     def _on_server_request(self, event: _rpc.ServerRequest) -> None:
         handler = self._handlers.get(event.method)
         coro = self._run_handler(event, handler) if handler is not None else self._default_answer(event)
@@ -676,6 +681,7 @@ _HANDLERS: Dict[Type[Any], Callable[[AppServerClient, Any], None]] = {
     _rpc.ServerRequest: AppServerClient._on_server_request,
     _rpc.ServerRequestResolved: AppServerClient._on_resolved,
     _rpc.Skipped: AppServerClient._on_skipped,
+    _rpc.Malformed: AppServerClient._on_malformed,
 }
 
 

@@ -25,11 +25,13 @@ a chunk boundary (or anything the scan does not take as a plain frame) by
 nesting limit (an explicit count, not the interpreter's stack, which differs
 between the two), the preview's length.
 
-:func:`classify` holds the JSON-RPC shape rules, applied once per
-frame by the RPC core (:mod:`._rpc`): ``id`` + ``method`` is a request,
-``method`` alone a notification, ``id`` + ``result`` a response, ``id`` +
-``error`` an error.  codex drops frames whose ``id`` is ``null`` or a float
-without a reply, so such ids are malformed here too.
+:func:`shape` holds the JSON-RPC shape rules, applied once per frame by the
+RPC core (:mod:`._rpc`): ``id`` + ``method`` is a request, ``method`` alone a
+notification, ``id`` + ``result`` a response, ``id`` + ``error`` an error.
+codex drops frames whose ``id`` is ``null`` or a float without a reply, so
+such ids are malformed here too.  :data:`MEMBERS` is what the schema asks of
+each kind beyond that (every ``params`` and every ``result`` codex sends is
+an object); a frame that breaks it keeps its kind and is reported.
 
 :func:`encode` writes a frame, or raises
 :class:`~codexmini._errors.UnencodableInput` naming the part of it that is
@@ -80,8 +82,16 @@ def _preview(raw: Union[bytes, bytearray]) -> str:
 
 
 def is_valid_id(value: Any) -> bool:
-    """JSON-RPC ids codex accepts: integers (not bools) and strings."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    """JSON-RPC ids codex accepts: integers (not bools) and strings -- UTF-8
+    strings: one holding a lone surrogate (decoded from a ``"\\ud800"``
+    escape) could never be written back in an answer."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def request_id(value: Any) -> Optional[Union[int, str]]:
@@ -89,31 +99,71 @@ def request_id(value: Any) -> Optional[Union[int, str]]:
     return value if is_valid_id(value) else None
 
 
-def classify(obj: Any) -> Optional[str]:
-    """Return the kind of a decoded object, or ``None`` if it is not a frame."""
+#: What the schema asks of each kind of frame beyond its id and method: the
+#: member that must be a JSON object (every supported version's schema:
+#: each ServerRequest's and ServerNotification's ``params``, and every
+#: response type, is an object).  A frame that breaks it keeps its kind --
+#: the RPC core still answers such a request, still ends the call such a
+#: response answers -- and is reported all the same.
+MEMBERS: Dict[str, str] = {REQUEST: "params", NOTIFICATION: "params", RESPONSE: "result"}
+
+#: JSON's names for the types ``json`` decodes to (what a reason shows).
+_JSON_TYPES: Dict[type, str] = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def shape(obj: Any) -> Tuple[Optional[str], str]:
+    """The kind of a decoded object and what in it breaks the rules:
+    ``(kind, "")`` for a frame as the schema has it, ``(kind, problem)`` for
+    one whose :data:`MEMBERS` member is wrong, ``(None, problem)`` for what
+    is no JSON-RPC frame at all."""
     if not isinstance(obj, dict):
-        return None
+        return None, f"not a JSON-RPC frame ({type(obj).__name__})"
     has_id = "id" in obj
     if has_id and not is_valid_id(obj["id"]):
-        return None
-    method = obj.get("method")
+        rid = obj["id"]
+        what = "a string that is not UTF-8 text" if isinstance(rid, str) else _json_type(rid)
+        return None, f"not a JSON-RPC frame: its id is {what}, not an integer or a string"
     if "method" in obj:
-        # Whatever its params: a request must be answered (an unanswered one
-        # blocks codex), and what a notification's params hold is for the
-        # mapping to judge.
+        method = obj["method"]
         if not isinstance(method, str):
-            return None
-        return REQUEST if has_id else NOTIFICATION
-    if not has_id:
-        return None
-    if "result" in obj and "error" not in obj:
-        return RESPONSE
-    error = obj.get("error")
-    if "result" not in obj and isinstance(error, dict):
-        code = error.get("code")
+            return None, f"not a JSON-RPC frame: its method is {_json_type(method)}, not a string"
+        kind = REQUEST if has_id else NOTIFICATION
+    elif not has_id:
+        return None, "not a JSON-RPC frame: it has neither a method nor an id"
+    elif ("result" in obj) == ("error" in obj):
+        return None, "not a JSON-RPC frame: an answer holds exactly one of result and error"
+    elif "result" in obj:
+        kind = RESPONSE
+    else:
+        error = obj["error"]
+        code = error.get("code") if isinstance(error, dict) else None
         if isinstance(code, int) and not isinstance(code, bool) and isinstance(error.get("message"), str):
-            return ERROR
-    return None
+            return ERROR, ""
+        return None, "not a JSON-RPC frame: its error is not an object with an integer code and a string message"
+    member = MEMBERS[kind]
+    if member not in obj:
+        return kind, f"{member} is missing"
+    if type(obj[member]) is not dict:
+        return kind, f"{member} is {_json_type(obj[member])}, not an object"
+    return kind, ""
+
+
+def classify(obj: Any) -> Optional[str]:
+    """The kind of a decoded object, or ``None`` if it is not a frame (its
+    members are for :func:`shape` to judge)."""
+    return shape(obj)[0]
 
 
 #: The C scanner behind ``json.loads``, called directly: a frame is one JSON
@@ -431,6 +481,7 @@ class LineDecoder:
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "MAX_DEPTH",
+    "MEMBERS",
     "REQUEST",
     "NOTIFICATION",
     "RESPONSE",
@@ -443,4 +494,5 @@ __all__ = [
     "encode",
     "is_valid_id",
     "request_id",
+    "shape",
 ]

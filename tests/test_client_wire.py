@@ -6,11 +6,19 @@ handler's answer of the same kind -- is a typed
 :class:`~codexmini._errors.UnencodableInput` raised before the request takes
 an id: nothing is sent, nothing is pending, and the next request goes on as if
 nothing happened.  A handler's answer that cannot be sent is replaced by the
-fail-closed one.  The RPC core's half is in tests/test_rpc.py.
+fail-closed one.
+
+Frames that break the schema's shape leave a trace, every one the same way:
+counted in ``stats["malformed"]``, kept in ``client.protocol_errors`` and
+logged -- whether they are skipped (a notification whose params is no object)
+or handled all the same (a server request without params is still answered, a
+response whose result is no object still ends its call).  The RPC core's half
+is in tests/test_rpc.py.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -20,9 +28,9 @@ from support.fake_client import reported
 
 from codexmini import ConfigError, Launch
 from codexmini._client import AppServerClient
-from codexmini._errors import UnencodableInput
+from codexmini._errors import ProtocolError, UnencodableInput
 from codexmini._threads import Thread
-from codexmini.testing import FakeAppServer
+from codexmini.testing import FakeAppServer, ServerSide
 
 THREAD = b.THREAD
 APPROVAL = b.APPROVAL
@@ -103,3 +111,49 @@ async def test_client_wire_handler_answer_that_cannot_be_encoded_gets_the_fail_c
         await client.close()
     assert f"handler for {APPROVAL} answered what cannot be sent" in caplog.text
     assert "the answer to request 0: result" in caplog.text
+
+
+# -- frames that break the schema's shape: every one kept, counted and logged -----------
+
+
+async def malformed(server: ServerSide) -> None:
+    """A request without params, a notification whose params is a list, a
+    resolution whose requestId is a list, an answer whose result is a list;
+    then it reports the answer the request got."""
+    await server.handshake()
+    asked = await b.next_request(server)
+    server.send({"id": 0, "method": APPROVAL})
+    answer = await server.recv()
+    server.send({"method": "warning", "params": ["threadId", THREAD]})
+    server.send({"method": "serverRequest/resolved", "params": {"threadId": b.OTHER_THREAD, "requestId": [0]}})
+    server.send({"id": asked["id"], "result": ["not", "an", "object"]})
+    b.report(server, answer)
+    await b.lists(server)
+
+
+@pytest.mark.frame_problems(APPROVAL, "warning", "serverRequest/resolved", "thread/loaded/list")
+async def test_client_wire_every_malformed_frame_is_kept_counted_and_logged(caplog):
+    caplog.set_level(logging.WARNING, logger="codexmini.client")
+    async with await client_on(FakeAppServer(malformed)) as client:
+        sub = client.subscribe(THREAD)
+        assert await client.request("thread/loaded/list", {}) == ["not", "an", "object"]  # for its caller to judge
+        assert await reported(sub) == {"id": 0, "result": {"decision": "decline"}}  # answered all the same
+        reasons = [e.reason for e in client.protocol_errors]
+        assert all(isinstance(e, ProtocolError) for e in client.protocol_errors)
+        assert client.stats["malformed"] == len(reasons) == 4
+        assert client.stats["unrouted"] == 0 and client.stats["handler_errors"] == 0
+        assert reasons == [
+            f"request {APPROVAL} (id 0): params is missing",
+            "notification warning: params is an array, not an object",
+            "notification serverRequest/resolved: requestId is not an id ([0])",
+            "the answer to request 2 (thread/loaded/list): result is an array, not an object",
+        ]
+        held = client.subscribe(b.OTHER_THREAD)  # the resolution was routed (held) all the same
+        assert (await held.get(timeout=10))["method"] == "serverRequest/resolved"
+    logged = [r.getMessage() for r in caplog.records if r.name == "codexmini.client"]
+    assert [m.split(":")[0] for m in logged if "codex" in m] == [
+        "a frame from codex breaks the schema (handled all the same)",
+        "skipped a frame from codex",
+        "a frame from codex breaks the schema (handled all the same)",
+        "a frame from codex breaks the schema (handled all the same)",
+    ]

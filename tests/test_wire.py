@@ -782,6 +782,67 @@ def test_verdict_on_a_short_oversized_line_leaves_its_cr_out_of_the_preview():
     ]
 
 
+# -- shape: the kinds, and what the schema asks of each ----------------------
+
+
+@pytest.mark.parametrize(
+    "obj, kind, problem",
+    [
+        ({"id": 0, "method": "item/tool/call", "params": {}}, REQUEST, ""),
+        ({"id": 0, "method": "item/tool/call"}, REQUEST, "params is missing"),
+        ({"id": 0, "method": "item/tool/call", "params": None}, REQUEST, "params is null, not an object"),
+        ({"id": "a", "method": "m", "params": [1]}, REQUEST, "params is an array, not an object"),
+        ({"method": "turn/started", "params": {"threadId": "t"}}, NOTIFICATION, ""),
+        ({"method": "initialized"}, NOTIFICATION, "params is missing"),
+        ({"method": "m", "params": "s"}, NOTIFICATION, "params is a string, not an object"),
+        ({"method": "m", "params": 1.5}, NOTIFICATION, "params is a number, not an object"),
+        ({"method": "m", "params": True}, NOTIFICATION, "params is a boolean, not an object"),
+        ({"id": 1, "result": {}}, RESPONSE, ""),
+        ({"id": 1, "result": None}, RESPONSE, "result is null, not an object"),
+        ({"id": 1, "result": 7}, RESPONSE, "result is an integer, not an object"),
+        ({"id": 1, "error": {"code": -32600, "message": "x"}}, ERROR, ""),
+        ({"id": 1, "error": {"code": -32600, "message": "x", "data": [1]}}, ERROR, ""),
+    ],
+)
+def test_shape_is_the_kind_and_what_its_member_breaks(obj, kind, problem):
+    assert wire.shape(obj) == (kind, problem)
+    assert classify(obj) == kind
+
+
+@pytest.mark.parametrize(
+    "obj, problem",
+    [
+        ([], "not a JSON-RPC frame (list)"),
+        ({}, "not a JSON-RPC frame: it has neither a method nor an id"),
+        ({"params": {}}, "not a JSON-RPC frame: it has neither a method nor an id"),
+        ({"method": None}, "not a JSON-RPC frame: its method is null, not a string"),
+        ({"id": 1, "method": ["m"]}, "not a JSON-RPC frame: its method is an array, not a string"),
+        ({"id": {"n": 1}, "result": {}}, "not a JSON-RPC frame: its id is an object, not an integer or a string"),
+        ({"id": False, "method": "m"}, "not a JSON-RPC frame: its id is a boolean, not an integer or a string"),
+        ({"id": (1,), "result": {}}, "not a JSON-RPC frame: its id is tuple, not an integer or a string"),
+        ({"id": 1}, "not a JSON-RPC frame: an answer holds exactly one of result and error"),
+        ({"id": 1, "error": {"code": True, "message": "x"}}, "not a JSON-RPC frame: its error is not an object"),
+        ({"id": 1, "error": {"code": 1}}, "not a JSON-RPC frame: its error is not an object"),
+        ({"id": 1, "error": []}, "not a JSON-RPC frame: its error is not an object"),
+    ],
+)
+def test_shape_says_why_an_object_is_no_frame(obj, problem):
+    kind, why = wire.shape(obj)
+    assert kind is None and why.startswith(problem)
+
+
+def test_shape_members_table_is_every_kind_with_an_object_member():
+    # The schema's shape: params of what codex asks or tells, the result of what it answers.
+    assert wire.MEMBERS == {REQUEST: "params", NOTIFICATION: "params", RESPONSE: "result"}
+
+
+def test_is_valid_id_refuses_a_string_no_answer_could_echo():
+    assert is_valid_id("日本") and is_valid_id("")
+    assert not is_valid_id("a\ud800") and not is_valid_id("\udfff")
+    assert decode_line(b'{"id":"\\ud800","result":{}}') == {"id": "\ud800", "result": {}}  # JSON, no frame
+    assert classify({"id": "\ud800", "result": {}}) is None
+
+
 # -- encode: what cannot go on the wire is refused, saying where -------------
 
 
