@@ -782,6 +782,76 @@ def test_verdict_on_a_short_oversized_line_leaves_its_cr_out_of_the_preview():
     ]
 
 
+def test_verdict_on_the_preview_of_a_line_arriving_byte_by_byte_under_a_small_cap():
+    # Its first bytes arrive while it is skipped, one at a time.
+    for size in (50, 119, 120, 121, 300):
+        line = frame_line(size)
+        out = feed_all(LineDecoder(40), bytewise(line + b"\r\n" + NEXT))
+        assert [verdict(o) for o in out] == [
+            (f"frame of {size} bytes exceeds the cap of 40 bytes", size, line[:120].decode()),
+            {"method": "next"},
+        ]
+
+
+def test_nesting_limit_is_512_levels():
+    # Spelled out: the tests above are written against MAX_DEPTH.
+    assert wire.MAX_DEPTH == 512
+    assert decode_line(shortest(512).encode()) == json.loads(shortest(512))
+    assert decode_line(shortest(513).encode()).reason == "invalid JSON: nested too deeply (more than 512 levels)"
+    assert wire._nests_deeper(json.loads(shortest(512))) is False
+    assert wire._nests_deeper(json.loads(shortest(513))) is True
+
+
+@pytest.mark.parametrize(
+    "value, deeper",
+    [
+        (0, False),
+        ("[[[[", False),
+        ({}, False),
+        ([[]] * 1000, False),  # wide, two levels
+        (json.loads(nested(D, "o")), False),
+        (json.loads(nested(D + 1, "o")), True),
+        (json.loads(nested(D + 1, "ao")), True),
+        ({"a": [1, "x", None, {"b": json.loads(shortest(D - 1))}]}, True),  # the deep part behind scalars
+    ],
+    ids=["scalar", "string", "empty", "wide", "objects-at", "objects-above", "both-above", "behind-scalars"],
+)
+def test_nests_deeper_measures_a_decoded_value(value, deeper):
+    assert wire._nests_deeper(value) is deeper
+
+
+def test_verdict_on_nesting_counts_closing_brackets_before_the_deep_part():
+    # What closes before the deep part no longer counts: one level, then D
+    # more, is too deep whatever came and went in between.
+    for closed in ("[],", "{},", '"]",'):
+        line = ("[" + closed * 3 + "[" * D + "x").encode()
+        (got,) = LineDecoder().feed(line + b"\n")
+        assert got.reason == TOO_DEEP, closed
+        shallower = ("[" + closed * 3 + "[" * (D - 1) + "x").encode()
+        (got,) = LineDecoder().feed(shallower + b"\n")
+        assert got.reason.startswith("invalid JSON: Expecting value"), closed
+    for quote in ('"', '"a\\\\"'):  # a quote that opens no string; a string ending in an escaped backslash
+        line = ("[" * D + quote + "[x").encode()
+        (got,) = LineDecoder().feed(line + b"\n")
+        assert got.reason == TOO_DEEP, quote
+
+
+def test_the_hot_loop_measures_only_lines_long_enough_to_be_too_deep(monkeypatch):
+    # The depth of a line the direct scan took is measured only when it is
+    # longer than the shortest too-deep object: nine lines in ten (deltas) are
+    # shorter, and take no call at all; nor does a long one go the long way.
+    measured, judged = [], []
+    monkeypatch.setattr(wire, "_nests_deeper", lambda value: measured.append(value) or False)
+    real = wire._verdict
+    monkeypatch.setattr(wire, "_verdict", lambda text, line=None: judged.append(text) or real(text, line))
+    edge = 2 * D + 4  # no object this long or shorter nests deeper than D
+    for size, calls in ((frame_line(edge), 0), (frame_line(edge + 1), 1), (frame_line(5000), 1)):
+        measured.clear()
+        assert LineDecoder().feed(size + b"\n") == [json.loads(size)]
+        assert (len(measured), judged) == (calls, []), len(size)
+    assert wire._SHALLOW == edge
+
+
 # -- shape: the kinds, and what the schema asks of each ----------------------
 
 
@@ -837,8 +907,12 @@ def test_shape_members_table_is_every_kind_with_an_object_member():
 
 
 def test_is_valid_id_refuses_a_string_no_answer_could_echo():
-    assert is_valid_id("日本") and is_valid_id("")
-    assert not is_valid_id("a\ud800") and not is_valid_id("\udfff")
+    assert is_valid_id("日本") is True and is_valid_id("") is True
+    assert is_valid_id("a\ud800") is False and is_valid_id("\udfff") is False
+    assert wire.shape({"id": "\ud800", "result": {}}) == (
+        None,
+        "not a JSON-RPC frame: its id is a string that is not UTF-8 text, not an integer or a string",
+    )
     assert decode_line(b'{"id":"\\ud800","result":{}}') == {"id": "\ud800", "result": {}}  # JSON, no frame
     assert classify({"id": "\ud800", "result": {}}) is None
 
@@ -905,3 +979,16 @@ def test_encode_of_a_frame_whose_members_each_encode_blames_the_frame():
     with pytest.raises(UnencodableInput) as raised:
         encode(frame)
     assert raised.value.path == "" and raised.value.what == "the answer to request None"
+
+
+def test_encode_blames_the_first_part_that_does_not_encode():
+    # Two bad members: the first, as the encoder meets it, and the innermost part of it.
+    frame = {"id": 1, "method": "m", "params": {"ok": [1], "a": {"b": {1}, "c": object()}, "d": {2}}}
+    with pytest.raises(UnencodableInput) as raised:
+        encode(frame)
+    assert (raised.value.path, raised.value.reason) == ("params.a.b", "Object of type set is not JSON serializable")
+
+
+def test_fault_is_empty_for_what_encodes():
+    assert wire._fault({"a": [1, "é", None]}) == "" and wire._fault("text") == ""
+    assert wire._fault("\ud800").startswith("'utf-8' codec can't encode")
