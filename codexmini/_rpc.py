@@ -191,12 +191,19 @@ def _size(frame: Frame) -> int:
     return len(json.dumps(frame, separators=(",", ":")))
 
 
+#: The longest reason a frame-level problem gives (it may quote the frame's
+#: method or id, which may be as long as the frame): the client keeps several.
+REASON_CHARS = 240
+
+
 def _problem(frame: Frame, reason: str) -> ProtocolError:
     """A frame-level problem, with the frame's text as its size and preview."""
     try:
         text = json.dumps(frame, ensure_ascii=False)
     except RecursionError:
         text = ""
+    if len(reason) > REASON_CHARS:
+        reason = reason[: REASON_CHARS - 1] + "…"
     return ProtocolError(reason, len(text), text[:120])
 
 
@@ -408,7 +415,8 @@ class Connection:
             asked = params.get("requestId")
             rid = _wire.request_id(asked)
             if rid is None:  # the schema's requestId is an id: routed all the same, and reported
-                return self._malformed(f"notification {method}: requestId is not an id ({asked!r})", note)
+                what = _wire.not_an_id(asked) if "requestId" in params else "is missing"
+                return self._malformed(f"notification {method}: requestId {what}", note)
             if self._asked.pop(rid, None) is not None:
                 return ServerRequestResolved(rid, note)
         return note
@@ -507,6 +515,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "NEVER_DROP",
     "RATE_LIMITS_UPDATED",
+    "REASON_CHARS",
     "UNCLAIMED",
     "Connection",
     "ErrorResponse",

@@ -123,6 +123,12 @@ def _json_type(value: Any) -> str:
     return _JSON_TYPES.get(type(value), type(value).__name__)
 
 
+def not_an_id(value: Any) -> str:
+    """What a value that :func:`is_valid_id` refuses is, in a reason's words."""
+    what = "a string that is not UTF-8 text" if isinstance(value, str) else _json_type(value)
+    return f"is {what}, not an integer or a string"
+
+
 def shape(obj: Any) -> Tuple[Optional[str], str]:
     """The kind of a decoded object and what in it breaks the rules:
     ``(kind, "")`` for a frame as the schema has it, ``(kind, problem)`` for
@@ -132,9 +138,7 @@ def shape(obj: Any) -> Tuple[Optional[str], str]:
         return None, f"not a JSON-RPC frame ({type(obj).__name__})"
     has_id = "id" in obj
     if has_id and not is_valid_id(obj["id"]):
-        rid = obj["id"]
-        what = "a string that is not UTF-8 text" if isinstance(rid, str) else _json_type(rid)
-        return None, f"not a JSON-RPC frame: its id is {what}, not an integer or a string"
+        return None, f"not a JSON-RPC frame: its id {not_an_id(obj['id'])}"
     if "method" in obj:
         method = obj["method"]
         if not isinstance(method, str):
@@ -496,6 +500,7 @@ __all__ = [
     "decode_line",
     "encode",
     "is_valid_id",
+    "not_an_id",
     "request_id",
     "shape",
 ]

@@ -145,7 +145,7 @@ async def test_client_wire_every_malformed_frame_is_kept_counted_and_logged(capl
         assert reasons == [
             f"request {APPROVAL} (id 0): params is missing",
             "notification warning: params is an array, not an object",
-            "notification serverRequest/resolved: requestId is not an id ([0])",
+            "notification serverRequest/resolved: requestId is an array, not an integer or a string",
             "the answer to request 2 (thread/loaded/list): result is an array, not an object",
         ]
         held = client.subscribe(b.OTHER_THREAD)  # the resolution was routed (held) all the same

@@ -716,8 +716,8 @@ def test_connection_resolved_whose_request_id_is_no_id_is_malformed_and_routed(r
     event = one(conn, frame)  # a list or an object must not reach a dict lookup
     assert isinstance(event, _rpc.Malformed) and event.frame == frame
     assert event.event == Notification("serverRequest/resolved", frame["params"], THREAD, THREAD, frame)
-    shown = None if rid == "absent" else rid
-    assert event.error.reason == f"notification serverRequest/resolved: requestId is not an id ({shown!r})"
+    what = "is missing" if rid == "absent" else _wire.not_an_id(rid)
+    assert event.error.reason == f"notification serverRequest/resolved: requestId {what}"
     assert 0 in conn.open_requests
     stats(conn, frames_in=2, malformed=1)
 
@@ -803,6 +803,21 @@ def test_connection_every_rejected_frame_is_skipped_or_malformed_and_counted_onc
     ]
     assert [e.frame for e in events] == frames[:4] + [frames[4], frames[5]]
     stats(conn, frames_in=6, frames_out=1, malformed=5)
+
+
+def test_connection_a_reason_quoting_a_long_method_or_id_is_bounded():
+    conn = Connection()
+    long_method = "m" * 10_000
+    (event,) = conn.receive(line({"method": long_method, "params": None}))
+    assert len(event.error.reason) == _rpc.REASON_CHARS == 240
+    assert event.error.reason == f"notification {long_method}"[:239] + "…"
+    (event,) = conn.receive(line({"id": "i" * 10_000, "result": {}}))
+    assert len(event.error.reason) == 240 and event.error.reason.endswith("…")
+    # "notification " + the method + ": params is null, not an object": 44 characters and the method's.
+    exact = one(conn, {"method": "m" * 196, "params": None}).error.reason  # 240: as it is
+    assert exact == "notification " + "m" * 196 + ": params is null, not an object"
+    over = one(conn, {"method": "m" * 197, "params": None}).error.reason  # 241: cut
+    assert over == ("notification " + "m" * 197 + ": params is null, not an object")[:239] + "…"
 
 
 # -- the stats -----------------------------------------------------------------------
