@@ -321,21 +321,17 @@ def _culprit(value: Any) -> Tuple[str, str]:
     the encoder meets them, down to a part whose members all encode (a leaf,
     or a container whose fault is its own: a key, a cycle)."""
     path, seen = "", set()
-    while id(value) not in seen:  # a cycle ends the descent where it closes
+    while id(value) not in seen:  # it ends where no member fails (value stays), or where a cycle closes
         seen.add(id(value))
-        members: Iterable[Tuple[str, Any]]
+        members: Iterable[Tuple[str, Any]] = ()
         if type(value) is dict:
             members = ((_member(path, key), child) for key, child in value.items())
         elif type(value) is list or type(value) is tuple:
             members = ((f"{path}[{index}]", child) for index, child in enumerate(value))
-        else:
-            break
         for member_path, child in members:
             if _fault(child):
                 path, value = member_path, child
                 break
-        else:
-            break
     return path, _fault(value)
 
 

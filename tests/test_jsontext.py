@@ -88,3 +88,9 @@ def test_allow_nan_false_refuses_what_json_has_no_number_for(make, number):
     with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
         encoder(make, allow_nan=False)({"x": [1.5, number]})
     assert encoder(make, allow_nan=False)({"x": [1.5, 1e308]}) == '{"x":[1.5,1e+308]}'
+
+
+def test_the_encoder_built_by_hand_writes_nan_by_default():
+    assert Encoder(C_MAKE_ENCODER)({"x": float("nan")}) == '{"x":NaN}'
+    with pytest.raises(ValueError, match="Out of range float values"):
+        Encoder(C_MAKE_ENCODER, allow_nan=False)({"x": float("nan")})

@@ -146,7 +146,6 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("_wire", "string", "'response'", "''", 'RESPONSE = "response"', _KIND_NAMES),
     Equivalent("_wire", "string", "'error'", "''", 'ERROR = "error"', _KIND_NAMES),
     Equivalent("_wire", "number", "0", "-1", "value, end = _scan_once(text, 0)", _NEGATIVE_SCAN_INDEX),
-    Equivalent("_wire", "number", "0", "-1", "value, stop = scan(text, 0)", _NEGATIVE_SCAN_INDEX),
     Equivalent("_wire", "delete", "self._skip_cr = False", "pass", _SKIP_CR_INIT, _SET_BEFORE_READ),
     Equivalent("_wire", "bool", "False", "True", _SKIP_CR_INIT, _SET_BEFORE_READ),
     Equivalent("_wire", "delete", "self._skip_head = b''", "pass", _SKIP_HEAD_INIT, _SET_BEFORE_READ),
