@@ -63,6 +63,7 @@ from ._errors import (
     RequestTimeout,
     ServerOverloaded,
     TransportError,
+    UnencodableInput,
     WriteTimeout,
 )
 from ._extras import Extras
@@ -577,6 +578,11 @@ class AppServerClient(Extras):
         self.protocol_errors.append(event.error)
         log.warning("skipped a frame from codex: %s", event.error)
 
+    def _on_malformed(self, event: _rpc.Malformed) -> None:
+        self.protocol_errors.append(event.error)
+        log.warning("a frame from codex breaks the schema (handled all the same): %s", event.error)
+        _HANDLERS[type(event.event)](self, event.event)
+
     def _on_server_request(self, event: _rpc.ServerRequest) -> None:
         handler = self._handlers.get(event.method)
         coro = self._run_handler(event, handler) if handler is not None else self._default_answer(event)
@@ -691,11 +697,9 @@ class AppServerClient(Extras):
             by = "handler"
             try:
                 out = self._conn.answer(event.id, call.result())
-            except Exception:  # what it returned cannot go on the wire (not JSON)
+            except UnencodableInput as exc:  # the request is still open: declined instead
                 self.stats["handler_errors"] += 1
-                log.error(
-                    "handler for %s returned what cannot be sent; answering fail-closed", event.method, exc_info=True
-                )
+                log.error("handler for %s answered what cannot be sent (%s); answering fail-closed", event.method, exc)
                 out, by = self._conn.decline(event.id, handler_failed=True), "error"
             await self._reply(event, out, by)
 
@@ -727,6 +731,7 @@ _HANDLERS: Dict[Type[Any], Callable[[AppServerClient, Any], None]] = {
     _rpc.ServerRequest: AppServerClient._on_server_request,
     _rpc.ServerRequestResolved: AppServerClient._on_resolved,
     _rpc.Skipped: AppServerClient._on_skipped,
+    _rpc.Malformed: AppServerClient._on_malformed,
 }
 
 

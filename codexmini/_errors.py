@@ -25,7 +25,8 @@ the turn for its stream, the session module for the log file.
     │   └── ModelUnreachable     codex retried the model past Timeouts.model_retry
     ├── BinaryNotFound           no codex binary where we looked, or it cannot run
     ├── StartFailed              the CLI's: codex exited or was silent before initialize
-    ├── ConfigError              a setting codexmini refuses up front
+    ├── ConfigError              a setting or a value codexmini refuses up front
+    │   └── UnencodableInput     a caller's value that cannot go on the wire (nothing sent)
     ├── SchemaError              a JSON Schema the validator cannot use, or none printed
     ├── OutputValidationError    a turn's final answer broke its output_schema
     ├── SessionLogError          a session log cannot be read or written (its path; the line, the cause)
@@ -251,7 +252,28 @@ class BinaryNotFound(CodexminiError):
 
 
 class ConfigError(CodexminiError):
-    """A configuration codexmini refuses before starting anything."""
+    """A configuration codexmini refuses before starting anything, or a
+    value it refuses before sending anything (:class:`UnencodableInput`)."""
+
+
+class UnencodableInput(ConfigError):
+    """A value the caller gave -- a prompt, request params, an output schema,
+    the answer to a server request -- that cannot go on the wire: not JSON (a
+    set, an object, NaN or an infinity, a key that is no string, a cycle,
+    nesting too deep to encode) or not UTF-8 (a lone surrogate such as
+    ``"\\ud800"`` in a string).  Raised before the request takes an id:
+    nothing is sent, nothing is kept, and the next request is unaffected.
+
+    ``what`` is the frame it was for (``request turn/start``, ``the answer
+    to request 0``), ``path`` where in that frame the first part that does
+    not encode is (``params.input[0].text``; empty for the frame itself) and
+    ``reason`` why; the encoder's own error is chained (``__cause__``)."""
+
+    def __init__(self, what: str, path: str, reason: str) -> None:
+        self.what = what
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{what}: {path or 'the frame'} cannot go on the wire ({reason})")
 
 
 class SchemaError(CodexminiError):
@@ -387,6 +409,7 @@ __all__ = [
     "TransportError",
     "TurnFailed",
     "TurnTimeout",
+    "UnencodableInput",
     "UsageLimitExceeded",
     "rpc_error",
 ]

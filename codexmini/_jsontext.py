@@ -25,11 +25,11 @@ class Encoder:
     """The C encoder built once.  Its cycle markers are cleared after a
     failure, which may leave them half-filled."""
 
-    def __init__(self, make: Callable[..., Any], sort_keys: bool = False) -> None:
+    def __init__(self, make: Callable[..., Any], sort_keys: bool = False, allow_nan: bool = True) -> None:
         self._markers: Dict[int, Any] = {}
         # (markers, default, encoder, indent, key sep, item sep, sort_keys, skipkeys, allow_nan): 3.9 to 3.13
         self._chunks = make(
-            self._markers, _not_json, json.encoder.encode_basestring, None, ":", ",", sort_keys, False, True
+            self._markers, _not_json, json.encoder.encode_basestring, None, ":", ",", sort_keys, False, allow_nan
         )
 
     def __call__(self, value: Any) -> str:
@@ -40,13 +40,17 @@ class Encoder:
             raise
 
 
-def encoder(make: Optional[Callable[..., Any]] = C_MAKE_ENCODER, sort_keys: bool = False) -> Callable[[Any], str]:
-    """``json.dumps(…, ensure_ascii=False, separators=(",", ":"), sort_keys=…)``:
-    the C encoder built once, or (an interpreter without ``_json``, or
-    ``make=None``) the pure-Python one -- the same text either way."""
+def encoder(
+    make: Optional[Callable[..., Any]] = C_MAKE_ENCODER, sort_keys: bool = False, allow_nan: bool = True
+) -> Callable[[Any], str]:
+    """``json.dumps(…, ensure_ascii=False, separators=(",", ":"), sort_keys=…,
+    allow_nan=…)``: the C encoder built once, or (an interpreter without
+    ``_json``, or ``make=None``) the pure-Python one -- the same text either
+    way.  ``allow_nan=False`` refuses NaN and the infinities (``ValueError``):
+    JSON has no such numbers, and codex's parser rejects a line holding one."""
     if make is not None:
-        return Encoder(make, sort_keys)
-    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys).encode
+        return Encoder(make, sort_keys, allow_nan)
+    return json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=allow_nan).encode
 
 
 __all__ = ["C_MAKE_ENCODER", "Encoder", "encoder"]

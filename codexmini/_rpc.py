@@ -9,8 +9,11 @@ its events into resolved futures, queued notifications and handler tasks.
 
 Outgoing, the connection numbers requests (ids from 1), remembers which method
 each pending id belongs to, and returns the bytes to write
-(:meth:`Connection.request`, :meth:`~Connection.notify`).  Incoming,
-:meth:`Connection.receive` takes raw bytes and returns events:
+(:meth:`Connection.request`, :meth:`~Connection.notify`).  Each frame is
+encoded first and registered second: a caller's value that cannot go on the
+wire raises :class:`~._errors.UnencodableInput` before an id is taken or
+anything is kept.  Incoming, :meth:`Connection.receive` takes raw bytes and
+returns one event per line:
 
 * :class:`Response` / :class:`ErrorResponse` -- the answer to request *N*, with
   the method it answers (an :class:`~._errors.RpcError` for errors);
@@ -23,9 +26,20 @@ each pending id belongs to, and returns the bytes to write
 * :class:`ServerRequestResolved` -- codex no longer needs an answer to a
   request it asked (``serverRequest/resolved``);
 * :class:`Skipped` -- a line or a frame that broke the rules: a
-  :class:`~._errors.ProtocolError` (bad JSON, no JSON-RPC shape, a response to
-  an id nobody asked or asked and got already).  Counted in :attr:`stats` and
-  skipped; nothing a peer sends makes :meth:`receive` raise.
+  :class:`~._errors.ProtocolError` (bad JSON, no JSON-RPC shape, a
+  notification whose ``params`` is no object, a response to an id nobody
+  asked or asked and got already).  Counted in :attr:`stats` and skipped;
+* :class:`Malformed` -- a frame that breaks the schema's shape
+  (:data:`._wire.MEMBERS`, or a ``serverRequest/resolved`` whose
+  ``requestId`` is no id) but is acted on all the same, because something
+  waits for it: a server request is still answered, a response still ends
+  its call.  Its ``event`` is what the frame is; counted as malformed.
+
+Every frame the shape check rejects is thus a :class:`Skipped` or a
+:class:`Malformed`, each carrying its ``ProtocolError`` (the client keeps the
+last few), and counted in ``stats["malformed"]`` (an answer to an id not
+pending, in ``stats["unknown_responses"]``).  Nothing a peer sends makes
+:meth:`receive` raise.
 
 Answers to server requests are decided here too (:meth:`answer`,
 :meth:`decline`): a caller's result; else the fail-closed answer of
@@ -47,7 +61,7 @@ import json
 from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
 
 from . import _wire
-from ._errors import ConfigError, ProtocolError, RpcError, rpc_error
+from ._errors import ConfigError, ProtocolError, RpcError, UnencodableInput, rpc_error
 from ._permission import SERVER_REQUESTS, fail_closed
 from ._wire import Frame
 
@@ -138,7 +152,22 @@ class Skipped(NamedTuple):
     frame: Optional[Frame]
 
 
-Incoming = Union[Response, ErrorResponse, Notification, ServerRequest, ServerRequestResolved, Skipped]
+class Malformed(NamedTuple):
+    """A frame that breaks the schema's shape, acted on all the same:
+    ``event`` is what it is (a :class:`ServerRequest` with ``params`` ``{}``,
+    answered like any other; a :class:`Response` for the call that waits for
+    it; a ``serverRequest/resolved`` :class:`Notification`), ``error`` what is
+    wrong with it."""
+
+    error: ProtocolError
+    event: Union[ServerRequest, Response, Notification]
+
+    @property
+    def frame(self) -> Frame:
+        return self.event.frame
+
+
+Incoming = Union[Response, ErrorResponse, Notification, ServerRequest, ServerRequestResolved, Skipped, Malformed]
 
 
 def thread_of(frame: Mapping[str, Any]) -> Optional[str]:
@@ -160,6 +189,33 @@ _new = tuple.__new__
 
 def _size(frame: Frame) -> int:
     return len(json.dumps(frame, separators=(",", ":")))
+
+
+#: The longest reason a frame-level problem gives (it may quote the frame's
+#: method or id, which may be as long as the frame): the client keeps several.
+REASON_CHARS = 240
+
+
+def _problem(frame: Frame, reason: str) -> ProtocolError:
+    """A frame-level problem, with the frame's text as its size and preview."""
+    try:
+        text = json.dumps(frame, ensure_ascii=False)
+    except RecursionError:
+        text = ""
+    if len(reason) > REASON_CHARS:
+        reason = reason[: REASON_CHARS - 1] + "…"
+    return ProtocolError(reason, len(text), text[:120])
+
+
+def _with_params(frame: Frame, params: Optional[object]) -> Frame:
+    """``frame`` with a copy of ``params`` (none: no member at all); params
+    that are no mapping are no JSON object, which codex requires."""
+    if params is not None:
+        if not isinstance(params, Mapping):
+            what = f"{'request' if 'id' in frame else 'notification'} {frame['method']}"
+            raise UnencodableInput(what, "params", f"{type(params).__name__} is not a mapping (a JSON object)")
+        frame["params"] = dict(params)
+    return frame
 
 
 class Connection:
@@ -198,20 +254,18 @@ class Connection:
     # -- sending ---------------------------------------------------------------
 
     def request(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Tuple[int, Outgoing]:
-        """A new request: its id and the bytes to write."""
+        """A new request: its id and the bytes to write.  Raises
+        :class:`~._errors.UnencodableInput` when it cannot go on the wire;
+        then no id is taken and nothing is kept."""
         rid = self._next_id
-        self._next_id += 1
-        frame: Frame = {"id": rid, "method": method}
-        if params is not None:
-            frame["params"] = dict(params)
+        out = self._out(_with_params({"id": rid, "method": method}, params))
+        self._next_id = rid + 1
         self._pending[rid] = method
-        return rid, self._out(frame)
+        return rid, out
 
     def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> Outgoing:
-        frame: Frame = {"method": method}
-        if params is not None:
-            frame["params"] = dict(params)
-        return self._out(frame)
+        """A notification's bytes (:class:`~._errors.UnencodableInput` as for :meth:`request`)."""
+        return self._out(_with_params({"method": method}, params))
 
     def forget(self, rid: RequestId) -> None:
         """The caller stopped waiting for ``rid`` (a deadline, a cancel): a late
@@ -226,7 +280,7 @@ class Connection:
         return self._pending
 
     def _out(self, frame: Frame) -> Outgoing:
-        data = _wire.encode(frame)
+        data = _wire.encode(frame)  # first: a frame that cannot be written is not counted
         self.stats["frames_out"] += 1
         return Outgoing(data, frame)
 
@@ -234,10 +288,12 @@ class Connection:
 
     def answer(self, rid: RequestId, result: Any) -> Optional[Outgoing]:
         """Answer server request ``rid`` with ``result``; ``None`` if it is no
-        longer open (answered already, or resolved by codex)."""
+        longer open (answered already, or resolved by codex).  A ``result``
+        that cannot go on the wire raises :class:`~._errors.UnencodableInput`
+        and leaves the request open, for :meth:`decline` to answer."""
         if rid not in self._asked:
             return None
-        out = self._out({"id": rid, "result": result})  # a result that does not encode changes nothing
+        out = self._out({"id": rid, "result": result})
         del self._asked[rid]
         return out
 
@@ -253,10 +309,14 @@ class Connection:
         if method in SERVER_REQUESTS:
             answer = fail_closed(method, params)
             frame = {"id": rid, "error": answer.error} if answer.error else {"id": rid, "result": answer.result}
-        elif handler_failed:
-            frame = {"id": rid, "error": {"code": INTERNAL_ERROR, "message": f"handler for {method} failed"}}
         else:
-            frame = {"id": rid, "error": {"code": METHOD_NOT_FOUND, "message": f"method not found: {method}"}}
+            # The method as text that goes on the wire whatever it holds (a
+            # lone surrogate from a "\\ud800" escape is written as that escape).
+            name = method.encode("utf-8", "backslashreplace").decode("utf-8")
+            if handler_failed:
+                frame = {"id": rid, "error": {"code": INTERNAL_ERROR, "message": f"handler for {name} failed"}}
+            else:
+                frame = {"id": rid, "error": {"code": METHOD_NOT_FOUND, "message": f"method not found: {name}"}}
         return self._out(frame)
 
     @property
@@ -303,37 +363,37 @@ class Connection:
             self.stats["malformed"] += 1
             return Skipped(item, None)  # type: ignore[arg-type]
         self.stats["frames_in"] += 1
-        method = item.get("method")
-        if type(method) is str and "id" not in item:  # a notification
-            try:
-                return self._notification(item, method)
-            except RecursionError:  # parsed, but too deep to measure (json.dumps) here
-                return self._skip(item, "a frame nested too deeply")
         try:
             return self._frame(item)
         except RecursionError:  # parsed, but too deep to measure (json.dumps) here
             return self._skip(item, "a frame nested too deeply")
 
     def _frame(self, item: Frame) -> Incoming:
-        kind = _wire.classify(item)
+        """One frame, judged once by the shape rules (:func:`._wire.shape`)."""
+        kind, problem = _wire.shape(item)
+        if kind == _wire.NOTIFICATION:
+            if problem:  # nothing waits for it, and its params say nothing: skipped
+                return self._skip(item, f"notification {item['method']}: {problem}")
+            return self._notification(item, item["method"])
         if kind == _wire.REQUEST:
-            return self._server_request(item)
-        if kind == _wire.RESPONSE or kind == _wire.ERROR:
-            return self._answered(item, kind)
-        return self._skip(item, "not a JSON-RPC frame (object)")
+            request = self._server_request(item)
+            if problem:  # answered all the same (fail-closed unless a handler decides)
+                return self._malformed(f"request {request.method} (id {request.id!r}): {problem}", request)
+            return request
+        if kind is None:
+            return self._skip(item, problem)
+        return self._answered(item, kind, problem)
 
     def _skip(self, frame: Frame, reason: str, counter: str = "malformed") -> Skipped:
         self.stats[counter] += 1
-        try:
-            text = json.dumps(frame, ensure_ascii=False)
-        except RecursionError:
-            text = ""
-        return Skipped(ProtocolError(reason, len(text), text[:120]), frame)
+        return Skipped(_problem(frame, reason), frame)
+
+    def _malformed(self, reason: str, event: Union[ServerRequest, Response, Notification]) -> Malformed:
+        self.stats["malformed"] += 1
+        return Malformed(_problem(event.frame, reason), event)
 
     def _notification(self, frame: Frame, method: str) -> Incoming:
-        params = frame.get("params")
-        if type(params) is not dict:
-            params = {}
+        params: Dict[str, Any] = frame["params"]  # an object: shape() passed it
         tid = params.get("threadId")
         if type(tid) is not str:
             tid = thread_of(frame)
@@ -352,8 +412,12 @@ class Connection:
         if method == "serverRequest/resolved":
             # An id of the wrong type (a list, an object) is not one codex
             # asked; it must not reach a dict lookup as an unhashable key.
-            rid = _wire.request_id(params.get("requestId"))
-            if rid is not None and self._asked.pop(rid, None) is not None:
+            asked = params.get("requestId")
+            rid = _wire.request_id(asked)
+            if rid is None:  # the schema's requestId is an id: routed all the same, and reported
+                what = _wire.not_an_id(asked) if "requestId" in params else "is missing"
+                return self._malformed(f"notification {method}: requestId {what}", note)
+            if self._asked.pop(rid, None) is not None:
                 return ServerRequestResolved(rid, note)
         return note
 
@@ -365,7 +429,7 @@ class Connection:
         self._asked[rid] = (frame["method"], params)
         return ServerRequest(rid, frame["method"], params, frame)
 
-    def _answered(self, frame: Frame, kind: str) -> Incoming:
+    def _answered(self, frame: Frame, kind: str, problem: str) -> Incoming:
         rid: RequestId = frame["id"]
         method = self._pending.pop(rid, None)
         if method is None:
@@ -379,7 +443,10 @@ class Connection:
             return self._skip(frame, why, "unknown_responses")
         self._remember(rid, method, answered=True)
         if kind == _wire.RESPONSE:
-            return Response(rid, method, frame["result"], frame)
+            response = Response(rid, method, frame["result"], frame)
+            if problem:  # its caller waits for it: the result goes to it as it is, for it to judge
+                return self._malformed(f"the answer to request {rid!r} ({method}): {problem}", response)
+            return response
         err = frame["error"]
         return ErrorResponse(rid, method, rpc_error(err["code"], err["message"], err.get("data"), method), frame)
 
@@ -448,10 +515,12 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "NEVER_DROP",
     "RATE_LIMITS_UPDATED",
+    "REASON_CHARS",
     "UNCLAIMED",
     "Connection",
     "ErrorResponse",
     "Incoming",
+    "Malformed",
     "Notification",
     "Outgoing",
     "RequestId",

@@ -11,31 +11,57 @@ maximum frame size.  A line over the cap is *discarded as it streams in* (the
 buffer never holds more than the cap) and reported once when its newline
 arrives; the frames after it decode normally.
 
-Anything that is not a JSON object -- invalid UTF-8, invalid JSON (nested too
-deeply for ``json`` included), JSON that is an array or a number -- comes out of :meth:`LineDecoder.feed` as a
-:class:`~codexmini._errors.ProtocolError` *value* instead of raising, so one
-bad line can never kill a reader.  This module reads no clock, spawns nothing
-and touches no file; the client feeds it bytes (h11's receive buffer is the
-model).
+Anything that is not a JSON object -- invalid UTF-8, invalid JSON, JSON nested
+deeper than :data:`MAX_DEPTH`, JSON that is an array or a number -- comes out
+of :meth:`LineDecoder.feed` as a :class:`~codexmini._errors.ProtocolError`
+*value* instead of raising, so one bad line can never kill a reader.  This
+module reads no clock, spawns nothing and touches no file; the client feeds it
+bytes (h11's receive buffer is the model).
 
-:func:`classify` holds the JSON-RPC shape rules, applied once per
-frame by the RPC core (:mod:`._rpc`): ``id`` + ``method`` is a request,
-``method`` alone a notification, ``id`` + ``result`` a response, ``id`` +
-``error`` an error.  codex drops frames whose ``id`` is ``null`` or a float
-without a reply, so such ids are malformed here too.
+The verdict on a line depends on its bytes only, never on how they arrive:
+a line read whole is judged by a direct scan in the hot loop, a line cut by
+a chunk boundary (or anything the scan does not take as a plain frame) by
+:func:`_verdict`, and both apply the same limits -- the frame cap, the
+nesting limit (an explicit count, not the interpreter's stack, which differs
+between the two), the preview's length.
+
+:func:`shape` holds the JSON-RPC shape rules, applied once per frame by the
+RPC core (:mod:`._rpc`): ``id`` + ``method`` is a request, ``method`` alone a
+notification, ``id`` + ``result`` a response, ``id`` + ``error`` an error.
+codex drops frames whose ``id`` is ``null`` or a float without a reply, so
+such ids are malformed here too.  :data:`MEMBERS` is what the schema asks of
+each kind beyond that (every ``params`` and every ``result`` codex sends is
+an object); a frame that breaks it keeps its kind and is reported.
+
+:func:`encode` writes a frame, or raises
+:class:`~codexmini._errors.UnencodableInput` naming the part of it that is
+not JSON or not UTF-8 -- before anything is sent.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+import re
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-from ._errors import ConfigError, ProtocolError
+from ._errors import ConfigError, ProtocolError, UnencodableInput
 from ._jsontext import encoder
 
 #: Default cap on one frame, in bytes.  The largest frame seen from codex
 #: 0.149.1 was 1.21 MB; users report 4 MiB.  64 MiB leaves room for both.
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+#: How deep a line may nest arrays and objects (the frame itself is the first
+#: level); a line nested deeper is refused as "nested too deeply".  codex
+#: parses with serde_json, which refuses more than 128 levels, so nothing it
+#: sends comes near.  The limit is a count of the decoded value, so the
+#: verdict is the same wherever the line is decoded: ``json``'s C scanner
+#: recurses once per level, against the interpreter's recursion limit (1,000
+#: by default) on 3.9-3.11, and a line decoded a few calls deeper than
+#: another would otherwise fail where the other passed.  512 leaves the
+#: caller about half of the default limit.
+MAX_DEPTH = 512
 
 REQUEST = "request"
 NOTIFICATION = "notification"
@@ -56,8 +82,16 @@ def _preview(raw: Union[bytes, bytearray]) -> str:
 
 
 def is_valid_id(value: Any) -> bool:
-    """JSON-RPC ids codex accepts: integers (not bools) and strings."""
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+    """JSON-RPC ids codex accepts: integers (not bools) and strings -- UTF-8
+    strings: one holding a lone surrogate (decoded from a ``"\\ud800"``
+    escape) could never be written back in an answer."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def request_id(value: Any) -> Optional[Union[int, str]]:
@@ -65,31 +99,75 @@ def request_id(value: Any) -> Optional[Union[int, str]]:
     return value if is_valid_id(value) else None
 
 
-def classify(obj: Any) -> Optional[str]:
-    """Return the kind of a decoded object, or ``None`` if it is not a frame."""
+#: What the schema asks of each kind of frame beyond its id and method: the
+#: member that must be a JSON object (every supported version's schema:
+#: each ServerRequest's and ServerNotification's ``params``, and every
+#: response type, is an object).  A frame that breaks it keeps its kind --
+#: the RPC core still answers such a request, still ends the call such a
+#: response answers -- and is reported all the same.
+MEMBERS: Dict[str, str] = {REQUEST: "params", NOTIFICATION: "params", RESPONSE: "result"}
+
+#: JSON's names for the types ``json`` decodes to (what a reason shows).
+_JSON_TYPES: Dict[type, str] = {
+    dict: "an object",
+    list: "an array",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+def not_an_id(value: Any) -> str:
+    """What a value that :func:`is_valid_id` refuses is, in a reason's words."""
+    what = "a string that is not UTF-8 text" if isinstance(value, str) else _json_type(value)
+    return f"is {what}, not an integer or a string"
+
+
+def shape(obj: Any) -> Tuple[Optional[str], str]:
+    """The kind of a decoded object and what in it breaks the rules:
+    ``(kind, "")`` for a frame as the schema has it, ``(kind, problem)`` for
+    one whose :data:`MEMBERS` member is wrong, ``(None, problem)`` for what
+    is no JSON-RPC frame at all."""
     if not isinstance(obj, dict):
-        return None
+        return None, f"not a JSON-RPC frame ({type(obj).__name__})"
     has_id = "id" in obj
     if has_id and not is_valid_id(obj["id"]):
-        return None
-    method = obj.get("method")
+        return None, f"not a JSON-RPC frame: its id {not_an_id(obj['id'])}"
     if "method" in obj:
-        # Whatever its params: a request must be answered (an unanswered one
-        # blocks codex), and what a notification's params hold is for the
-        # mapping to judge.
+        method = obj["method"]
         if not isinstance(method, str):
-            return None
-        return REQUEST if has_id else NOTIFICATION
-    if not has_id:
-        return None
-    if "result" in obj and "error" not in obj:
-        return RESPONSE
-    error = obj.get("error")
-    if "result" not in obj and isinstance(error, dict):
-        code = error.get("code")
+            return None, f"not a JSON-RPC frame: its method is {_json_type(method)}, not a string"
+        kind = REQUEST if has_id else NOTIFICATION
+    elif not has_id:
+        return None, "not a JSON-RPC frame: it has neither a method nor an id"
+    elif ("result" in obj) == ("error" in obj):
+        return None, "not a JSON-RPC frame: an answer holds exactly one of result and error"
+    elif "result" in obj:
+        kind = RESPONSE
+    else:
+        error = obj["error"]
+        code = error.get("code") if isinstance(error, dict) else None
         if isinstance(code, int) and not isinstance(code, bool) and isinstance(error.get("message"), str):
-            return ERROR
-    return None
+            return ERROR, ""
+        return None, "not a JSON-RPC frame: its error is not an object with an integer code and a string message"
+    member = MEMBERS[kind]
+    if member not in obj:
+        return kind, f"{member} is missing"
+    if type(obj[member]) is not dict:
+        return kind, f"{member} is {_json_type(obj[member])}, not an object"
+    return kind, ""
+
+
+def classify(obj: Any) -> Optional[str]:
+    """The kind of a decoded object, or ``None`` if it is not a frame (its
+    members are for :func:`shape` to judge)."""
+    return shape(obj)[0]
 
 
 #: The C scanner behind ``json.loads``, called directly: a frame is one JSON
@@ -111,6 +189,74 @@ def _loads(text: str) -> Any:
     return value
 
 
+def _nests_deeper(value: Any) -> bool:
+    """Whether a decoded value nests arrays and objects more than
+    :data:`MAX_DEPTH` levels deep: one level at a time, each a list of the
+    containers at that depth (no recursion: the stack plays no part)."""
+    level = [value] if type(value) is dict or type(value) is list else []
+    for _ in range(MAX_DEPTH):
+        if not level:
+            return False
+        level = [
+            child
+            for container in level
+            for child in (container.values() if type(container) is dict else container)
+            if type(child) is dict or type(child) is list
+        ]
+    return bool(level)
+
+
+#: The shortest object nested deeper than MAX_DEPTH is ``{"":[[…]]}``, 2 ×
+#: MAX_DEPTH + 5 characters: a line no longer than this cannot be one, so the
+#: hot loop measures no depth (nine lines in ten are deltas, far shorter).
+_SHALLOW = 2 * MAX_DEPTH + 4
+
+#: What of a line's text does not nest: a JSON string (escapes included),
+#: a run of characters that are neither brackets nor quotes, a quote that
+#: opens no string (for the depth of a line that is no JSON,
+#: :func:`_text_nests_deeper`; a line holds no "\n" for "." to miss).
+_NOT_NESTING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[^\[\]{}"]+|"')
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _text_nests_deeper(text: str) -> bool:
+    """Whether the brackets of ``text`` outside its strings open more than
+    :data:`MAX_DEPTH` levels at some point: the depth of a line that does not
+    parse.  At least as deep as what the parser recursed into before the
+    error (its strings are the parser's until then), so a parse that ran out
+    of stack and one that failed on the error agree."""
+    brackets = _NOT_NESTING.sub("", text)
+    steps: Iterable[int] = map(_STEP.__getitem__, brackets)
+    return max(itertools.accumulate(steps, initial=0)) > MAX_DEPTH
+
+
+_TOO_DEEP = f"invalid JSON: nested too deeply (more than {MAX_DEPTH} levels)"
+
+
+def _verdict(text: str, line: Union[bytes, bytearray, None] = None) -> Decoded:
+    """The one judgement of a line (its text without the newline or a final
+    ``"\\r"``; ``line``, its bytes, when the caller has them) that is not
+    plainly a frame, whichever way its bytes came: a JSON object, or why it
+    is not one.  Depth is judged before anything else: a line nested too
+    deeply gets that verdict whether the parse succeeded, failed on a syntax
+    error after the deep part, or ran out of stack."""
+    try:
+        obj = _loads(text)
+    except ValueError as exc:
+        reason = _TOO_DEEP if _text_nests_deeper(text) else f"invalid JSON: {exc}"
+    except RecursionError:  # [[[[… deeper than this caller's stack, however deep that is
+        reason = _TOO_DEEP
+    else:
+        if _nests_deeper(obj):
+            reason = _TOO_DEEP
+        elif type(obj) is dict:
+            return obj
+        else:
+            reason = f"not a JSON-RPC frame ({type(obj).__name__})"
+    raw = text.encode("utf-8") if line is None else line
+    return ProtocolError(reason, len(raw), _preview(raw))
+
+
 def decode_line(line: Union[bytes, bytearray]) -> Decoded:
     """Decode one line (without its newline) into a JSON object, or a
     :class:`~codexmini._errors.ProtocolError` saying why it is not one."""
@@ -118,26 +264,81 @@ def decode_line(line: Union[bytes, bytearray]) -> Decoded:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return ProtocolError(f"invalid UTF-8 at byte {exc.start}", len(line), _preview(line))
-    try:
-        obj = _loads(text)
-    except ValueError as exc:
-        return ProtocolError(f"invalid JSON: {exc}", len(line), _preview(line))
-    except RecursionError:  # [[[[… nested deeper than the interpreter's stack
-        return ProtocolError("invalid JSON: nested too deeply", len(line), _preview(line))
-    if not isinstance(obj, dict):
-        return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(line), _preview(line))
-    return obj
+    return _verdict(text, line)
 
 
 #: ``line.decode()``: UTF-8, strict (mapped over a chunk's lines).
 _decode: Callable[[bytes], str] = bytes.decode
 
-_encode = encoder()  # compact, unescaped: the session log's encoder (codexmini._jsontext)
+#: Compact, unescaped (codexmini._jsontext), and without NaN or the
+#: infinities, which JSON has no numbers for (codex rejects such a line).
+_encode = encoder(allow_nan=False)
+
+#: What the encoder raises for a value that is not JSON or not UTF-8 (a
+#: ``UnicodeEncodeError`` is a ``ValueError``; nesting too deep for the
+#: encoder's stack is a ``RecursionError``).
+_NOT_ENCODABLE = (TypeError, ValueError, RecursionError)
 
 
 def encode(frame: Frame) -> bytes:
-    """Serialize one frame as a single UTF-8 line."""
-    return _encode(frame).encode("utf-8") + b"\n"
+    """Serialize one frame as a single UTF-8 line, or raise
+    :class:`~codexmini._errors.UnencodableInput` naming the part of it that
+    is not JSON or not UTF-8 (the encoder's error chained)."""
+    try:
+        return _encode(frame).encode("utf-8") + b"\n"
+    except _NOT_ENCODABLE as exc:
+        raise _unencodable(frame, exc) from exc
+
+
+def _unencodable(frame: Frame, error: BaseException) -> UnencodableInput:
+    method, rid = frame.get("method"), frame.get("id")
+    if method is None:
+        what = f"the answer to request {rid!r}"
+    else:
+        what = f"{'notification' if rid is None else 'request'} {method}"
+    if isinstance(error, RecursionError):  # every part of it would say the same, at length
+        return UnencodableInput(what, "", "nested too deeply to encode")
+    path, reason = _culprit(frame)
+    return UnencodableInput(what, path, reason)
+
+
+def _fault(value: Any) -> str:
+    """Why ``value`` does not encode ("" if it does).  A string is judged on
+    its own, so a lone surrogate's position is its index in the string."""
+    try:
+        if type(value) is str:
+            value.encode("utf-8")
+        else:
+            _encode(value).encode("utf-8")
+    except _NOT_ENCODABLE as exc:
+        return str(exc)
+    return ""
+
+
+def _culprit(value: Any) -> Tuple[str, str]:
+    """Where in ``value`` (which does not encode) the innermost part that does
+    not encode is, and why: the first failing member of each container, as
+    the encoder meets them, down to a part whose members all encode (a leaf,
+    or a container whose fault is its own: a key, a cycle)."""
+    path, seen = "", set()
+    while id(value) not in seen:  # it ends where no member fails (value stays), or where a cycle closes
+        seen.add(id(value))
+        members: Iterable[Tuple[str, Any]] = ()
+        if type(value) is dict:
+            members = ((_member(path, key), child) for key, child in value.items())
+        elif type(value) is list or type(value) is tuple:
+            members = ((f"{path}[{index}]", child) for index, child in enumerate(value))
+        for member_path, child in members:
+            if _fault(child):
+                path, value = member_path, child
+                break
+    return path, _fault(value)
+
+
+def _member(path: str, key: Any) -> str:
+    if isinstance(key, str) and key.isidentifier():
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"
 
 
 class LineDecoder:
@@ -155,7 +356,7 @@ class LineDecoder:
         self._buf = bytearray()  # the start of a line whose newline has not arrived
         self._skipping = 0  # >0: size so far of an oversized line being discarded
         self._skip_cr = False  # the last byte skipped is a "\r" (not counted if the "\n" follows)
-        self._skip_preview = ""
+        self._skip_head = b""  # the first bytes of the line being discarded (its preview)
 
     def feed(self, data: bytes) -> List[Decoded]:
         """Every frame ``data`` completes.  The chunk is split once, as bytes,
@@ -168,6 +369,8 @@ class LineDecoder:
             data = bytes(data)
         if self._skipping:
             cut = data.find(b"\n")
+            # Under a cap shorter than a preview, the line's first bytes are still arriving.
+            self._skip_head = (self._skip_head + data[:_PREVIEW])[:_PREVIEW]
             if cut < 0:
                 self._skipping += len(data)
                 self._skip_cr = data[-1:] == b"\r" if data else self._skip_cr
@@ -211,35 +414,30 @@ class LineDecoder:
                 # Builtins as locals (as in every per-frame loop here): 3.9
                 # caches no global lookup in a function called fewer than
                 # 1,024 times, and this one runs once a chunk.
+                # A line long enough to nest too deeply has its depth
+                # measured, as _verdict would (stop is its length here: a
+                # comparison more per line, for nothing else when it is
+                # shorter than _SHALLOW, as nine lines in ten are).
                 out: List[Decoded] = []
                 append, scan, slow, len_, type_, dict_ = out.append, _scan_once, self._text_line, len, type, dict
+                shallow, deeper = _SHALLOW, _nests_deeper
                 for text in texts:
                     try:
                         value, stop = scan(text, 0)
                     except (StopIteration, ValueError, RecursionError):
                         append(slow(text))
                         continue
-                    append(value if stop == len_(text) and type_(value) is dict_ else slow(text))
+                    if stop == len_(text) and type_(value) is dict_ and (stop <= shallow or not deeper(value)):
+                        append(value)
+                    else:
+                        append(slow(text))
                 return out
         line_of = self._line
         return [line_of(line) for line in lines]
 
     @staticmethod
     def _text_line(line: str) -> Decoded:
-        if line[-1:] == "\r":
-            line = line[:-1]
-        try:
-            obj = _loads(line)
-        except ValueError as exc:
-            raw = line.encode("utf-8")
-            return ProtocolError(f"invalid JSON: {exc}", len(raw), _preview(raw))
-        except RecursionError:  # [[[[… nested deeper than the interpreter's stack
-            raw = line.encode("utf-8")
-            return ProtocolError("invalid JSON: nested too deeply", len(raw), _preview(raw))
-        if type(obj) is not dict:
-            raw = line.encode("utf-8")
-            return ProtocolError(f"not a JSON-RPC frame ({type(obj).__name__})", len(raw), _preview(raw))
-        return obj
+        return _verdict(line[:-1] if line[-1:] == "\r" else line)
 
     def _check_cap(self) -> None:
         # A trailing "\r" may be half of a CRLF whose "\n" is still in flight;
@@ -247,7 +445,7 @@ class LineDecoder:
         if len(self._buf) - self._buf.endswith(b"\r") > self.max_frame_bytes:
             self._skipping = len(self._buf)
             self._skip_cr = self._buf.endswith(b"\r")
-            self._skip_preview = _preview(bytes(self._buf))
+            self._skip_head = bytes(self._buf[:_PREVIEW])
             self._buf.clear()
 
     def close(self) -> List[Decoded]:
@@ -273,10 +471,11 @@ class LineDecoder:
         return decode_line(line)
 
     def _oversized(self) -> ProtocolError:
-        # A CRLF line's "\r" is not part of its size, wherever the chunks cut it.
-        size, preview = self._skipping - self._skip_cr, self._skip_preview
-        self._skipping, self._skip_cr, self._skip_preview = 0, False, ""
-        return ProtocolError(self._too_big(size), size, preview)
+        # A CRLF line's "\r" is not part of its size, wherever the chunks cut
+        # it, nor of its preview: the line's first bytes, as _line shows them.
+        size, head = self._skipping - self._skip_cr, self._skip_head
+        self._skipping, self._skip_cr, self._skip_head = 0, False, b""
+        return ProtocolError(self._too_big(size), size, _preview(head[:size]))
 
     def _too_big(self, size: int) -> str:
         return f"frame of {size} bytes exceeds the cap of {self.max_frame_bytes} bytes"
@@ -284,6 +483,8 @@ class LineDecoder:
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
+    "MAX_DEPTH",
+    "MEMBERS",
     "REQUEST",
     "NOTIFICATION",
     "RESPONSE",
@@ -295,5 +496,7 @@ __all__ = [
     "decode_line",
     "encode",
     "is_valid_id",
+    "not_an_id",
     "request_id",
+    "shape",
 ]

@@ -231,11 +231,13 @@ async def test_client_skips_garbage_lines():
             "invalid JSON",
             "not a JSON-RPC frame (list)",
             "not a JSON-RPC frame (str)",
-            "not a JSON-RPC frame (object)",
+            "not a JSON-RPC frame",
             "invalid UTF-8 at byte 0",
-            "not a JSON-RPC frame (object)",
+            "not a JSON-RPC frame",
             "invalid JSON",
         ]
+        assert reasons[3] == "not a JSON-RPC frame: it has neither a method nor an id"
+        assert reasons[5] == "not a JSON-RPC frame: its id is null, not an integer or a string"
     finally:
         await client.close()
 

@@ -32,6 +32,7 @@ from codexmini._errors import (
     TransportError,
     TurnFailed,
     TurnTimeout,
+    UnencodableInput,
     UsageLimitExceeded,
     WriteTimeout,
     rpc_error,
@@ -54,6 +55,7 @@ TREE = {
     BinaryNotFound: (CodexminiError,),
     StartFailed: (CodexminiError,),
     ConfigError: (CodexminiError,),
+    UnencodableInput: (ConfigError,),
     SchemaError: (CodexminiError,),
     OutputValidationError: (CodexminiError,),
     SessionLogError: (CodexminiError,),
@@ -82,6 +84,16 @@ def test_errors_protocol_error_without_preview_is_its_reason():
     bad = ProtocolError("a frame-level problem")
     assert (bad.reason, bad.size, bad.preview) == ("a frame-level problem", 0, "")
     assert str(bad) == "a frame-level problem"
+
+
+def test_errors_unencodable_input_says_what_where_and_why():
+    err = UnencodableInput("request turn/start", "params.input[0].text", "a lone surrogate")
+    assert (err.what, err.path, err.reason) == ("request turn/start", "params.input[0].text", "a lone surrogate")
+    assert str(err) == "request turn/start: params.input[0].text cannot go on the wire (a lone surrogate)"
+    whole = UnencodableInput("the answer to request 0", "", "Circular reference detected")
+    assert str(whole) == "the answer to request 0: the frame cannot go on the wire (Circular reference detected)"
+    with pytest.raises(ConfigError):  # refused up front, as a setting is: codexmini.ConfigError catches it
+        raise err
 
 
 def test_errors_rpc_error_names_the_method_and_code():

@@ -23,8 +23,8 @@ MAKES = pytest.mark.parametrize("make", [C_MAKE_ENCODER, None], ids=["c", "pytho
 SORTED = pytest.mark.parametrize("sort_keys", [False, True], ids=["unsorted", "sorted"])
 
 
-def dumps(value, sort_keys):
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
+def dumps(value, sort_keys, allow_nan=True):
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=allow_nan)
 
 
 def outcome(encode, value):
@@ -42,10 +42,14 @@ def outcome(encode, value):
     VALUES + [{"x": object()}, {"x": {1, 2}}, {"x": b"raw"}, {("a",): 1}, float, {1: "a", "b": 2}],
     ids=[*map(str, range(len(VALUES))), "object", "set", "bytes", "tuple-key", "type", "mixed-keys"],
 )
-def test_the_text_and_the_errors_are_json_dumps(value, make, sort_keys):
-    # Compact, unescaped; sorting keys of mixed types fails as json.dumps does.
-    expected = outcome(lambda v: dumps(v, sort_keys), value)
-    assert outcome(encoder(make, sort_keys), value) == expected
+@pytest.mark.parametrize("allow_nan", [True, False], ids=["nan", "no-nan"])
+def test_the_text_and_the_errors_are_json_dumps(value, make, sort_keys, allow_nan):
+    # Compact, unescaped; sorting keys of mixed types fails as json.dumps does;
+    # without allow_nan, NaN and the infinities fail as json.dumps's do.
+    expected = outcome(lambda v: dumps(v, sort_keys, allow_nan), value)
+    assert outcome(encoder(make, sort_keys, allow_nan), value) == expected
+    if allow_nan:
+        assert outcome(encoder(make, sort_keys), value) == expected  # the default
     if sort_keys and value is VALUES[3]:
         assert expected == '{"a":{"b":null,"y":[]},"m":"x","z":1}'
 
@@ -75,3 +79,18 @@ def test_cpython_gets_the_c_encoder_built_once_and_keys_keep_their_order_by_defa
     assert not isinstance(encoder(None), Encoder)
     value = {"b": 1, "a": 2}
     assert encoder()(value) == Encoder(C_MAKE_ENCODER)(value) == encoder(None)(value) == '{"b":1,"a":2}'
+
+
+@MAKES
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")], ids=["nan", "inf", "-inf"])
+def test_allow_nan_false_refuses_what_json_has_no_number_for(make, number):
+    assert encoder(make)({"x": number}) == dumps({"x": number}, False)  # the default writes them
+    with pytest.raises(ValueError, match="Out of range float values are not JSON compliant"):
+        encoder(make, allow_nan=False)({"x": [1.5, number]})
+    assert encoder(make, allow_nan=False)({"x": [1.5, 1e308]}) == '{"x":[1.5,1e+308]}'
+
+
+def test_the_encoder_built_by_hand_writes_nan_by_default():
+    assert Encoder(C_MAKE_ENCODER)({"x": float("nan")}) == '{"x":NaN}'
+    with pytest.raises(ValueError, match="Out of range float values"):
+        Encoder(C_MAKE_ENCODER, allow_nan=False)({"x": float("nan")})

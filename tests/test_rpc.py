@@ -16,7 +16,7 @@ from typing import Any, Dict, List
 import pytest
 
 from codexmini import _rpc, _wire
-from codexmini._errors import ConfigError, ProtocolError, RpcError
+from codexmini._errors import ConfigError, ProtocolError, RpcError, UnencodableInput
 from codexmini._permission import SERVER_REQUESTS, fail_closed
 from codexmini._rpc import (
     GLOBAL,
@@ -113,6 +113,84 @@ def test_connection_notify_with_and_without_params():
     stats(conn, frames_out=2)
 
 
+# -- sending what cannot go on the wire: refused before anything is kept -----------------
+
+#: Caller values that do not encode, each where a prompt, a param or an answer would hold it.
+UNENCODABLE = [
+    pytest.param({"input": [{"type": "text", "text": "a \ud800 b"}]}, "params.input[0].text", id="lone-surrogate"),
+    pytest.param({"tags": {1, 2}}, "params.tags", id="set"),
+    pytest.param({"x": object()}, "params.x", id="object"),
+    pytest.param({"outputSchema": {"maximum": float("nan")}}, "params.outputSchema.maximum", id="nan"),
+    pytest.param({"n": [1, float("-inf")]}, "params.n[1]", id="infinity"),
+    pytest.param({"k": {("a",): 1}}, "params.k", id="tuple-key"),
+]
+
+
+def test_connection_request_that_cannot_be_encoded_takes_no_id_and_keeps_nothing():
+    conn = Connection()
+    for params in [p.values[0] for p in UNENCODABLE]:
+        with pytest.raises(UnencodableInput) as raised:
+            conn.request("turn/start", params)
+        assert raised.value.what == "request turn/start"
+        assert isinstance(raised.value.__cause__, (TypeError, ValueError))
+    assert conn.pending == {} and conn.open_requests == {}
+    stats(conn)  # nothing counted out
+    rid, out = conn.request("turn/start", {"input": []})  # the next request takes the first id
+    assert rid == 1 and json.loads(out.data) == {"id": 1, "method": "turn/start", "params": {"input": []}}
+    assert dict(conn.pending) == {1: "turn/start"}
+    stats(conn, frames_out=1)
+
+
+@pytest.mark.parametrize("params, path", UNENCODABLE)
+def test_connection_unencodable_input_names_where_it_is(params, path):
+    with pytest.raises(UnencodableInput) as raised:
+        Connection().request("turn/start", params)
+    assert raised.value.path == path
+    assert f"request turn/start: {path} cannot go on the wire (" in str(raised.value)
+
+
+def test_connection_notification_that_cannot_be_encoded_is_refused():
+    conn = Connection()
+    with pytest.raises(UnencodableInput, match=r"notification initialized: params.name cannot go on the wire"):
+        conn.notify("initialized", {"name": "\udfff"})
+    stats(conn)
+
+
+@pytest.mark.parametrize("params", [[("a", 1)], "text", 7], ids=["pairs", "str", "int"])
+def test_connection_params_that_are_no_mapping_are_refused(params):
+    conn = Connection()
+    with pytest.raises(UnencodableInput) as raised:
+        conn.request("thread/loaded/list", params)
+    assert (raised.value.what, raised.value.path) == ("request thread/loaded/list", "params")
+    assert raised.value.reason == f"{type(params).__name__} is not a mapping (a JSON object)"
+    with pytest.raises(UnencodableInput, match="^notification initialized: params cannot go"):
+        conn.notify("initialized", params)
+    assert conn.pending == {}
+    stats(conn)
+
+
+def test_connection_answer_that_cannot_be_encoded_leaves_the_request_open_for_a_decline():
+    conn = Connection()
+    one(conn, approval())
+    with pytest.raises(UnencodableInput) as raised:
+        conn.answer(0, {"decision": "accept", "content": {"x": {1}}})
+    assert (raised.value.what, raised.value.path) == ("the answer to request 0", "result.content.x")
+    assert dict(conn.open_requests) == {0: (APPROVAL, approval()["params"])}
+    assert conn.decline(0, handler_failed=True).frame == {"id": 0, "result": {"decision": "decline"}}
+    assert conn.open_requests == {}
+    stats(conn, frames_in=1, frames_out=1)
+
+
+def test_connection_decline_of_a_method_no_text_can_hold_still_goes_on_the_wire():
+    # A "\ud800" escape decodes to a lone surrogate: the answer names the method as that escape's text.
+    conn = Connection()
+    conn.receive(b'{"id":0,"method":"fake/\\ud800"}\n{"id":1,"method":"fake/\\ud800"}\n')
+    assert json.loads(conn.decline(0).data)["error"]["message"] == "method not found: fake/\\ud800"
+    assert (
+        json.loads(conn.decline(1, handler_failed=True).data)["error"]["message"] == "handler for fake/\\ud800 failed"
+    )
+
+
 # -- responses ---------------------------------------------------------------------
 
 
@@ -129,8 +207,11 @@ def test_connection_responses_out_of_order_reach_their_requests():
     conn = Connection()
     first, _ = conn.request("thread/loaded/list", {})
     second, _ = conn.request("thread/start", {})
-    events = conn.receive(line({"id": second, "result": "b"}) + line({"id": first, "result": "a"}))
-    assert [(e.id, e.method, e.result) for e in events] == [(2, "thread/start", "b"), (1, "thread/loaded/list", "a")]
+    events = conn.receive(line({"id": second, "result": {"b": 2}}) + line({"id": first, "result": {"a": 1}}))
+    assert [(e.id, e.method, e.result) for e in events] == [
+        (2, "thread/start", {"b": 2}),
+        (1, "thread/loaded/list", {"a": 1}),
+    ]
 
 
 def test_connection_error_response_carries_code_message_data_and_method():
@@ -170,9 +251,9 @@ def test_connection_answer_to_an_unknown_id_is_skipped_and_counted():
 def test_connection_second_answer_is_skipped_and_names_the_method():
     conn = Connection()
     rid, _ = conn.request("thread/loaded/list", {})
-    both = line({"id": rid, "result": "once"}) * 2
+    both = line({"id": rid, "result": {"once": True}}) * 2
     first, second = conn.receive(both)
-    assert isinstance(first, Response) and first.result == "once"
+    assert isinstance(first, Response) and first.result == {"once": True}
     assert isinstance(second, Skipped)
     assert second.error.reason == "a second answer to request 1 (thread/loaded/list)"
     # An error answer after a result is a second answer too.
@@ -215,8 +296,8 @@ def test_connection_settled_ids_are_remembered_within_a_bound():
 def test_connection_string_and_integer_ids_are_different_requests():
     conn = Connection()
     rid, _ = conn.request("thread/loaded/list", {})
-    assert isinstance(one(conn, {"id": str(rid), "result": 1}), Skipped)
-    assert isinstance(one(conn, {"id": rid, "result": 1}), Response)
+    assert isinstance(one(conn, {"id": str(rid), "result": {}}), Skipped)
+    assert isinstance(one(conn, {"id": rid, "result": {}}), Response)
 
 
 # -- bytes: lines, pieces, bad lines ----------------------------------------------------
@@ -254,9 +335,9 @@ def test_connection_blank_line_is_a_counted_problem():
 def test_connection_receive_eof_delivers_an_unterminated_last_line():
     conn = Connection()
     rid, _ = conn.request("thread/loaded/list", {})
-    assert conn.receive(json.dumps({"id": rid, "result": "last"}).encode()) == []
+    assert conn.receive(json.dumps({"id": rid, "result": {"last": 1}}).encode()) == []
     (event,) = conn.receive_eof()
-    assert isinstance(event, Response) and event.result == "last"
+    assert isinstance(event, Response) and event.result == {"last": 1}
     assert conn.receive_eof() == []
 
 
@@ -286,28 +367,37 @@ def test_connection_line_that_is_no_object_is_skipped_without_a_frame(raw, reaso
     stats(conn, malformed=1)
 
 
+NO_METHOD_NO_ID = "not a JSON-RPC frame: it has neither a method nor an id"
+ONE_OF = "not a JSON-RPC frame: an answer holds exactly one of result and error"
+BAD_ERROR = "not a JSON-RPC frame: its error is not an object with an integer code and a string message"
+
+
 @pytest.mark.parametrize(
-    "frame",
+    "frame, reason",
     [
-        {"foo": 1},
-        {"id": None, "result": {}},
-        {"id": 1.5, "result": {}},
-        {"id": True, "result": {}},
-        {"id": [1], "result": {}},
-        {"method": 7},
-        {"id": 1},
-        {"id": 1, "result": {}, "error": {"code": 1, "message": "both"}},
-        {"id": 1, "error": {"code": "x", "message": "m"}},
-        {"id": 1, "error": "boom"},
+        ({"foo": 1}, NO_METHOD_NO_ID),
+        ({"id": None, "result": {}}, "not a JSON-RPC frame: its id is null, not an integer or a string"),
+        ({"id": 1.5, "result": {}}, "not a JSON-RPC frame: its id is a number, not an integer or a string"),
+        ({"id": True, "result": {}}, "not a JSON-RPC frame: its id is a boolean, not an integer or a string"),
+        ({"id": [1], "result": {}}, "not a JSON-RPC frame: its id is an array, not an integer or a string"),
+        (
+            {"id": "\ud800", "result": {}},
+            "not a JSON-RPC frame: its id is a string that is not UTF-8 text, not an integer or a string",
+        ),
+        ({"method": 7}, "not a JSON-RPC frame: its method is an integer, not a string"),
+        ({"id": 1}, ONE_OF),
+        ({"id": 1, "result": {}, "error": {"code": 1, "message": "both"}}, ONE_OF),
+        ({"id": 1, "error": {"code": "x", "message": "m"}}, BAD_ERROR),
+        ({"id": 1, "error": "boom"}, BAD_ERROR),
     ],
-    ids=lambda f: json.dumps(f),
+    ids=lambda f: json.dumps(f) if isinstance(f, dict) else "",
 )
-def test_connection_object_without_a_json_rpc_shape_is_skipped_with_its_frame(frame):
+def test_connection_object_without_a_json_rpc_shape_is_skipped_with_its_frame(frame, reason):
     conn = Connection()
     conn.request("thread/loaded/list", {})  # id 1 is pending: shape, not id, is what is wrong
     event = one(conn, frame)
     assert isinstance(event, Skipped) and event.frame == frame
-    assert event.error.reason == "not a JSON-RPC frame (object)"
+    assert event.error.reason == reason
     assert dict(conn.pending) == {1: "thread/loaded/list"}
     stats(conn, frames_in=1, frames_out=1, malformed=1)
 
@@ -338,11 +428,23 @@ def test_connection_notification_without_a_thread_is_global():
     assert conn.unclaimed == (0, 0, 0)
 
 
-@pytest.mark.parametrize("params", [None, [1, 2], "text"])
-def test_connection_notification_params_not_an_object_read_as_empty(params):
+@pytest.mark.parametrize(
+    "params, problem",
+    [
+        (None, "params is null, not an object"),
+        ([1, 2], "params is an array, not an object"),
+        ("absent", "params is missing"),
+    ],
+)
+def test_connection_notification_whose_params_is_not_an_object_is_skipped_as_malformed(params, problem):
+    # Every ServerNotification's params is an object: one that is not says
+    # nothing routable, and nothing waits for it.
     conn = Connection()
-    event = one(conn, {"method": "configWarning", "params": params})
-    assert isinstance(event, Notification) and event.params == {} and event.route is GLOBAL
+    frame: Frame = {"method": "configWarning"} if params == "absent" else {"method": "configWarning", "params": params}
+    event = one(conn, frame)
+    assert isinstance(event, Skipped) and event.frame == frame
+    assert event.error.reason == f"notification configWarning: {problem}"
+    stats(conn, frames_in=1, malformed=1)
 
 
 def test_connection_notification_for_a_thread_nobody_claimed_is_held():
@@ -501,8 +603,16 @@ def test_connection_server_request_is_an_event_to_answer():
     stats(conn, frames_in=1, frames_out=1)
 
 
-@pytest.mark.parametrize("params", [None, "absent", [1], "text"])
-def test_connection_server_request_without_object_params_is_still_answerable(params):
+@pytest.mark.parametrize(
+    "params, problem",
+    [
+        (None, "params is null, not an object"),
+        ("absent", "params is missing"),
+        ([1], "params is an array, not an object"),
+        ("text", "params is a string, not an object"),
+    ],
+)
+def test_connection_server_request_without_object_params_is_malformed_and_still_answerable(params, problem):
     conn = Connection()
     frame = approval()
     if params == "absent":
@@ -510,8 +620,13 @@ def test_connection_server_request_without_object_params_is_still_answerable(par
     else:
         frame["params"] = params
     event = one(conn, frame)
-    assert isinstance(event, ServerRequest) and event.params == {}
+    assert isinstance(event, _rpc.Malformed) and event.frame == frame
+    assert event.event == ServerRequest(0, APPROVAL, {}, frame)
+    assert event.error.reason == f"request {APPROVAL} (id 0): {problem}"
+    assert event.error.preview == json.dumps(frame)[:120]
+    assert dict(conn.open_requests) == {0: (APPROVAL, {})}
     assert conn.decline(0).frame == {"id": 0, "result": {"decision": "decline"}}
+    stats(conn, frames_in=1, frames_out=1, malformed=1)
 
 
 @pytest.mark.parametrize("method", sorted(SERVER_REQUESTS))
@@ -581,13 +696,30 @@ def test_connection_resolved_after_the_answer_is_a_plain_notification():
     assert [n.method for n in conn.claim(THREAD)] == ["serverRequest/resolved"]
 
 
-@pytest.mark.parametrize("rid", [[0], {"id": 0}, None, 0.0, True, "0"], ids=repr)
-def test_connection_resolved_with_an_id_nobody_asked_is_a_plain_notification(rid):
+def test_connection_resolved_with_an_id_nobody_asked_is_a_plain_notification():
     conn = Connection()
     one(conn, approval())
-    event = one(conn, resolved(rid))  # a list or an object must not reach a dict lookup
+    event = one(conn, resolved("0"))
     assert isinstance(event, Notification) and event.method == "serverRequest/resolved"
     assert 0 in conn.open_requests
+    stats(conn, frames_in=2)
+
+
+@pytest.mark.parametrize("rid", [[0], {"id": 0}, None, 0.0, True, "\ud800", "absent"], ids=repr)
+def test_connection_resolved_whose_request_id_is_no_id_is_malformed_and_routed(rid):
+    conn = Connection()
+    conn.claim(THREAD)
+    one(conn, approval())
+    frame = resolved(rid)
+    if rid == "absent":
+        del frame["params"]["requestId"]
+    event = one(conn, frame)  # a list or an object must not reach a dict lookup
+    assert isinstance(event, _rpc.Malformed) and event.frame == frame
+    assert event.event == Notification("serverRequest/resolved", frame["params"], THREAD, THREAD, frame)
+    what = "is missing" if rid == "absent" else _wire.not_an_id(rid)
+    assert event.error.reason == f"notification serverRequest/resolved: requestId {what}"
+    assert 0 in conn.open_requests
+    stats(conn, frames_in=2, malformed=1)
 
 
 @pytest.mark.parametrize("params", [None, [0], "0"])
@@ -595,7 +727,7 @@ def test_connection_resolved_whose_params_is_not_an_object_resolves_nothing(para
     conn = Connection()
     one(conn, approval())
     event = one(conn, {"method": "serverRequest/resolved", "params": params})
-    assert isinstance(event, Notification) and event.params == {} and event.route is GLOBAL
+    assert isinstance(event, Skipped) and event.error.reason.startswith("notification serverRequest/resolved: params")
     assert 0 in conn.open_requests
 
 
@@ -616,6 +748,76 @@ def test_connection_every_event_kind_from_one_chunk():
     kinds = [type(e).__name__ for e in conn.receive(chunk)]
     assert kinds == ["Response", "ErrorResponse", "Notification", "ServerRequest", "ServerRequestResolved", "Skipped"]
     stats(conn, frames_in=5, frames_out=2, malformed=1)
+
+
+# -- frames that break the schema's shape, acted on all the same -------------------------
+
+
+@pytest.mark.parametrize("result", [None, [], "ok", 3, True], ids=repr)
+def test_connection_response_whose_result_is_no_object_ends_its_call_and_is_malformed(result):
+    conn = Connection()
+    rid, _ = conn.request("turn/steer", {})
+    frame = {"id": rid, "result": result}
+    event = one(conn, frame)
+    assert isinstance(event, _rpc.Malformed) and event.frame == frame
+    assert event.event == Response(rid, "turn/steer", result, frame)  # its caller judges it, as before
+    kind = {type(None): "null", list: "an array", str: "a string", int: "an integer", bool: "a boolean"}[type(result)]
+    assert event.error.reason == f"the answer to request 1 (turn/steer): result is {kind}, not an object"
+    assert conn.pending == {}
+    assert one(conn, frame).error.reason.startswith("a second answer")  # settled like any answer
+    stats(conn, frames_in=2, frames_out=1, malformed=1, unknown_responses=1)
+
+
+def test_connection_answer_to_an_unknown_id_is_unknown_whatever_its_result():
+    conn = Connection()
+    event = one(conn, {"id": 5, "result": []})
+    assert isinstance(event, Skipped) and event.error.reason == "an answer to unknown request id 5"
+    stats(conn, frames_in=1, unknown_responses=1)
+
+
+def test_connection_every_rejected_frame_is_skipped_or_malformed_and_counted_once():
+    conn = Connection()
+    a, _ = conn.request("thread/read", {})
+    conn.claim(THREAD)
+    frames = [
+        {"method": "warning", "params": ["x"]},  # skipped: nothing waits for it
+        {"id": 0, "method": APPROVAL, "params": None},  # answered all the same
+        {"id": a, "result": "x"},  # its call ends all the same
+        resolved([0]),  # routed all the same
+        {"id": None, "method": "m"},  # no frame
+        {"method": "warning", "params": {"threadId": THREAD, "message": "fine"}},
+    ]
+    events = conn.receive(b"".join(line(f) for f in frames))
+    assert [type(e).__name__ for e in events] == [
+        "Skipped",
+        "Malformed",
+        "Malformed",
+        "Malformed",
+        "Skipped",
+        "Notification",
+    ]
+    assert [type(e.event).__name__ for e in events if isinstance(e, _rpc.Malformed)] == [
+        "ServerRequest",
+        "Response",
+        "Notification",
+    ]
+    assert [e.frame for e in events] == frames[:4] + [frames[4], frames[5]]
+    stats(conn, frames_in=6, frames_out=1, malformed=5)
+
+
+def test_connection_a_reason_quoting_a_long_method_or_id_is_bounded():
+    conn = Connection()
+    long_method = "m" * 10_000
+    (event,) = conn.receive(line({"method": long_method, "params": None}))
+    assert len(event.error.reason) == _rpc.REASON_CHARS == 240
+    assert event.error.reason == f"notification {long_method}"[:239] + "…"
+    (event,) = conn.receive(line({"id": "i" * 10_000, "result": {}}))
+    assert len(event.error.reason) == 240 and event.error.reason.endswith("…")
+    # "notification " + the method + ": params is null, not an object": 44 characters and the method's.
+    exact = one(conn, {"method": "m" * 196, "params": None}).error.reason  # 240: as it is
+    assert exact == "notification " + "m" * 196 + ": params is null, not an object"
+    over = one(conn, {"method": "m" * 197, "params": None}).error.reason  # 241: cut
+    assert over == ("notification " + "m" * 197 + ": params is null, not an object")[:239] + "…"
 
 
 # -- the stats -----------------------------------------------------------------------
@@ -824,7 +1026,8 @@ def test_connection_rate_limits_update_without_an_object_keeps_the_last_snapshot
     frame: Frame = {"method": RATE_LIMITS_UPDATED}
     if params is not None:
         frame["params"] = params
-    assert one(conn, frame).route is GLOBAL
+    event = one(conn, frame)
+    assert isinstance(event, Skipped) if params is None else event.route is GLOBAL
     assert conn.rate_limits == recorded["params"]["rateLimits"]
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from codexmini import ConfigError, ProtocolError
 from codexmini import _wire as wire
+from codexmini._errors import UnencodableInput
 from codexmini._wire import (
     DEFAULT_MAX_FRAME_BYTES,
     ERROR,
@@ -420,8 +421,7 @@ MIXED_STREAM = b"".join(line for line, _ in MIXED)
 
 
 def outcome(item: wire.Decoded):
-    """A frame, or a problem's reason and size (an oversized line's preview is
-    whatever the buffer held when it went over the cap: it depends on the chunks)."""
+    """A frame, or a problem's reason and size (:func:`verdict` adds the preview)."""
     return (item.reason, item.size) if isinstance(item, ProtocolError) else item
 
 
@@ -593,7 +593,402 @@ def test_line_decoder_json_nested_deeper_than_the_stack_is_a_protocol_error(crlf
     for line in (deep, b'{"a":' + deep + b"}"):
         d = LineDecoder()
         (got,) = d.feed(line + crlf + b"\n")  # the block path
-        assert isinstance(got, ProtocolError) and got.reason == "invalid JSON: nested too deeply"
+        assert isinstance(got, ProtocolError) and got.reason == TOO_DEEP
         (again,) = LineDecoder(max_frame_bytes=len(line) - 1 + len(crlf) + 1).feed(line + crlf + b"\n")
-        assert isinstance(again, ProtocolError) and again.reason == "invalid JSON: nested too deeply"
-        assert wire.decode_line(line).reason == "invalid JSON: nested too deeply"
+        assert isinstance(again, ProtocolError) and again.reason == TOO_DEEP
+        assert wire.decode_line(line).reason == TOO_DEEP
+
+
+# -- the verdict does not depend on how the bytes arrive ---------------------
+#
+# A line read whole goes through the hot loop's direct scan; a line cut by a
+# chunk boundary is assembled in the buffer and judged by _verdict.  At each
+# limit the decoder has (the nesting depth, the frame cap, the preview's
+# length), at the limit, one below and one above, every way of cutting the
+# bytes in two gives the same verdict -- reason, size and preview included.
+
+D = wire.MAX_DEPTH
+TOO_DEEP = f"invalid JSON: nested too deeply (more than {D} levels)"
+NEXT = b'{"method":"next"}\n'  # what follows each line must decode too
+
+
+def verdict(item: wire.Decoded):
+    """A frame, or everything a problem says (reason, size, preview)."""
+    return (item.reason, item.size, item.preview) if isinstance(item, ProtocolError) else item
+
+
+def same_at_every_cut(data: bytes, cap: int = DEFAULT_MAX_FRAME_BYTES, cuts: Iterable[int] = ()) -> list:
+    """The verdicts on ``data`` read whole, after checking that reading it in
+    two pieces, cut at each of ``cuts`` (default: every offset), gives the same."""
+    whole = [verdict(o) for o in feed_all(LineDecoder(cap), [data])]
+    for cut in list(cuts) or range(len(data) + 1):
+        split = [verdict(o) for o in feed_all(LineDecoder(cap), [data[:cut], data[cut:]])]
+        assert split == whole, f"cut at {cut} of {len(data)}"
+    return whole
+
+
+def nested(depth: int, kinds: str = "a") -> str:
+    """A JSON object ``depth`` levels deep (itself the first): its members
+    nest arrays (``a``), objects (``o``) or both in turn (``ao``)."""
+    text = "0"
+    for level in range(depth - 1, 0, -1):
+        text = f"[{text}]" if kinds[level % len(kinds)] == "a" else f'{{"k":{text}}}'
+    return '{"":' + text + "}"
+
+
+def shortest(depth: int) -> str:
+    """The shortest object ``depth`` levels deep: 2 × depth + 3 characters."""
+    return '{"":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+def test_nested_builders_build_what_they_say():
+    for depth in (1, 2, 5):
+        value = json.loads(nested(depth, "ao"))
+        levels = 0
+        while isinstance(value, (dict, list)):
+            levels += 1
+            value = next(iter(value.values())) if isinstance(value, dict) else value[0]
+        assert levels == depth
+    assert json.loads(shortest(3)) == {"": [[]]} and len(shortest(D + 1)) == 2 * D + 5
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("depth", [D - 1, D, D + 1], ids=["below", "at", "above"])
+def test_verdict_on_nesting_is_the_same_at_every_cut(depth, ending):
+    # The shortest object of each depth: the one line at the hot loop's
+    # length threshold (a longer one is measured there, a shorter cannot be deep).
+    line = shortest(depth).encode()
+    got = same_at_every_cut(line + ending + NEXT)
+    expected = json.loads(line) if depth <= D else (TOO_DEEP, len(line), line[:120].decode())
+    assert got == [expected, {"method": "next"}]
+
+
+@pytest.mark.parametrize("kinds", ["a", "o", "ao"], ids=["arrays", "objects", "both"])
+@pytest.mark.parametrize("depth", [D - 1, D, D + 1], ids=["below", "at", "above"])
+def test_verdict_on_nesting_of_arrays_and_objects_at_a_sample_of_cuts(depth, kinds):
+    line = nested(depth, kinds).encode()
+    padded = b'{"pad":"' + b"[{" * 3000 + b'",' + line[1:]  # as deep, longer: brackets in a string do not nest
+    for data in (line, padded, b" " + line + b" "):
+        cuts = [0, 1, 5, len(data) // 3, len(data) // 2, len(data) - 3, len(data) - 1, len(data)]
+        got = same_at_every_cut(data + b"\n" + NEXT, cuts=cuts)
+        expected = json.loads(data) if depth <= D else (TOO_DEEP, len(data), data[:120].decode())
+        assert got == [expected, {"method": "next"}], data[:20]
+        assert verdict(decode_line(data)) == expected  # the same as the function itself says
+
+
+@pytest.mark.parametrize("depth", [D - 1, D, D + 1], ids=["below", "at", "above"])
+def test_verdict_on_nesting_of_what_is_no_frame_is_the_same_at_every_cut(depth):
+    arrays = ("[" * depth + "]" * depth).encode()  # JSON, but not an object
+    broken = ("[" * depth + "x").encode()  # invalid JSON after the nesting
+    deep_too = TOO_DEEP if depth > D else None
+    for line, otherwise in (
+        (arrays, "not a JSON-RPC frame (list)"),
+        (broken, "invalid JSON: Expecting value: line 1 column %d (char %d)" % (depth + 1, depth)),
+    ):
+        cuts = range(0, len(line) + 2, 3) if line is arrays else ()
+        got = same_at_every_cut(line + b"\n" + NEXT, cuts=cuts)
+        assert got == [(deep_too or otherwise, len(line), line[:120].decode()), {"method": "next"}]
+
+
+def test_verdict_on_nesting_counts_brackets_outside_strings_only():
+    # Lines that do not parse, with more than MAX_DEPTH brackets: only those
+    # outside strings nest (an escaped quote does not end a string, an
+    # escaped backslash before a quote does), and closing ones close.
+    many = "[" * (D + 1)
+    cases = [
+        ('{"s":"' + many + '"} x', "invalid JSON: Extra data"),  # in a string
+        ('{"s":"\\"' + many + '"} x', "invalid JSON: Extra data"),  # an escaped quote inside
+        ('{"s":"\\\\"' + many + "x", TOO_DEEP),  # the string ended: the brackets open
+        ("[" + "[]," * (D + 1) + "x]", "invalid JSON: Expecting value"),  # shallow, many arrays
+        ("[" + "{}," * (D + 1) + "x]", "invalid JSON: Expecting value"),  # shallow, many objects
+        ("{" * (D + 1) + "x", TOO_DEEP),  # objects opening
+        ("[" * D + "x", "invalid JSON: Expecting value"),  # exactly MAX_DEPTH: not too deep
+    ]
+    for text, reason in cases:
+        line = text.encode()
+        (got, following) = same_at_every_cut(line + b"\n" + NEXT, cuts=[0, 7, len(line) // 2, len(line)])
+        assert got[0].startswith(reason) and got[1:] == (len(line), line[:120].decode()), text[:30]
+        assert following == {"method": "next"}
+
+
+def test_verdict_on_nesting_of_a_value_the_stack_cannot_parse_is_too_deep():
+    # Far past the stack: the parse itself runs out, on every path.
+    line = shortest(50_000).encode()
+    assert same_at_every_cut(line + b"\n", cuts=[0, 10, len(line)]) == [(TOO_DEEP, len(line), line[:120].decode())]
+
+
+def test_verdict_on_nesting_near_the_stack_limit_is_the_same_in_one_read_or_two():
+    # The case that showed the fault: a frame about 994 levels deep that the
+    # direct scan took in one read and the buffered path, a few calls deeper
+    # on the stack, refused in two.  Where exactly depends on the caller's
+    # stack, so every depth around it is tried.
+    for depth in range(900, 1001):
+        line = shortest(depth).encode() + b"\n"
+        decoder = LineDecoder()
+        two_reads = decoder.feed(line[:5]) + decoder.feed(line[5:])
+        expected = [(TOO_DEEP, len(line) - 1, line[:120].decode())]
+        assert [verdict(o) for o in LineDecoder().feed(line)] == [verdict(o) for o in two_reads] == expected, depth
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("size", [63, 64, 65], ids=["below", "at", "above"])
+def test_verdict_on_the_frame_cap_is_the_same_at_every_cut(size, ending):
+    line = frame_line(size)
+    got = same_at_every_cut(line + ending + NEXT, cap=64)
+    if size <= 64:
+        assert got == [json.loads(line), {"method": "next"}]
+    else:
+        assert got == [(f"frame of {size} bytes exceeds the cap of 64 bytes", size, line.decode()), {"method": "next"}]
+
+
+@pytest.mark.parametrize("size", [-1, 0, 1], ids=["below", "at", "above"])
+def test_verdict_on_the_frame_cap_of_a_big_frame_at_a_sample_of_cuts(size):
+    cap = 1024 * 1024
+    line = frame_line(cap + size)
+    cuts = [0, 1, 119, 120, 121, cap // 2, cap - 1, cap, cap + 1, len(line) - 1, len(line), len(line) + 1]
+    got = same_at_every_cut(line + b"\r\n" + NEXT, cap=cap, cuts=cuts)
+    if size <= 0:
+        assert got == [json.loads(line), {"method": "next"}]
+    else:
+        reason = f"frame of {cap + 1} bytes exceeds the cap of {cap} bytes"
+        assert got == [(reason, cap + 1, line[:120].decode()), {"method": "next"}]
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("size", [119, 120, 121], ids=["below", "at", "above"])
+def test_verdict_on_the_preview_is_the_same_at_every_cut(size, ending):
+    # The preview shows a line's first 120 bytes, however it arrived: an
+    # invalid line, and one over a cap shorter than a preview (whose first
+    # bytes arrive while it is being skipped).
+    junk = b"\xc3\xa9" + b"x" * (size - 2)  # invalid JSON, its preview starting with a 2-byte character
+    got = same_at_every_cut(junk + ending + NEXT)
+    assert got[0][1:] == (size, junk[:120].decode()) and got[1] == {"method": "next"}
+    over = frame_line(size)
+    for cap in (40, 64):
+        got = same_at_every_cut(over + ending + NEXT, cap=cap)
+        reason = f"frame of {size} bytes exceeds the cap of {cap} bytes"
+        assert got == [(reason, size, over[:120].decode()), {"method": "next"}]
+
+
+def test_verdict_on_a_short_oversized_line_leaves_its_cr_out_of_the_preview():
+    for data, size in ((b"abcdef\r\n", 6), (b"abc\rdef\r\n", 7)):
+        assert same_at_every_cut(data + b"{}\n", cap=4) == [
+            (f"frame of {size} bytes exceeds the cap of 4 bytes", size, data[:size].decode()),
+            {},
+        ]
+    # Unterminated (close() reports it): the last "\r" is left out the same way.
+    assert [verdict(o) for o in feed_all(LineDecoder(4), [b"abcdef", b"\r"])] == [
+        ("frame of 6 bytes exceeds the cap of 4 bytes", 6, "abcdef")
+    ]
+
+
+def test_verdict_on_the_preview_of_a_line_arriving_byte_by_byte_under_a_small_cap():
+    # Its first bytes arrive while it is skipped, one at a time.
+    for size in (50, 119, 120, 121, 300):
+        line = frame_line(size)
+        out = feed_all(LineDecoder(40), bytewise(line + b"\r\n" + NEXT))
+        assert [verdict(o) for o in out] == [
+            (f"frame of {size} bytes exceeds the cap of 40 bytes", size, line[:120].decode()),
+            {"method": "next"},
+        ]
+
+
+def test_nesting_limit_is_512_levels():
+    # Spelled out: the tests above are written against MAX_DEPTH.
+    assert wire.MAX_DEPTH == 512
+    assert decode_line(shortest(512).encode()) == json.loads(shortest(512))
+    assert decode_line(shortest(513).encode()).reason == "invalid JSON: nested too deeply (more than 512 levels)"
+    assert wire._nests_deeper(json.loads(shortest(512))) is False
+    assert wire._nests_deeper(json.loads(shortest(513))) is True
+
+
+@pytest.mark.parametrize(
+    "value, deeper",
+    [
+        (0, False),
+        ("[[[[", False),
+        ({}, False),
+        ([[]] * 1000, False),  # wide, two levels
+        (json.loads(nested(D, "o")), False),
+        (json.loads(nested(D + 1, "o")), True),
+        (json.loads(nested(D + 1, "ao")), True),
+        ({"a": [1, "x", None, {"b": json.loads(shortest(D - 1))}]}, True),  # the deep part behind scalars
+    ],
+    ids=["scalar", "string", "empty", "wide", "objects-at", "objects-above", "both-above", "behind-scalars"],
+)
+def test_nests_deeper_measures_a_decoded_value(value, deeper):
+    assert wire._nests_deeper(value) is deeper
+
+
+def test_verdict_on_nesting_counts_closing_brackets_before_the_deep_part():
+    # What closes before the deep part no longer counts: one level, then D
+    # more, is too deep whatever came and went in between.
+    for closed in ("[],", "{},", '"]",'):
+        line = ("[" + closed * 3 + "[" * D + "x").encode()
+        (got,) = LineDecoder().feed(line + b"\n")
+        assert got.reason == TOO_DEEP, closed
+        shallower = ("[" + closed * 3 + "[" * (D - 1) + "x").encode()
+        (got,) = LineDecoder().feed(shallower + b"\n")
+        assert got.reason.startswith("invalid JSON: Expecting value"), closed
+    for quote in ('"', '"a\\\\"'):  # a quote that opens no string; a string ending in an escaped backslash
+        line = ("[" * D + quote + "[x").encode()
+        (got,) = LineDecoder().feed(line + b"\n")
+        assert got.reason == TOO_DEEP, quote
+
+
+def test_the_hot_loop_measures_only_lines_long_enough_to_be_too_deep(monkeypatch):
+    # The depth of a line the direct scan took is measured only when it is
+    # longer than the shortest too-deep object: nine lines in ten (deltas) are
+    # shorter, and take no call at all; nor does a long one go the long way.
+    measured, judged = [], []
+    monkeypatch.setattr(wire, "_nests_deeper", lambda value: measured.append(value) or False)
+    real = wire._verdict
+    monkeypatch.setattr(wire, "_verdict", lambda text, line=None: judged.append(text) or real(text, line))
+    edge = 2 * D + 4  # no object this long or shorter nests deeper than D
+    for size, calls in ((frame_line(edge), 0), (frame_line(edge + 1), 1), (frame_line(5000), 1)):
+        measured.clear()
+        assert LineDecoder().feed(size + b"\n") == [json.loads(size)]
+        assert (len(measured), judged) == (calls, []), len(size)
+    assert wire._SHALLOW == edge
+
+
+# -- shape: the kinds, and what the schema asks of each ----------------------
+
+
+@pytest.mark.parametrize(
+    "obj, kind, problem",
+    [
+        ({"id": 0, "method": "item/tool/call", "params": {}}, REQUEST, ""),
+        ({"id": 0, "method": "item/tool/call"}, REQUEST, "params is missing"),
+        ({"id": 0, "method": "item/tool/call", "params": None}, REQUEST, "params is null, not an object"),
+        ({"id": "a", "method": "m", "params": [1]}, REQUEST, "params is an array, not an object"),
+        ({"method": "turn/started", "params": {"threadId": "t"}}, NOTIFICATION, ""),
+        ({"method": "initialized"}, NOTIFICATION, "params is missing"),
+        ({"method": "m", "params": "s"}, NOTIFICATION, "params is a string, not an object"),
+        ({"method": "m", "params": 1.5}, NOTIFICATION, "params is a number, not an object"),
+        ({"method": "m", "params": True}, NOTIFICATION, "params is a boolean, not an object"),
+        ({"id": 1, "result": {}}, RESPONSE, ""),
+        ({"id": 1, "result": None}, RESPONSE, "result is null, not an object"),
+        ({"id": 1, "result": 7}, RESPONSE, "result is an integer, not an object"),
+        ({"id": 1, "error": {"code": -32600, "message": "x"}}, ERROR, ""),
+        ({"id": 1, "error": {"code": -32600, "message": "x", "data": [1]}}, ERROR, ""),
+    ],
+)
+def test_shape_is_the_kind_and_what_its_member_breaks(obj, kind, problem):
+    assert wire.shape(obj) == (kind, problem)
+    assert classify(obj) == kind
+
+
+@pytest.mark.parametrize(
+    "obj, problem",
+    [
+        ([], "not a JSON-RPC frame (list)"),
+        ({}, "not a JSON-RPC frame: it has neither a method nor an id"),
+        ({"params": {}}, "not a JSON-RPC frame: it has neither a method nor an id"),
+        ({"method": None}, "not a JSON-RPC frame: its method is null, not a string"),
+        ({"id": 1, "method": ["m"]}, "not a JSON-RPC frame: its method is an array, not a string"),
+        ({"id": {"n": 1}, "result": {}}, "not a JSON-RPC frame: its id is an object, not an integer or a string"),
+        ({"id": False, "method": "m"}, "not a JSON-RPC frame: its id is a boolean, not an integer or a string"),
+        ({"id": (1,), "result": {}}, "not a JSON-RPC frame: its id is tuple, not an integer or a string"),
+        ({"id": 1}, "not a JSON-RPC frame: an answer holds exactly one of result and error"),
+        ({"id": 1, "error": {"code": True, "message": "x"}}, "not a JSON-RPC frame: its error is not an object"),
+        ({"id": 1, "error": {"code": 1}}, "not a JSON-RPC frame: its error is not an object"),
+        ({"id": 1, "error": []}, "not a JSON-RPC frame: its error is not an object"),
+    ],
+)
+def test_shape_says_why_an_object_is_no_frame(obj, problem):
+    kind, why = wire.shape(obj)
+    assert kind is None and why.startswith(problem)
+
+
+def test_shape_members_table_is_every_kind_with_an_object_member():
+    # The schema's shape: params of what codex asks or tells, the result of what it answers.
+    assert wire.MEMBERS == {REQUEST: "params", NOTIFICATION: "params", RESPONSE: "result"}
+
+
+def test_is_valid_id_refuses_a_string_no_answer_could_echo():
+    assert is_valid_id("日本") is True and is_valid_id("") is True
+    assert is_valid_id("a\ud800") is False and is_valid_id("\udfff") is False
+    assert wire.shape({"id": "\ud800", "result": {}}) == (
+        None,
+        "not a JSON-RPC frame: its id is a string that is not UTF-8 text, not an integer or a string",
+    )
+    assert decode_line(b'{"id":"\\ud800","result":{}}') == {"id": "\ud800", "result": {}}  # JSON, no frame
+    assert classify({"id": "\ud800", "result": {}}) is None
+
+
+# -- encode: what cannot go on the wire is refused, saying where -------------
+
+
+@pytest.mark.parametrize(
+    "frame, what, path, reason",
+    [
+        (
+            {"id": 3, "method": "turn/start", "params": {"input": [{"type": "text", "text": "ab\ud800"}]}},
+            "request turn/start",
+            "params.input[0].text",
+            "'utf-8' codec can't encode character '\\ud800' in position 2: surrogates not allowed",
+        ),
+        ({"method": "initialized", "params": {"s": {1}}}, "notification initialized", "params.s", "Object of type set"),
+        ({"id": 0, "result": {"content": float("nan")}}, "the answer to request 0", "result.content", "Out of range"),
+        ({"id": "r", "result": [1, (2, float("inf"))]}, "the answer to request 'r'", "result[1][1]", "Out of range"),
+        ({"id": 1, "method": "m", "params": {"a-b": object()}}, "request m", "params['a-b']", "Object of type object"),
+        ({"id": 1, "method": "m", "params": {7: b"x"}}, "request m", "params[7]", "Object of type bytes"),
+        ({"id": 1, "method": "m", "params": {"k": {(1,): 2}}}, "request m", "params.k", "keys must be str"),
+        ({"id": 1, "method": "m", "params": {"\udc80": 2}}, "request m", "params", "'utf-8' codec can't encode"),
+        ({"id": 1, "method": "m\ud800"}, "request m\ud800", "method", "'utf-8' codec can't encode character"),
+        ({"id": 1, "method": "m", "params": {"ok": 1, "big": 10**5000}}, "request m", "params.big", "Exceeds the"),
+    ],
+    ids=["surrogate", "set", "nan", "infinity", "object", "bytes", "tuple-key", "surrogate-key", "method", "huge-int"],
+)
+def test_encode_refuses_what_is_not_json_or_not_utf8_and_says_where(frame, what, path, reason):
+    with pytest.raises(UnencodableInput) as raised:
+        encode(frame)
+    err = raised.value
+    assert (err.what, err.path) == (what, path)
+    assert err.reason.startswith(reason), err.reason
+    assert isinstance(err.__cause__, (TypeError, ValueError))
+
+
+def test_encode_refuses_a_cycle_where_it_closes():
+    loop: dict = {"a": 1}
+    loop["again"] = loop
+    with pytest.raises(UnencodableInput) as raised:
+        encode({"id": 1, "method": "m", "params": {"x": [loop]}})
+    assert (raised.value.path, raised.value.reason) == ("params.x[0].again", "Circular reference detected")
+    assert encode({"id": 1, "method": "m", "params": {"x": [{"a": 1}]}})  # the encoder is still usable
+
+
+def test_encode_refuses_nesting_too_deep_to_encode_without_looking_for_where():
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(UnencodableInput) as raised:
+        encode({"id": 1, "method": "m", "params": {"x": deep}})
+    assert (raised.value.path, raised.value.reason) == ("", "nested too deeply to encode")
+    assert isinstance(raised.value.__cause__, RecursionError)
+    assert str(raised.value) == "request m: the frame cannot go on the wire (nested too deeply to encode)"
+
+
+def test_encode_of_a_frame_whose_members_each_encode_blames_the_frame():
+    # A str subclass whose text is no UTF-8 at the top: nothing smaller to blame.
+    class Text(str):
+        pass
+
+    frame = {Text("\ud800"): 1}
+    with pytest.raises(UnencodableInput) as raised:
+        encode(frame)
+    assert raised.value.path == "" and raised.value.what == "the answer to request None"
+
+
+def test_encode_blames_the_first_part_that_does_not_encode():
+    # Two bad members: the first, as the encoder meets it, and the innermost part of it.
+    frame = {"id": 1, "method": "m", "params": {"ok": [1], "a": {"b": {1}, "c": object()}, "d": {2}}}
+    with pytest.raises(UnencodableInput) as raised:
+        encode(frame)
+    assert (raised.value.path, raised.value.reason) == ("params.a.b", "Object of type set is not JSON serializable")
+
+
+def test_fault_is_empty_for_what_encodes():
+    assert wire._fault({"a": [1, "é", None]}) == "" and wire._fault("text") == ""
+    assert wire._fault("\ud800").startswith("'utf-8' codec can't encode")

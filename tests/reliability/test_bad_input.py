@@ -8,6 +8,8 @@ sends from a real child process in the middle of a turn, between a message
 says (a typed error, a typed event, a counted and logged skip, an answer), and
 lose nothing: ``before`` and ``after`` both arrive (and are logged), the turn
 completes, and the conversation goes on (one more request is answered).
+Every frame the schema's shape rejects leaves the same trace, whatever else
+its row says: kept in ``client.protocol_errors``, counted and logged.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class Kind:
     """One row: the kind, what it must become, how the client is set up."""
 
     name: str
-    #: skip | invalid | unmapped | unrouted | ignored | held | answered | delivered | dropped | phase
+    #: skip | invalid | unmapped | ignored | held | answered | delivered | dropped | phase
     expect: str
     #: frame problems the conformance validator reports for it, on purpose
     problems: Tuple[str, ...] = ()
@@ -64,6 +66,15 @@ class Kind:
     handler: Optional[str] = None
     #: for ``answered``: what codex receives; for ``skip``: how many lines are skipped
     answer: Any = None
+    #: how many problems the client keeps (``protocol_errors``), counts and logs:
+    #: by default the skipped lines of a ``skip`` row, none for the others
+    kept: Optional[int] = None
+
+    @property
+    def traces(self) -> int:
+        if self.kept is not None:
+            return self.kept
+        return (self.answer or 1) if self.expect == "skip" else 0
 
 
 DECLINE = {"result": {"decision": "decline"}}
@@ -98,12 +109,13 @@ TABLE = [
     Kind("token_count_not_a_number", "invalid", ("thread/tokenUsage/updated",)),
     Kind("turn_not_an_object", "invalid", ("turn/completed",)),
     Kind("plan_not_an_array", "invalid", ("turn/plan/updated",)),
+    # notifications whose params is no object: a skip like a line that is no frame
+    Kind("params_not_an_object", "skip", ("item/agentMessage/delta",)),
+    Kind("params_missing", "skip", ("turn/diff/updated",)),
+    Kind("resolved_params_not_an_object", "skip", ("serverRequest/resolved",), answer=2),  # [0] and 7
     # routed elsewhere or ignored by the turn, never fatal
     Kind("unknown_method", "unmapped", ("item/hologram/delta",)),
-    Kind("params_not_an_object", "unrouted", ("item/agentMessage/delta",)),
-    Kind("params_missing", "unrouted", ("turn/diff/updated",)),
-    Kind("resolved_params_not_an_object", "unrouted", ("serverRequest/resolved",)),  # [0] and 7
-    Kind("resolved_unhashable_request_id", "ignored", ("serverRequest/resolved",)),
+    Kind("resolved_unhashable_request_id", "ignored", ("serverRequest/resolved",), kept=2),  # routed, and kept
     Kind("resolved_unknown_request", "ignored"),
     Kind("other_turn_completed", "ignored"),
     Kind("unknown_thread", "held"),
@@ -112,8 +124,8 @@ TABLE = [
     Kind("crlf_and_split_writes", "delivered"),
     Kind("delta_flood_over_the_queue", "dropped", options={"limits": Limits(queue_size=50)}),
     # server requests: every one with an id and a method is answered
-    Kind("approval_params_null", "answered", ("item/commandExecution/requestApproval",), answer=DECLINE),
-    Kind("approval_params_missing", "answered", ("item/commandExecution/requestApproval",), answer=DECLINE),
+    Kind("approval_params_null", "answered", ("item/commandExecution/requestApproval",), answer=DECLINE, kept=1),
+    Kind("approval_params_missing", "answered", ("item/commandExecution/requestApproval",), answer=DECLINE, kept=1),
     Kind(
         "request_unknown_method",
         "answered",
@@ -241,13 +253,12 @@ def check_client(kind: Kind, played: Played, warnings: List[logging.LogRecord]) 
     assert played.listed["data"]  # the reader is alive: one more request was answered
     assert client.stats.get("handler_errors", 0) == 0
     expect = kind.expect
-    if expect == "skip":
-        n = kind.answer or 1
-        assert len(client.protocol_errors) == n
-        assert all(isinstance(e, ProtocolError) for e in client.protocol_errors)
-        assert len([r for r in warnings if r.name == "codexmini.client"]) >= n
-    else:
-        assert list(client.protocol_errors) == []
+    # Every frame the shape rejects, skipped or handled all the same: kept, counted, logged.
+    n = kind.traces
+    assert len(client.protocol_errors) == n
+    assert all(isinstance(e, ProtocolError) for e in client.protocol_errors)
+    assert client.stats["malformed"] + client.stats["unknown_responses"] == n
+    assert len([r for r in warnings if r.name == "codexmini.client"]) >= n
     invalid = [e for e in events if type(e).__name__ == "InvalidNotification"]
     if expect == "invalid":
         assert len(invalid) == 1 and isinstance(invalid[0], codexmini.InvalidNotification)
@@ -256,8 +267,6 @@ def check_client(kind: Kind, played: Played, warnings: List[logging.LogRecord]) 
         assert invalid == []
     if expect == "unmapped":
         assert [e.method for e in events if isinstance(e, Unmapped)] == ["item/hologram/delta"]
-    if expect == "unrouted":
-        assert client.stats["unrouted"] >= 1
     if expect == "held":
         assert all(getattr(e, "item_id", None) != "msg_x" for e in events)
     if expect == "answered":
@@ -342,6 +351,12 @@ async def test_bad_input(kind, tmp_path, caplog):
     check_client(kind, played, [r for r in caplog.records if r.levelno >= logging.WARNING])
     check_agent(kind, path, first, second)
     figures.count("bad server input", "kinds played, each through AppServerClient + Thread and through the Agent")
+    if kind.traces and played.client is not None:
+        figures.count(
+            "bad server input",
+            "lines and frames rejected, each kept in protocol_errors, counted and logged",
+            kind.traces,
+        )
 
 
 # -- a flood for threads nobody claimed -------------------------------------------------------

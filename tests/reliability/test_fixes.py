@@ -11,12 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from typing import Any, List
 
 import pytest
 
-from codexmini import Agent, AgentConfig, AppServerClient, Launch, Limits, SessionLog, Thread, Timeouts, _rpc, read_log
+from codexmini import (
+    Agent,
+    AgentConfig,
+    AppServerClient,
+    Launch,
+    Limits,
+    SessionLog,
+    Thread,
+    Timeouts,
+    _rpc,
+    _wire,
+    read_log,
+)
 from codexmini.testing import CodexLike, FakeAppServer, ServerSide
 from codexmini.testing.codex_like import THREAD
 
@@ -25,21 +36,25 @@ APPROVAL_PARAMS = {"threadId": THREAD, "turnId": "t", "itemId": "call_1", "start
 
 
 def test_fixes_a_frame_too_deep_to_measure_is_skipped_not_raised():
-    # json.loads parses it; json.dumps (the unclaimed buffer measures frames,
-    # a skip previews them) is called a few stack frames deeper and may not:
-    # the frame is skipped, counted, and the connection holds nothing of it.
-    reasons = set()
-    for depth in range(900, 1100):
+    # json.loads parsed it; json.dumps (the unclaimed buffer measures frames,
+    # a skip previews them), called a few stack frames deeper, may not.  The
+    # decoder now refuses what nests deeper than MAX_DEPTH whatever the stack,
+    # so a frame that arrives as bytes never reaches that window (the window
+    # itself is forced in tests/test_rpc.py); around the limit and far past
+    # it, each line is one event, and nothing of a skipped one is held.
+    limit = _wire.MAX_DEPTH
+    for depth in list(range(limit - 4, limit + 2)) + list(range(900, 1100, 7)):
         inner = "[" * depth + "]" * depth
-        for line in ('{"method":"x","params":{"threadId":"t","a":%s}}' % inner, '{"foo":%s}' % inner):
+        note = '{"method":"x","params":{"threadId":"t","a":%s}}' % inner  # depth + 2 levels
+        for line in (note, '{"foo":%s}' % inner):
             conn = _rpc.Connection()
-            events = conn.receive(line.encode() + b"\n")  # never raises
-            assert len(events) == 1
-            if isinstance(events[0], _rpc.Skipped):
-                reasons.add(events[0].error.reason)
-                assert conn.unclaimed == (0, 0, 0)
-    if sys.version_info < (3, 12):  # one recursion counter for Python and C frames: the window exists
-        assert "a frame nested too deeply" in reasons
+            (event,) = conn.receive(line.encode() + b"\n")  # never raises
+            if line is note and depth + 2 <= limit:
+                assert isinstance(event, _rpc.Notification) and conn.unclaimed[:2] == (1, 1)  # held, measured
+            else:
+                assert isinstance(event, _rpc.Skipped) and conn.unclaimed == (0, 0, 0)
+            if depth + 2 > limit and line is note:
+                assert event.error.reason == f"invalid JSON: nested too deeply (more than {limit} levels)"
 
 
 async def flood(server: ServerSide) -> None:

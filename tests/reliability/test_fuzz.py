@@ -251,6 +251,7 @@ EVENTS = (
     _rpc.ServerRequest,
     _rpc.ServerRequestResolved,
     _rpc.Skipped,
+    _rpc.Malformed,
 )
 
 
@@ -427,6 +428,8 @@ def play_mutated(frames: List[Tuple[str, Dict[str, Any]]], rng: random.Random, c
     def handle(events: List[_rpc.Incoming]) -> None:
         for event in events:
             assert isinstance(event, EVENTS)
+            if isinstance(event, _rpc.Malformed):  # handled all the same: what it is
+                event = event.event
             if isinstance(event, _rpc.Notification) and event.route == thread_id:
                 folded = books.feed(event.method, event.params)
                 if folded is not None:

@@ -38,7 +38,8 @@ _INDENT_LEVEL = (
     "with indent None (compact lines), so any level writes the same text (every Python 3.9-3.13)"
 )
 _SKIP_CR_INIT = 'self._skip_cr = False  # the last byte skipped is a "\\r" (not counted if the "\\n" follows)'
-_SKIP_RESET = 'self._skipping, self._skip_cr, self._skip_preview = 0, False, ""'
+_SKIP_RESET = 'self._skipping, self._skip_cr, self._skip_head = 0, False, b""'
+_SKIP_HEAD_INIT = 'self._skip_head = b""  # the first bytes of the line being discarded (its preview)'
 _SETTLED = (
     "settled is read only as a truth value, by _begin_segment(), which resets it to 0 before the next tool adds "
     "to it (so it is 0 or 1, or with the mutant 0 or -1 / 0 or 2: truthy alike); nothing outside the fold reads it"
@@ -55,7 +56,7 @@ _NEGATIVE_SCAN_INDEX = (
 )
 _SET_BEFORE_READ = (
     "read only by _oversized() and the skipping branch of feed(), both only while _skipping > 0, and _check_cap() "
-    "-- the one place _skipping becomes positive -- sets _skip_cr and _skip_preview in the same breath: the initial "
+    "-- the one place _skipping becomes positive -- sets _skip_cr and _skip_head in the same breath: the initial "
     "(and reset) value is always overwritten before anything reads it"
 )
 _SAME_FRAMES_OTHER_PATH = (
@@ -145,13 +146,12 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     Equivalent("_wire", "string", "'response'", "''", 'RESPONSE = "response"', _KIND_NAMES),
     Equivalent("_wire", "string", "'error'", "''", 'ERROR = "error"', _KIND_NAMES),
     Equivalent("_wire", "number", "0", "-1", "value, end = _scan_once(text, 0)", _NEGATIVE_SCAN_INDEX),
-    Equivalent("_wire", "number", "0", "-1", "value, stop = scan(text, 0)", _NEGATIVE_SCAN_INDEX),
     Equivalent("_wire", "delete", "self._skip_cr = False", "pass", _SKIP_CR_INIT, _SET_BEFORE_READ),
     Equivalent("_wire", "bool", "False", "True", _SKIP_CR_INIT, _SET_BEFORE_READ),
-    Equivalent("_wire", "delete", "self._skip_preview = ''", "pass", 'self._skip_preview = ""', _SET_BEFORE_READ),
-    Equivalent("_wire", "string", "''", "'XX'", 'self._skip_preview = ""', _SET_BEFORE_READ),
+    Equivalent("_wire", "delete", "self._skip_head = b''", "pass", _SKIP_HEAD_INIT, _SET_BEFORE_READ),
+    Equivalent("_wire", "string", "b''", "b'XX'", _SKIP_HEAD_INIT, _SET_BEFORE_READ),
     Equivalent("_wire", "bool", "False", "True", _SKIP_RESET, _SET_BEFORE_READ),
-    Equivalent("_wire", "string", "''", "'XX'", _SKIP_RESET, _SET_BEFORE_READ),
+    Equivalent("_wire", "string", "b''", "b'XX'", _SKIP_RESET, _SET_BEFORE_READ),
     Equivalent(
         "_wire",
         "compare",
