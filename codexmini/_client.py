@@ -55,6 +55,7 @@ from typing import (
 
 from . import _rpc
 from ._binary import server_version, warn_if_unsupported
+from ._deadline import within
 from ._errors import (
     ClientClosed,
     CodexminiError,
@@ -334,7 +335,7 @@ class AppServerClient(Extras):
             if sig is not None:
                 self._transport.signal(sig)
             try:
-                await asyncio.wait_for(self._transport.wait_exited(), grace)
+                await within(self._transport.wait_exited(), grace)
                 break
             except asyncio.TimeoutError:
                 continue
@@ -388,7 +389,7 @@ class AppServerClient(Extras):
         try:
             # The deadline covers the write too: a child that stops reading
             # its stdin must not hang the caller.
-            return await asyncio.wait_for(exchange(), limit)
+            return await within(exchange(), limit)
         except asyncio.TimeoutError:
             self._healthy = False
             self.stats["timeouts"] += 1
@@ -439,7 +440,7 @@ class AppServerClient(Extras):
         if self._write_stuck:
             raise WriteTimeout(method, limit)
         try:
-            await asyncio.wait_for(self._write(out), limit)
+            await within(self._write(out), limit)
         except asyncio.TimeoutError:
             self._healthy = False
             self._write_stuck = True
@@ -514,7 +515,7 @@ class AppServerClient(Extras):
         # stdout ended: the process is exiting, or it closed stdout and is of no
         # further use.  Give it the close timeout, then kill its group.
         try:
-            await asyncio.wait_for(transport.wait_exited(), self.timeouts.close)
+            await within(transport.wait_exited(), self.timeouts.close)
         except asyncio.TimeoutError:
             transport.signal(signal.SIGKILL)
 

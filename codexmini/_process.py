@@ -34,6 +34,7 @@ import signal
 from typing import Deque, List, Mapping, Optional, Sequence, Tuple
 
 from ._binary import INSTALL_HINT, find_codex
+from ._deadline import within
 from ._environment import redact, secret_values
 from ._errors import BinaryNotFound, ConfigError
 from ._launch import Launch, Plan, plan
@@ -170,7 +171,7 @@ class ChildProcess:
         await asyncio.wait([self._stderr_task], timeout=timeout)
         self._stderr_task.cancel()
         try:
-            await asyncio.wait_for(self._proc.wait(), timeout)
+            await within(self._proc.wait(), timeout)
         except asyncio.TimeoutError:  # pragma: no cover - a descendant outside our group holds a pipe
             stderr_log.warning("codex exited but a pipe stayed open; abandoning it")
 

@@ -44,6 +44,7 @@ from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, T
 from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
 from ._client import AppServerClient
+from ._deadline import within
 from ._endpoint import ModelEndpoint
 from ._errors import CodexminiError, CodexTimeout, SchemaError, SessionLogError, StartFailed, TransportError
 from ._events import AgentMessageDelta, Event
@@ -215,7 +216,7 @@ class Smoke:
                 finally:
                     thread.close()
 
-            await asyncio.wait_for(asyncio.gather(*(one(slug) for slug in slugs)), PROBE_TIMEOUT_S)
+            await within(asyncio.gather(*(one(slug) for slug in slugs)), PROBE_TIMEOUT_S)
         finally:
             await client.close()
         offers = {r["body"].get("model"): offered_tools(r["body"]) for r in model.requests if r["rule"] == "probe"}
@@ -272,9 +273,7 @@ class Smoke:
                         raise StartFailed(f"codex failed to start: {exc}") from exc
                     agent.set_knob("approval/policy", "ask")
                     c.line("> smoke: echo, write a note with apply_patch, read it back", "bold")
-                    end = await asyncio.wait_for(
-                        agent.run("smoke: echo, write a note with apply_patch, read it back"), 120
-                    )
+                    end = await within(agent.run("smoke: echo, write a note with apply_patch, read it back"), 120)
                     stats = dict(agent.stats)
                 events = list(log.events)
             self.requests = list(model.requests[probed:])

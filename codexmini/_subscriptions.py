@@ -16,6 +16,7 @@ import logging
 from typing import TYPE_CHECKING, AsyncIterator, Callable, Deque, Dict, Optional
 
 from . import _rpc
+from ._deadline import within
 from ._errors import CodexTimeout, TransportError
 from ._mapping import to_event
 from ._wire import Frame
@@ -104,7 +105,7 @@ class Subscription:
                 return note
             self._waiter = asyncio.get_running_loop().create_future()
             try:
-                await asyncio.wait_for(self._waiter, timeout)
+                await within(self._waiter, timeout)
             except asyncio.TimeoutError:
                 raise CodexTimeout(
                     f"no notification for {self.key!r} within {timeout:g}s", float(timeout or 0)

@@ -51,6 +51,7 @@ from typing import (
 )
 
 from ._client import AppServerClient
+from ._deadline import within
 from ._errors import (
     CodexminiError,
     CodexTimeout,
@@ -699,7 +700,7 @@ class Turn:
             return
         self._interrupting = True
         try:
-            await asyncio.wait_for(self._interrupt_then_drain(), self.interrupt_grace)
+            await within(self._interrupt_then_drain(), self.interrupt_grace)
         except (asyncio.TimeoutError, CodexminiError) as exc:
             log.info("turn %s: no clean end after interrupt (%s)", self.id, exc or type(exc).__name__)
         finally:

@@ -884,16 +884,19 @@ async def test_agent_inbox_followup_inject_and_cancel(twin, kind):
     # In memory a "slow" turn holds until released or interrupted; live, the
     # scripted model streams it slowly.
     behaviour = tb.AgentTurns()
-    slow = {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 400}  # slow enough for a cancel on a loaded machine
+    slow = {**reply("a", "b", "c", "d", "e", "f"), "delay_ms": 400}  # slow, and still completes
+    # The turns the test cancels stream for far longer than any scheduling
+    # delay on a loaded machine (the stream is abandoned when codex interrupts).
+    cancelled = {**slow, "delay_ms": 5000}
     s = twin(
         behaviour,
         {
             # The prompt is the whole log: the newest marker must be matched first.
             "rules": [
                 {"when": {"user_contains": "<user>\ndropped"}, "respond": reply("never")},
-                {"when": {"user_contains": "<user>\nslow three"}, "respond": slow},
+                {"when": {"user_contains": "<user>\nslow three"}, "respond": cancelled},
                 {"when": {"user_contains": "<user>\nafter"}, "respond": reply("after")},
-                {"when": {"user_contains": "<user>\nslow two"}, "respond": slow},
+                {"when": {"user_contains": "<user>\nslow two"}, "respond": cancelled},
                 {"when": {"user_contains": "<user>\ninjected"}, "respond": reply("saw the injection")},
                 {"when": {"user_contains": "<user>\nslow one"}, "respond": slow},
             ],
