@@ -97,6 +97,7 @@ _EXPORTS: Dict[str, str] = {
     "ModelUnreachable": "_errors",
     "BinaryNotFound": "_errors",
     "ConfigError": "_errors",
+    "UnencodableInput": "_errors",
     "SchemaError": "_errors",
     "OutputValidationError": "_errors",
     "SessionLogError": "_errors",
@@ -161,6 +162,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import TransportError as TransportError
     from ._errors import TurnFailed as TurnFailed
     from ._errors import TurnTimeout as TurnTimeout
+    from ._errors import UnencodableInput as UnencodableInput
     from ._errors import UsageLimitExceeded as UsageLimitExceeded
     from ._errors import WriteTimeout as WriteTimeout
     from ._events import AgentMessageDelta as AgentMessageDelta

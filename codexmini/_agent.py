@@ -90,6 +90,7 @@ from ._structured import OutputSchema
 from ._supervisor import ChildSupervisor
 from ._threads import EventListener, Thread, Turn
 from ._version import CODEX_VERSION, __version__
+from ._wire import check_encodable
 
 log = logging.getLogger("codexmini.agent")
 
@@ -747,7 +748,10 @@ class Agent:
         self._knobs.feed(event)  # a knob is kept, anything else ignored
 
     def _user_message(self, content: Content) -> Message:
+        """The message for ``content``; :class:`~codexmini.UnencodableInput`
+        (nothing queued, nothing logged) when it cannot be logged or sent."""
         blocks, skipped = content_blocks(content, self.config.cwd)
+        check_encodable(blocks, "a user message")
         for block in skipped:
             log.warning("skipped an image block without a path: %r", block)
         return {"id": self.new_id(), "content": blocks, "source": {"kind": "user"}}

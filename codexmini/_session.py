@@ -346,6 +346,7 @@ class SessionLog:
             raise SessionLogError(f"session log {self.path} is closed", path=self.path)
         events: List[LogEntry] = []
         lines: List[str] = []
+        encoded: List[bytes] = []
         now = round(self._clock(), 3)
         ts: Optional[str] = None  # the batch's one timestamp, as JSON: encoded once
         for type_, data, turn, step in entries:
@@ -367,16 +368,18 @@ class SessionLog:
             try:
                 ts = _encode(now) if ts is None else ts
                 # encode_event(event), the envelope written directly (its keys in the same order).
-                lines.append(
+                line = (
                     f'{{"v":{_VERSION_TEXT},"seq":{seq},"ts":{ts},"type":{type_text},"turn":{_number(turn)},'
                     f'"step":{_number(step)},"data":{_encode(data)}}}\n'
                 )
-            except (TypeError, ValueError, RecursionError) as exc:  # not JSON: nothing was written
-                raise SessionLogError(f"{type_} event is not JSON: {exc}", path=self.path) from exc
+                encoded.append(line.encode("utf-8"))  # a lone surrogate is no UTF-8
+            except (TypeError, ValueError, RecursionError) as exc:  # nothing was written
+                raise SessionLogError(f"{type_} event is not JSON or not UTF-8: {exc}", path=self.path) from exc
+            lines.append(line)
             events.append(event)
         first = len(self._events)
         self._check_unchanged(first)
-        payload = "".join(lines).encode("utf-8")
+        payload = b"".join(encoded)
         try:
             _write_all(file, payload)  # one write: whole lines, then at most a torn tail
             _sync(file, self.fsync)

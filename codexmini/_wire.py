@@ -290,15 +290,29 @@ def encode(frame: Frame) -> bytes:
         raise _unencodable(frame, exc) from exc
 
 
+def check_encodable(value: Any, what: str) -> None:
+    """Raise :class:`~codexmini._errors.UnencodableInput` (``what`` it is,
+    the path inside ``value``) unless ``value`` would go on the wire: a
+    caller's value checked before anything takes it (an agent's message)."""
+    try:
+        _encode(value).encode("utf-8")
+    except _NOT_ENCODABLE as exc:
+        raise _refused(value, what, exc) from exc
+
+
 def _unencodable(frame: Frame, error: BaseException) -> UnencodableInput:
     method, rid = frame.get("method"), frame.get("id")
     if method is None:
         what = f"the answer to request {rid!r}"
     else:
         what = f"{'notification' if rid is None else 'request'} {method}"
+    return _refused(frame, what, error)
+
+
+def _refused(value: Any, what: str, error: BaseException) -> UnencodableInput:
     if isinstance(error, RecursionError):  # every part of it would say the same, at length
         return UnencodableInput(what, "", "nested too deeply to encode")
-    path, reason = _culprit(frame)
+    path, reason = _culprit(value)
     return UnencodableInput(what, path, reason)
 
 
@@ -492,6 +506,7 @@ __all__ = [
     "Frame",
     "Decoded",
     "LineDecoder",
+    "check_encodable",
     "classify",
     "decode_line",
     "encode",

@@ -118,15 +118,16 @@ def test_session_log_rejects_unknown_type_and_non_dict_data(tmp_path):
         ({"x": {1, 2}}, "Object of type set is not JSON serializable"),
         ({"x": b"raw"}, "Object of type bytes is not JSON serializable"),
         ({"x": {("a",): 1}}, "keys must be str, int, float, bool or None, not tuple"),
+        ({"x": "a lone \ud800"}, "'utf-8' codec can't encode character '\\\\ud800'"),  # JSON, but no UTF-8
     ],
 )
 def test_session_log_data_that_is_not_json_is_a_session_log_error_and_writes_nothing(tmp_path, data, problem):
     with SessionLog.open(tmp_path / "s.jsonl") as log:
         log.append("turn/start", {})
         size = (tmp_path / "s.jsonl").stat().st_size
-        with pytest.raises(SessionLogError, match=f"tool/result event is not JSON: {problem}") as caught:
+        with pytest.raises(SessionLogError, match=f"tool/result event is not JSON or not UTF-8: {problem}") as caught:
             log.append_many([("tool/call", {"callId": "c"}, 1, 1), ("tool/result", data, 1, 1)])
-        assert isinstance(caught.value.__cause__, TypeError)
+        assert isinstance(caught.value.__cause__, (TypeError, UnicodeEncodeError))
         # Nothing of the batch is written or kept, and the log goes on.
         assert (tmp_path / "s.jsonl").stat().st_size == size and len(log.events) == 1
         log.append("turn/end", {"reason": "completed"})
@@ -530,7 +531,7 @@ def test_the_written_envelope_is_encode_event_of_the_event(tmp_path, now):
 
 def test_a_turn_or_step_that_is_not_json_is_a_session_log_error(tmp_path):
     with SessionLog.open(tmp_path / "s.jsonl") as log:
-        with pytest.raises(SessionLogError, match="step/start event is not JSON: Object of type object"):
+        with pytest.raises(SessionLogError, match="step/start event is not JSON or not UTF-8: Object of type object"):
             log.append_many([("step/start", {}, 1, object())])
         assert log.events == []
     assert (tmp_path / "s.jsonl").read_bytes() == b""

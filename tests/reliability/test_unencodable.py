@@ -157,3 +157,36 @@ async def test_unencodable_answers_reach_codex_as_the_fail_closed_answer(variant
     logged = read_log(path).events
     assert [e["data"]["decision"] for e in logged if e["type"] == "approval/decision"] == ["decline", "decline"]
     figures.count("unencodable inputs", "Reply answers sent as the fail-closed answer instead (Agent)", 2)
+
+
+#: What a caller might give an Agent as a message that no log and no wire carries.
+MESSAGES = [
+    "a lone \ud800 in a prompt",
+    [{"type": "text", "text": "a lone \udfff in a block"}],
+    [{"type": "text", "text": "fine"}, {"type": "text", "text": "\ud83d on its own"}],
+]
+
+
+async def test_unencodable_agent_messages_are_refused_before_anything_is_queued_or_logged(tmp_path):
+    exe = FakeAppServer("hostile:Hostile", "").executable(str(tmp_path), pythonpath=[hostile.HERE])
+    path = str(tmp_path / "session.jsonl")
+    with SessionLog.open(path) as log:
+        config = AgentConfig(launch=Launch(codex_bin=exe), cwd=str(tmp_path), skills=False)
+        async with Agent(log, config) as agent:
+            assert (await agent.run("go"))["reason"] == "completed"
+            logged = len(log.events)
+            refused = 0
+            for message in MESSAGES:
+                for give in (agent.run, agent.steer):
+                    with pytest.raises(UnencodableInput, match=r"^a user message: ") as caught:
+                        await give(message)
+                    assert isinstance(caught.value, ConfigError) and "[" in caught.value.path
+                    refused += 1
+                for queue in (agent.followup, agent.inject):
+                    with pytest.raises(UnencodableInput):
+                        queue(message)
+                    refused += 1
+            assert len(log.events) == logged and len(agent.inbox) == 0  # nothing logged, nothing queued
+            assert (await agent.run("again"))["reason"] == "completed"  # and the session goes on
+    assert [e["type"] for e in read_log(path).events].count("turn/end") == 2
+    figures.count("unencodable inputs", "Agent messages refused before anything was queued or logged", refused)
