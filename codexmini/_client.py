@@ -68,7 +68,7 @@ from ._errors import (
     WriteTimeout,
 )
 from ._extras import Extras
-from ._launch import Launch, Limits, Timeouts
+from ._launch import Launch, Limits, Overflow, Timeouts, check_overflow
 from ._permission import ANSWERABLE, describe
 from ._process import spawn
 from ._retry import RetryPolicy
@@ -161,7 +161,7 @@ class AppServerClient(Extras):
             unclaimed_bytes=limits.unclaimed_bytes,
         )
         self.stats = self._conn.stats
-        self.stats.update(handler_errors=0, timeouts=0, overloaded=0, retries=0, write_timeouts=0)
+        self.stats.update(handler_errors=0, timeouts=0, overloaded=0, retries=0, write_timeouts=0, paused=0, stalled=0)
         self._transport = transport
         self._taps: List[Tap] = [t for t in [tap] + [f() for f in list(_observers)] if t is not None]
         self._futures: Dict[_rpc.RequestId, "asyncio.Future[Any]"] = {}
@@ -171,6 +171,12 @@ class AppServerClient(Extras):
         self._inflight: Dict[_rpc.RequestId, "asyncio.Task[None]"] = {}
         self._subs: Dict[Optional[str], List[Subscription]] = {}
         self._all: List[Subscription] = []  # the ALL subscribers (the same list as _subs[ALL])
+        # Back-pressure (Limits.overflow "wait"): the subscriptions over their
+        # size the reader waits for, the future it waits on, and whether the
+        # server is gone or going (the rest of what it sent is read at once).
+        self._full: List[Subscription] = []
+        self._room: "Optional[asyncio.Future[None]]" = None
+        self._read_freely = False
         self._terminal: Optional[TransportError] = None
         self._closing = False
         self._close_task: Optional["asyncio.Task[None]"] = None
@@ -328,6 +334,7 @@ class AppServerClient(Extras):
 
     async def _close(self) -> None:
         self._closing = True
+        self._stop_waiting()
         self._fail_all(ClientClosed())
         self._transport.close_input()
         graces: Tuple[Tuple[Optional[int], float], ...] = ((None, self.timeouts.close), *self.SIGNAL_GRACES)
@@ -415,7 +422,9 @@ class AppServerClient(Extras):
             self._handlers[method] = handler
 
     def on_answer(self, observer: AnswerObserver) -> Callable[[], None]:
-        """Be told of every answer sent to a server request; returns an unregister function."""
+        """Be told of every answer to a server request, just before it is sent
+        (codex cannot act on it before the observer has run; a write that then
+        fails is logged); returns an unregister function."""
         self._answer_observers.append(observer)
 
         def remove() -> None:
@@ -472,11 +481,27 @@ class AppServerClient(Extras):
 
     # -- subscriptions -----------------------------------------------------
 
-    def subscribe(self, key: Optional[str] = GLOBAL, maxsize: Optional[int] = None) -> Subscription:
+    def subscribe(
+        self, key: Optional[str] = GLOBAL, maxsize: Optional[int] = None, overflow: Optional[Overflow] = None
+    ) -> Subscription:
         """Subscribe to one thread's notifications (``key`` = thread id), to the
         global ones (:attr:`GLOBAL`) or to all (:attr:`ALL`).  Notifications
-        that arrived for the thread before anyone subscribed come first."""
-        sub = Subscription(key, maxsize or self.limits.queue_size, self.stats, self._unsubscribe)
+        that arrived for the thread before anyone subscribed come first.
+        ``maxsize`` and ``overflow`` override :class:`~codexmini.Limits`'
+        ``queue_size`` and ``overflow`` for this queue: ``"drop"`` for a
+        consumer that prefers freshness to completeness, or one that may stop
+        reading while the connection must go on."""
+        if overflow is not None:
+            check_overflow("overflow", overflow)
+        sub = Subscription(
+            key,
+            maxsize or self.limits.queue_size,
+            self.stats,
+            self._unsubscribe,
+            overflow or self.limits.overflow,
+            self._full.append,
+            self._make_room,
+        )
         self._subs.setdefault(key, []).append(sub)
         if key == ALL:
             self._all = self._subs[ALL]
@@ -506,7 +531,9 @@ class AppServerClient(Extras):
                 break
             events = self._conn.receive(data)
             self._handle(events)
-            if events:
+            if self._full:
+                await self._wait_for_room()
+            elif events:
                 # Let the consumers take what this read brought before the
                 # next one is decoded (read() returns at once while the
                 # transport holds more): one read's frames die young.
@@ -518,6 +545,43 @@ class AppServerClient(Extras):
             await within(transport.wait_exited(), self.timeouts.close)
         except asyncio.TimeoutError:
             transport.signal(signal.SIGKILL)
+
+    async def _wait_for_room(self) -> None:
+        """Back-pressure: read nothing more while a subscription whose overflow
+        is ``"wait"`` is over its size, until its consumer has taken from it
+        (or it closed, or the server is gone).  A consumer that takes nothing
+        for ``Timeouts.consumer`` is switched to dropping."""
+        limit = self.timeouts.consumer
+        full = self._full
+        while full and not self._read_freely:
+            sub = full[-1]
+            if not sub.full:  # drained or closed
+                full.pop()
+                continue
+            self.stats["paused"] += 1
+            seen = len(sub._items)
+            self._room = asyncio.get_running_loop().create_future()
+            try:
+                await within(self._room, limit)
+            except asyncio.TimeoutError:
+                if len(sub._items) >= seen and limit is not None:  # it took nothing for a whole limit
+                    sub._stalled(limit)
+            finally:
+                self._room = None
+        for sub in full:
+            sub.full = False
+        full.clear()
+
+    def _make_room(self) -> None:
+        """A subscription the reader may wait for has room again (or closed)."""
+        room = self._room
+        if room is not None and not room.done():
+            room.set_result(None)
+
+    def _stop_waiting(self) -> None:
+        """The server is gone or going: what it sent is read at once."""
+        self._read_freely = True
+        self._make_room()
 
     def _handle(self, events: List[_rpc.Incoming]) -> None:
         # (Builtins as locals: 3.9 caches no global lookup in a function called
@@ -612,6 +676,7 @@ class AppServerClient(Extras):
         """
         transport = self._transport
         await transport.wait_exited()
+        self._stop_waiting()  # the child can send no more: the rest of its output is bounded
         self._cancel_handlers()  # nobody is left to answer: stop asking the caller
         await transport.aclose(self.timeouts.close)
         await asyncio.wait([self._reader], timeout=self.timeouts.close)
@@ -707,16 +772,17 @@ class AppServerClient(Extras):
     async def _reply(self, event: _rpc.ServerRequest, out: Optional[_rpc.Outgoing], by: str) -> None:
         if out is None:  # answered or resolved meanwhile
             return
-        try:
-            await self._send(out)
-        except CodexminiError as exc:
-            log.info("answer to %s (id %r) not sent: %s", event.method, event.id, exc)
-            return
+        # The observers first (the agent logs the decision): codex cannot act
+        # on an answer before whoever keeps a record of it has been told.
         for observer in list(self._answer_observers):
             try:
                 observer(event.method, event.params, out.frame, by)
             except Exception:
                 log.exception("answer observer failed")
+        try:
+            await self._send(out)
+        except CodexminiError as exc:
+            log.info("answer to %s (id %r) not sent: %s", event.method, event.id, exc)
 
 
 def _retrieve(task: "asyncio.Future[Any]") -> None:

@@ -11,7 +11,7 @@ awaitable cancelled) and lets every cancel of its caller through.
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, List, Optional, TypeVar
+from typing import Awaitable, Optional, TypeVar
 
 T = TypeVar("T")
 
@@ -26,12 +26,10 @@ async def within(awaitable: Awaitable[T], timeout: Optional[float]) -> T:
         return await awaitable
     inner = asyncio.ensure_future(awaitable)
     cancels = _cancelling()  # those before us are not ours to judge
-    expired: List[bool] = []
+    expired = [False]
 
     def expire() -> None:
-        if not inner.done():
-            expired.append(True)
-            inner.cancel()
+        expired[0] = inner.cancel()  # False: it completed in this very iteration
 
     timer = asyncio.get_running_loop().call_later(timeout, expire)
     try:
@@ -40,7 +38,7 @@ async def within(awaitable: Awaitable[T], timeout: Optional[float]) -> T:
         # Ours (the deadline) unless the caller was cancelled meanwhile:
         # Python 3.11+ counts a task's cancels; before it, a deadline and a
         # cancel in the same iteration read as the deadline, as wait_for does.
-        if expired and _cancelling() <= cancels:
+        if expired[0] and _cancelling() <= cancels:
             raise asyncio.TimeoutError() from None
         raise
     finally:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from ._endpoint import ModelEndpoint
 from ._environment import child_environment
@@ -34,6 +34,10 @@ from ._wire import DEFAULT_MAX_FRAME_BYTES
 
 if TYPE_CHECKING:
     from ._transport import Launcher
+
+
+#: What a subscription over its queue size does (:attr:`Limits.overflow`).
+Overflow = Literal["wait", "drop"]
 
 
 def positive_seconds(owner: str, name: str, value: Any) -> None:
@@ -65,7 +69,11 @@ class Timeouts:
     wait as long as codex retries.  ``write``: how long one frame may take to
     be accepted by codex (every write: requests, notifications, answers,
     ``turn/interrupt``); past it the client is unhealthy and the write raises
-    :class:`~codexmini.WriteTimeout`.
+    :class:`~codexmini.WriteTimeout`.  ``consumer``: how long the connection
+    waits for a full subscription whose consumer takes nothing at all (see
+    :attr:`Limits.overflow`); past it that subscription drops its deltas
+    instead (logged, counted in ``stats["stalled"]``) and reading goes on.
+    ``None``: wait for it for ever.
     """
 
     initialize: float = 60.0
@@ -74,12 +82,20 @@ class Timeouts:
     close: float = 5.0
     model_retry: Optional[float] = 120.0
     write: float = 30.0
+    consumer: Optional[float] = 60.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if not (f.name == "model_retry" and value is None):
+            if not (f.name in _UNBOUNDED and value is None):
                 positive_seconds("Timeouts", f.name, value)
+
+
+#: The Timeouts that may be ``None`` (no bound).
+_UNBOUNDED = frozenset({"model_retry", "consumer"})
+
+#: What a subscription over its ``Limits.queue_size`` does.
+OVERFLOWS = ("wait", "drop")
 
 
 @dataclass(frozen=True)
@@ -88,20 +104,36 @@ class Limits:
 
     ``max_frame_bytes``: the longest frame read (a longer line is skipped and
     counted).  ``queue_size``: notifications queued per subscription before
-    deltas are dropped (frames that end or shape a turn pass, up to twice
-    that).  ``unclaimed_threads`` and ``unclaimed_bytes``: what is held for
-    threads nobody subscribed to yet (the ``warning`` codex sends during
-    ``thread/start``), the oldest dropped first.
+    its ``overflow`` applies: ``"wait"`` (back-pressure, the default) stops
+    reading from codex until the consumer has taken what is queued, so
+    nothing is lost and memory stays bounded (one read more than
+    ``queue_size`` at most) while every other subscription of the connection
+    waits too (and a consumer that takes nothing for ``Timeouts.consumer``
+    is switched to dropping); ``"drop"`` drops its deltas, counted and
+    logged, for consumers that prefer freshness (frames that end or shape a
+    turn pass, up to twice ``queue_size``).  ``unclaimed_threads`` and
+    ``unclaimed_bytes``: what is held for threads nobody subscribed to yet
+    (the ``warning`` codex sends during ``thread/start``), the oldest dropped
+    first.
     """
 
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     queue_size: int = 10000
     unclaimed_threads: int = 32
     unclaimed_bytes: int = 8 * 1024 * 1024
+    overflow: Overflow = "wait"
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            _positive_int("Limits", f.name, getattr(self, f.name))
+            if f.name != "overflow":
+                _positive_int("Limits", f.name, getattr(self, f.name))
+        check_overflow("Limits.overflow", self.overflow)
+
+
+def check_overflow(what: str, value: Any) -> None:
+    """A :class:`~codexmini.ConfigError` unless ``value`` is one of :data:`OVERFLOWS`."""
+    if value not in OVERFLOWS:
+        raise ConfigError(f"{what} must be one of {', '.join(map(repr, OVERFLOWS))}, not {value!r}")
 
 
 def _strings(name: str, value: Any) -> Tuple[str, ...]:

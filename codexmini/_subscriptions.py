@@ -2,8 +2,11 @@
 
 The client routes each notification to the subscriptions of its key (a
 thread id, :data:`GLOBAL` for those that name no thread, :data:`ALL` for
-every one).  A subscription is a bounded queue with one waiter: a full one
-drops deltas, counted and logged, while frames that end or shape a turn
+every one).  A queue over its size does what its ``overflow`` says:
+``"wait"`` (back-pressure) keeps the notification and asks the client to
+stop reading until the consumer has taken half of what is queued (or all of
+it, for a consumer that takes straight from the deque); ``"drop"`` drops
+deltas, counted and logged, while frames that end or shape a turn
 (:data:`~._rpc.NEVER_DROP`) pass it, up to twice its size.  Once the client
 has ended and the queue is empty, a read raises the client's terminal error.
 """
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, AsyncIterator, Callable, Deque, Dict, Optional
 from . import _rpc
 from ._deadline import within
 from ._errors import CodexTimeout, TransportError
+from ._launch import Overflow
 from ._mapping import to_event
 from ._wire import Frame
 
@@ -45,9 +49,18 @@ class Subscription:
         maxsize: int,
         stats: Dict[str, int],
         unsubscribe: Callable[["Subscription"], None],
+        overflow: Overflow = "wait",
+        full: Callable[["Subscription"], None] = lambda sub: None,
+        room: Callable[[], None] = lambda: None,
     ) -> None:
         self.key = key
         self.maxsize = maxsize
+        #: What this queue does over ``maxsize``: ``"wait"`` or ``"drop"``
+        #: (:attr:`~codexmini.Limits.overflow`).
+        self.overflow = overflow
+        #: True while the client waits for this queue to drain (``"wait"``).
+        self.full = False
+        self._full, self._room = full, room  # the client's: stop reading, read on
         # The core's Notification tuples (method and params already read out of
         # the frame): the turn folds them; the public getters hand out frames.
         self._items: Deque[_rpc.Notification] = collections.deque()
@@ -59,14 +72,21 @@ class Subscription:
 
     def _put(self, note: _rpc.Notification) -> None:
         held = len(self._items)
-        # Frames that end or shape a turn pass a full queue -- up to twice its
-        # size: a flood of them with nobody consuming must not grow it forever.
-        if held >= self.maxsize and (note.method not in _rpc.NEVER_DROP or held >= 2 * self.maxsize):
-            self.dropped += 1
-            self._stats["dropped"] += 1
-            if self.dropped == 1 or self.dropped % 1000 == 0:
-                log.warning("subscription %r is full: %d notification(s) dropped", self.key, self.dropped)
-            return
+        if held >= self.maxsize:
+            if self.overflow == "wait":
+                # Kept: the client reads nothing more until the consumer takes
+                # (the queue grows by what the current read holds, no more).
+                if not self.full:
+                    self.full = True
+                    self._full(self)
+            # Frames that end or shape a turn pass a full queue -- up to twice
+            # its size: a flood of them with nobody consuming must not grow it forever.
+            elif note.method not in _rpc.NEVER_DROP or held >= 2 * self.maxsize:
+                self.dropped += 1
+                self._stats["dropped"] += 1
+                if self.dropped == 1 or self.dropped % 1000 == 0:
+                    log.warning("subscription %r is full: %d notification(s) dropped", self.key, self.dropped)
+                return
         self._items.append(note)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -92,8 +112,14 @@ class Subscription:
         return (await self._get(timeout)).frame
 
     def _next(self) -> Optional[_rpc.Notification]:
-        if self._items:
-            return self._items.popleft()
+        items = self._items
+        if items:
+            note = items.popleft()
+            if self.full:
+                self._took()
+            return note
+        if self.full:
+            self._took()
         if self._error is not None:
             raise self._error
         return None
@@ -113,9 +139,37 @@ class Subscription:
             finally:
                 self._waiter = None
 
+    def _took(self) -> None:
+        """The consumer took: once half the queue is free, the client may read
+        on.  A consumer that takes straight from the deque (a turn) calls this
+        once a burst and when it stops, and comes to :meth:`_next` once the
+        queue is empty."""
+        if self.full and len(self._items) <= self.maxsize // 2:
+            self._drained()
+
+    def _drained(self) -> None:
+        """The consumer took enough: the client may read on."""
+        self.full = False
+        self._room()
+
+    def _stalled(self, seconds: float) -> None:
+        """The consumer took nothing for ``seconds``: drop from now on, read on."""
+        self.overflow = "drop"
+        self._stats["stalled"] += 1
+        log.warning(
+            "subscription %r took nothing for %gs with %d notification(s) queued: "
+            "dropping its deltas from now on (Timeouts.consumer)",
+            self.key,
+            seconds,
+            len(self._items),
+        )
+        self._drained()
+
     def close(self) -> None:
-        """Stop receiving (idempotent)."""
+        """Stop receiving (idempotent); a client waiting for this queue reads on."""
         self._unsubscribe(self)
+        if self.full:
+            self._drained()
 
     async def events(self) -> AsyncIterator["Event"]:
         """The queued notifications as codexmini events (:func:`~._mapping.to_event`:

@@ -537,6 +537,7 @@ class Turn:
             raise
         finally:
             self._events = None  # ended or failed: the next iteration starts another
+            self.thread._sub._took()  # what it took straight from the queue may let the client read on
 
     async def _burst(self) -> List[Event]:
         """The next events at once (the agent's loop): waits for one as
@@ -559,6 +560,7 @@ class Turn:
             elif self._retrying is not None:  # the model answers again
                 self._retrying = None
             append(event)
+        self.thread._sub._took()
         return events
 
     async def _wait(self, sub: Subscription) -> Notification:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 
 import pytest
 
@@ -36,6 +37,16 @@ async def test_deadline_cancels_what_overruns_and_raises_timeout():
         await within(slow, 0.01)
     await asyncio.sleep(0)
     assert slow.cancelled()
+
+
+async def test_deadline_what_completes_in_the_iteration_the_deadline_passes_is_returned():
+    loop = asyncio.get_running_loop()
+    answer = loop.create_future()
+    caller = loop.create_task(within(answer, 0.01))
+    await asyncio.sleep(0)  # the caller waits, its deadline armed
+    time.sleep(0.02)  # the loop stands still past the deadline
+    loop.call_soon(answer.set_result, "in time")  # runs just before the due deadline, in one iteration
+    assert await caller == "in time"
 
 
 async def test_deadline_lets_the_callers_cancel_through_when_the_awaited_completes_in_the_same_iteration():

@@ -30,10 +30,14 @@ async def a_launcher(argv, env, cwd):  # pragma: no cover - never called: plan()
 
 def test_launch_defaults_are_those_the_client_used_before():
     assert Timeouts() == Timeouts(
-        initialize=60.0, request=120.0, handler=300.0, close=5.0, model_retry=120.0, write=30.0
+        initialize=60.0, request=120.0, handler=300.0, close=5.0, model_retry=120.0, write=30.0, consumer=60.0
     )
     assert Limits() == Limits(
-        max_frame_bytes=DEFAULT_MAX_FRAME_BYTES, queue_size=10000, unclaimed_threads=32, unclaimed_bytes=8 * 1024 * 1024
+        max_frame_bytes=DEFAULT_MAX_FRAME_BYTES,
+        queue_size=10000,
+        unclaimed_threads=32,
+        unclaimed_bytes=8 * 1024 * 1024,
+        overflow="wait",  # back-pressure: a slow consumer loses nothing
     )
     launch = Launch()
     assert (launch.codex_bin, launch.config, launch.args, launch.endpoint) == (None, (), (), None)
@@ -75,7 +79,10 @@ def test_launch_repr_shows_what_differs_and_no_environment_value():
     )
     assert shown.startswith("Launch(codex_bin='/bin/codex', ")
     assert "env=['MY_TOKEN']" in shown and "parent_env=['API_KEY', 'PATH']" in shown
-    assert "Timeouts(initialize=60.0, request=5, handler=300.0, close=5.0, model_retry=120.0, write=30.0)" in shown
+    assert (
+        "Timeouts(initialize=60.0, request=5, handler=300.0, close=5.0, model_retry=120.0, write=30.0, consumer=60.0)"
+        in shown
+    )
     for secret in ("tok-very-secret", "sk-parent-secret", "sk-endpoint-secret"):
         assert secret not in shown
 
@@ -141,11 +148,19 @@ def test_limits_refuse_what_is_not_a_whole_number_of_at_least_one(field, bad):
         Limits(**{field: bad})
 
 
+@pytest.mark.parametrize("field", ["model_retry", "consumer"])
 @pytest.mark.parametrize("bad", [0, -1, math.inf, math.nan, True, "5"])
-def test_timeouts_model_retry_is_a_positive_number_or_none(bad):
-    assert Timeouts(model_retry=None).model_retry is None  # wait as long as codex retries
-    with pytest.raises(ConfigError, match=r"^Timeouts\.model_retry must be a positive number of seconds, not "):
-        Timeouts(model_retry=bad)
+def test_timeouts_model_retry_and_consumer_are_a_positive_number_or_none(field, bad):
+    assert getattr(Timeouts(**{field: None}), field) is None  # wait as long as codex retries, or the consumer takes
+    with pytest.raises(ConfigError, match=rf"^Timeouts\.{field} must be a positive number of seconds, not "):
+        Timeouts(**{field: bad})
+
+
+@pytest.mark.parametrize("bad", ["block", "", None, 1, ["wait"]])
+def test_limits_overflow_is_wait_or_drop(bad):
+    assert Limits(overflow="drop").overflow == "drop"
+    with pytest.raises(ConfigError, match=r"^Limits\.overflow must be one of 'wait', 'drop', not "):
+        Limits(overflow=bad)
 
 
 def test_timeouts_and_limits_take_the_smallest_valid_values():

@@ -1,7 +1,9 @@
 """A subscription (``codexmini._subscriptions``): one bounded queue of a client's notifications.
 
-A full queue drops deltas, counted and logged, never the frames that end or
-shape a turn; ``get`` has its own timeout; once the client has ended and the
+A full queue makes the client wait (back-pressure, the default) until its
+consumer takes, so nothing is lost, and a consumer that takes nothing for
+``Timeouts.consumer`` is switched to dropping; a dropping queue (opt-in)
+drops deltas, counted and logged, never the frames that end or shape a turn; ``get`` has its own timeout; once the client has ended and the
 queue is empty, reads end (``get`` raises the client's terminal error,
 iteration and ``events()`` stop).  Each test runs a behaviour in memory
 (tests/support/behaviours.py, or :class:`CodexLike`); where a notification
@@ -15,17 +17,18 @@ import asyncio
 import pytest
 from support import behaviours as b
 from support.canned import client_for_behaviour
-from support.fake_client import started
+from support.fake_client import started, until
 
+from codexmini import ConfigError, Limits, Timeouts
 from codexmini._errors import ClientClosed, CodexTimeout
 from codexmini.testing import CodexLike
 
 THREAD = b.THREAD
 
 
-async def test_client_bounded_queue_drops_deltas_but_never_turn_frames(caplog):
+async def test_client_bounded_dropping_queue_drops_deltas_but_never_turn_frames(caplog):
     client = await started(b.flood_thread)
-    sub = client.subscribe(THREAD, maxsize=2)
+    sub = client.subscribe(THREAD, maxsize=2, overflow="drop")
     try:
         await client.request("thread/loaded/list", {})
         assert (sub.pending(), sub.dropped, client.stats["dropped"]) == (3, 3, 3)
@@ -35,6 +38,88 @@ async def test_client_bounded_queue_drops_deltas_but_never_turn_frames(caplog):
             "turn/completed",
         ]
         assert "subscription '%s' is full: 1 notification(s) dropped" % THREAD in caplog.text
+    finally:
+        await client.close()
+
+
+FLOOD = [f"item/agentMessage/delta:{i}" for i in range(5)] + ["turn/completed"]
+
+
+def said(frame):
+    return frame["method"] + (":" + frame["params"]["delta"] if "delta" in frame["params"] else "")
+
+
+async def test_client_full_queue_waits_for_its_consumer_and_loses_nothing():
+    client = await started(b.flood_thread)  # five deltas and turn/completed, then the answer
+    try:
+        sub = client.subscribe(THREAD, maxsize=2)
+        answer = asyncio.ensure_future(client.request("thread/loaded/list", {}))
+        assert await until(lambda: client.stats["paused"] == 1)  # the reader waits for the consumer
+        assert not answer.done()  # the answer is behind the notifications nobody took yet
+        full = sub.pending()
+        assert full >= 3 and sub.full
+        assert said(sub.get_nowait()) == FLOOD[0]
+        if full - 1 > 1:  # still over half its size: the reader still waits
+            assert client.stats["paused"] == 1 and sub.full
+        taken = [said(await sub.get(timeout=10)) for _ in FLOOD[1:]]
+        assert [FLOOD[0], *taken] == FLOOD  # every notification, in order
+        assert (await answer)["data"] is not None
+        assert client.stats["dropped"] == sub.dropped == 0 and client.stats["stalled"] == 0
+        assert not sub.full
+    finally:
+        await client.close()
+
+
+async def test_client_consumer_that_takes_nothing_is_switched_to_dropping(caplog):
+    client = await started(b.flood_thread, timeouts=Timeouts(consumer=0.05))
+    try:
+        sub = client.subscribe(THREAD, maxsize=4)
+        answer = asyncio.ensure_future(client.request("thread/loaded/list", {}))
+        assert await until(lambda: client.stats["paused"] == 1)
+        assert said(sub.get_nowait()) == FLOOD[0]  # progress: the reader keeps waiting, a new round
+        assert await until(lambda: client.stats["paused"] == 2)
+        assert client.stats["stalled"] == 0
+        await answer  # a round without progress: the queue drops from now on, reading goes on
+        assert client.stats["stalled"] == 1 and sub.overflow == "drop" and not sub.full
+        assert f"subscription '{THREAD}' took nothing for 0.05s" in caplog.text
+        assert [said(sub.get_nowait()) for _ in range(sub.pending())] == FLOOD[1:]  # what was queued stays
+    finally:
+        await client.close()
+
+
+async def test_client_closing_a_full_subscription_lets_the_reader_read_on():
+    client = await started(b.flood_thread)
+    try:
+        sub = client.subscribe(THREAD, maxsize=2)
+        answer = asyncio.ensure_future(client.request("thread/loaded/list", {}))
+        assert await until(lambda: client.stats["paused"] == 1)
+        sub.close()
+        assert (await answer)["data"] is not None
+        assert client.stats["dropped"] == 0 and client.stats["stalled"] == 0
+        sub.close()  # idempotent
+    finally:
+        await client.close()
+
+
+async def test_client_closing_while_the_reader_waits_ends_the_reader_at_once():
+    client = await started(b.flood_thread, timeouts=Timeouts(consumer=None))  # it would wait for ever
+    sub = client.subscribe(THREAD, maxsize=2)
+    answer = asyncio.ensure_future(client.request("thread/loaded/list", {}))
+    assert await until(lambda: client.stats["paused"] == 1)
+    await client.close()
+    assert client._reader.done() and not client._reader.cancelled()  # it read to the end, not cancelled
+    with pytest.raises(ClientClosed):
+        await answer
+    assert sub.pending() >= 3
+
+
+async def test_client_subscription_overflow_is_checked_and_limits_set_the_default():
+    client = await started(b.echo, limits=Limits(overflow="drop"))
+    try:
+        assert client.subscribe(THREAD).overflow == "drop"
+        assert client.subscribe(THREAD, overflow="wait").overflow == "wait"
+        with pytest.raises(ConfigError, match="^overflow must be one of 'wait', 'drop', not 'block'"):
+            client.subscribe(THREAD, overflow="block")  # type: ignore[arg-type]
     finally:
         await client.close()
 

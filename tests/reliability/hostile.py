@@ -323,7 +323,8 @@ async def _resolved_unknown(h: Hostile) -> None:
     h.note("serverRequest/resolved", {"threadId": THREAD, "requestId": 4242})
 
 
-@kind("delta_flood_over_the_queue")
+@kind("delta_flood_over_the_queue")  # waited for (back-pressure, the default)
+@kind("delta_flood_over_a_dropping_queue")  # dropped (Limits.overflow="drop")
 async def _flood(h: Hostile) -> None:
     for i in range(FLOOD):
         h.delta("msg_flood", str(i % 10))

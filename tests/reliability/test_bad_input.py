@@ -56,7 +56,7 @@ class Kind:
     """One row: the kind, what it must become, how the client is set up."""
 
     name: str
-    #: skip | invalid | unmapped | ignored | held | answered | delivered | dropped | phase
+    #: skip | invalid | unmapped | ignored | held | answered | delivered | waited | dropped | phase
     expect: str
     #: frame problems the conformance validator reports for it, on purpose
     problems: Tuple[str, ...] = ()
@@ -122,7 +122,8 @@ TABLE = [
     # frames that are fine, however they come: delivered intact
     Kind("line_of_16_mib", "delivered"),
     Kind("crlf_and_split_writes", "delivered"),
-    Kind("delta_flood_over_the_queue", "dropped", options={"limits": Limits(queue_size=50)}),
+    Kind("delta_flood_over_the_queue", "waited", options={"limits": Limits(queue_size=50)}),
+    Kind("delta_flood_over_a_dropping_queue", "dropped", options={"limits": Limits(queue_size=50, overflow="drop")}),
     # server requests: every one with an id and a method is answered
     Kind("approval_params_null", "answered", ("item/commandExecution/requestApproval",), answer=DECLINE, kept=1),
     Kind("approval_params_missing", "answered", ("item/commandExecution/requestApproval",), answer=DECLINE, kept=1),
@@ -274,6 +275,10 @@ def check_client(kind: Kind, played: Played, warnings: List[logging.LogRecord]) 
     if expect == "delivered":
         deltas = [e.delta for e in events if isinstance(e, AgentMessageDelta) and e.item_id in ("msg_big", "msg_split")]
         assert deltas == (["x" * hostile.BIG] if kind.name == "line_of_16_mib" else ["split"])
+    if expect == "waited":  # back-pressure: every delta reached the consumer, none dropped
+        delivered = [e for e in events if isinstance(e, AgentMessageDelta) and e.item_id == "msg_flood"]
+        assert len(delivered) == hostile.FLOOD
+        assert client.stats["dropped"] == 0 and client.stats["paused"] > 0
     if expect == "dropped":
         delivered = [e for e in events if isinstance(e, AgentMessageDelta) and e.item_id == "msg_flood"]
         assert client.stats["dropped"] > 0

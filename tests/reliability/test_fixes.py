@@ -74,9 +74,9 @@ async def flood(server: ServerSide) -> None:
 
 
 async def test_fixes_a_flood_of_turn_shaping_notifications_is_bounded(caplog):
-    # item/started passes a full queue (it shapes the turn), but not forever.
+    # item/started passes a full dropping queue (it shapes the turn), but not forever.
     async with await AppServerClient.start(
-        Launch(launcher=FakeAppServer(flood).launch, limits=Limits(queue_size=100))
+        Launch(launcher=FakeAppServer(flood).launch, limits=Limits(queue_size=100, overflow="drop"))
     ) as client:
         sub = client.subscribe(THREAD)
         await client.request("thread/loaded/list", {})
