@@ -17,6 +17,9 @@ the turn for its stream, the session module for the log file.
     │   └── ThreadNotFound       no such thread on disk or in memory, and why
     ├── TransportError           the conversation with the process is over
     │   ├── ProcessExited        the child exited (returncode, stderr_tail)
+    │   ├── ConnectFailed        a running server could not be reached or refused us (url, status)
+    │   │   └── AuthRejected     it refused the credentials: 401/403 (what it wanted)
+    │   ├── WebSocketError       the WebSocket connection ended or broke the protocol (code)
     │   ├── ClientClosed         close() was called before or during the request
     │   ├── RequestTimeout       no answer in time (malformed requests get none)
     │   └── WriteTimeout         codex took no frame in time (it stopped reading)
@@ -176,6 +179,47 @@ class ProcessExited(TransportError):
         tail = stderr_tail.strip().splitlines()[-3:]
         detail = (": " + " | ".join(tail)) if tail else ""
         super().__init__(f"codex app-server exited with code {returncode}{detail}")
+
+
+class ConnectFailed(TransportError):
+    """A running app-server could not be reached, or would not take us: the
+    connection refused, reset or silent while connecting, an opening
+    handshake that did not end in time, an answer other than ``101
+    Switching Protocols``, a wrong ``Sec-WebSocket-Accept``.  ``url``: where
+    (credentials are never part of it); ``status``: the HTTP status of the
+    server's answer, when there was one; ``reason``: what went wrong."""
+
+    def __init__(self, url: str, reason: str, status: Optional[int] = None) -> None:
+        self.url = url
+        self.reason = reason
+        self.status = status
+        super().__init__(f"cannot connect to {url}: {reason}")
+
+
+class AuthRejected(ConnectFailed):
+    """The server refused the credentials (``401`` or ``403``): none were
+    given, or not the ones it takes.  ``wanted``: the scheme the server asked
+    for (its ``WWW-Authenticate``, e.g. ``Bearer``), or ``""`` when it named
+    none.  The credentials themselves are never in the message."""
+
+    def __init__(self, url: str, status: int, wanted: str = "") -> None:
+        self.wanted = wanted
+        asked = f"; it wants {wanted} authentication" if wanted else ""
+        ConnectFailed.__init__(self, url, f"the server refused the credentials ({status}){asked}", status)
+
+
+class WebSocketError(TransportError):
+    """A WebSocket connection to a running app-server ended or broke the
+    protocol: the server closed it (``code``, its close code, and
+    ``reason``), it sent what RFC 6455 forbids (a masked frame, a bad
+    opcode, text that is no UTF-8, a message over the size limit: ``code``
+    is then the close code codexmini answered with), or the connection
+    dropped without a close (``code`` is ``None``)."""
+
+    def __init__(self, reason: str, code: Optional[int] = None) -> None:
+        self.reason = reason
+        self.code = code
+        super().__init__(f"websocket: {reason}" + (f" (close code {code})" if code is not None else ""))
 
 
 class ClientClosed(TransportError):
@@ -393,6 +437,9 @@ __all__ = [
     "CodexTimeout",
     "CodexminiError",
     "ConfigError",
+    "ConnectFailed",
+    "AuthRejected",
+    "WebSocketError",
     "OutputValidationError",
     "MethodNotFound",
     "ProcessExited",

@@ -11,11 +11,13 @@ import pytest
 
 from codexmini import _errors as errors
 from codexmini._errors import (
+    AuthRejected,
     BinaryNotFound,
     ClientClosed,
     CodexminiError,
     CodexTimeout,
     ConfigError,
+    ConnectFailed,
     MethodNotFound,
     OutputValidationError,
     ProcessExited,
@@ -34,6 +36,7 @@ from codexmini._errors import (
     TurnTimeout,
     UnencodableInput,
     UsageLimitExceeded,
+    WebSocketError,
     WriteTimeout,
     rpc_error,
 )
@@ -47,6 +50,9 @@ TREE = {
     ThreadNotFound: (RpcError,),
     TransportError: (CodexminiError,),
     ProcessExited: (TransportError,),
+    ConnectFailed: (TransportError,),
+    AuthRejected: (ConnectFailed,),
+    WebSocketError: (TransportError,),
     ClientClosed: (TransportError,),
     RequestTimeout: (TransportError, CodexTimeout),
     WriteTimeout: (TransportError, CodexTimeout),
@@ -394,3 +400,23 @@ def test_errors_usage_limit_exceeded_without_a_reset_time():
     assert (err.resets_at, err.rate_limits) == (None, None)
     assert str(err) == "turn t-1 failed: You've hit your usage limit. Try again at 1:00 PM."
     assert err.args == (str(err),)
+
+
+def test_errors_connect_failed_auth_rejected_and_websocket_error_say_where_and_why():
+    refused = ConnectFailed("ws://127.0.0.1:9", "connection refused")
+    assert (refused.url, refused.reason, refused.status) == ("ws://127.0.0.1:9", "connection refused", None)
+    assert str(refused) == "cannot connect to ws://127.0.0.1:9: connection refused"
+    wanted = AuthRejected("ws://h:1", 401, "Bearer")
+    assert (wanted.status, wanted.wanted) == (401, "Bearer")
+    assert (
+        str(wanted)
+        == "cannot connect to ws://h:1: the server refused the credentials (401); it wants Bearer authentication"
+    )
+    assert (
+        str(AuthRejected("unix:///s", 403)) == "cannot connect to unix:///s: the server refused the credentials (403)"
+    )
+    assert str(WebSocketError("the server closed the connection", 1001)) == (
+        "websocket: the server closed the connection (close code 1001)"
+    )
+    dropped = WebSocketError("the connection dropped without a close")
+    assert dropped.code is None and str(dropped) == "websocket: the connection dropped without a close"
