@@ -39,6 +39,9 @@ _EXPORTS: Dict[str, str] = {
     "Launch": "_launch",
     "Timeouts": "_launch",
     "Limits": "_launch",
+    # how a running codex is reached
+    "Connect": "_connect",
+    "SignedToken": "_connect",
     # the client, its threads and turns
     "AppServerClient": "_client",
     "Thread": "_threads",
@@ -89,6 +92,9 @@ _EXPORTS: Dict[str, str] = {
     "ThreadNotFound": "_errors",
     "TransportError": "_errors",
     "ProcessExited": "_errors",
+    "ConnectFailed": "_errors",
+    "AuthRejected": "_errors",
+    "WebSocketError": "_errors",
     "ClientClosed": "_errors",
     "RequestTimeout": "_errors",
     "WriteTimeout": "_errors",
@@ -140,12 +146,16 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._agent import TurnEnd as TurnEnd
     from ._binary import CodexVersionWarning as CodexVersionWarning
     from ._client import AppServerClient as AppServerClient
+    from ._connect import Connect as Connect
+    from ._connect import SignedToken as SignedToken
     from ._endpoint import ModelEndpoint as ModelEndpoint
+    from ._errors import AuthRejected as AuthRejected
     from ._errors import BinaryNotFound as BinaryNotFound
     from ._errors import ClientClosed as ClientClosed
     from ._errors import CodexminiError as CodexminiError
     from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
+    from ._errors import ConnectFailed as ConnectFailed
     from ._errors import MethodNotFound as MethodNotFound
     from ._errors import ModelUnreachable as ModelUnreachable
     from ._errors import OutputValidationError as OutputValidationError
@@ -164,6 +174,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import TurnTimeout as TurnTimeout
     from ._errors import UnencodableInput as UnencodableInput
     from ._errors import UsageLimitExceeded as UsageLimitExceeded
+    from ._errors import WebSocketError as WebSocketError
     from ._errors import WriteTimeout as WriteTimeout
     from ._events import AgentMessageDelta as AgentMessageDelta
     from ._events import CommandOutputDelta as CommandOutputDelta

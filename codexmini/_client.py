@@ -51,15 +51,16 @@ from typing import (
     Sequence,
     Tuple,
     Type,
+    Union,
 )
 
 from . import _rpc
 from ._binary import server_version, warn_if_unsupported
+from ._connect import Connect, as_connect
 from ._deadline import within
 from ._errors import (
     ClientClosed,
     CodexminiError,
-    ProcessExited,
     ProtocolError,
     RequestTimeout,
     ServerOverloaded,
@@ -72,6 +73,7 @@ from ._launch import Launch, Limits, Overflow, Timeouts, check_overflow
 from ._permission import ANSWERABLE, describe
 from ._process import spawn
 from ._retry import RetryPolicy
+from ._socket import open_websocket
 from ._subscriptions import ALL, GLOBAL, Subscription
 from ._transport import Transport
 from ._version import __version__
@@ -134,19 +136,22 @@ class AppServerClient(Extras):
         transport: Transport,
         *,
         argv: Sequence[str] = (),
+        url: Optional[str] = None,
         tap: Optional[Tap] = None,
         timeouts: Optional[Timeouts] = None,
         limits: Optional[Limits] = None,
         retry: Optional[RetryPolicy] = None,
         retry_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
     ) -> None:
-        """Wrap a started ``transport`` (use :meth:`start`); needs a running loop."""
+        """Wrap a started ``transport`` (use :meth:`start` or :meth:`connect`); needs a running loop."""
         if isinstance(transport, (str, bytes, list, tuple)):
             # The pre-0.1 spelling AppServerClient(argv): refused, since only
             # start() builds the child's environment from the allowlist.
             raise TypeError("AppServerClient() wraps a started transport; launch codex with AppServerClient.start()")
-        #: What was started (``codex app-server …``), for the record.
+        #: What was started (``codex app-server …``), for the record; empty for a connection.
         self.argv = list(argv)
+        #: Where the client connected (:meth:`connect`); ``None`` for a child it started.
+        self.url = url
         #: How long the conversation waits (:class:`~codexmini.Timeouts`).
         self.timeouts = Timeouts() if timeouts is None else timeouts
         #: How much it holds (:class:`~codexmini.Limits`).
@@ -233,17 +238,63 @@ class AppServerClient(Extras):
             retry_sleep=retry_sleep,
         )
         if initialize:
-            try:
-                await client.initialize(
-                    client_name=client_name,
-                    experimental_api=experimental_api,
-                    opt_out_notifications=opt_out_notifications,
-                    timeout=launch.timeouts.initialize,
-                )
-            except BaseException:
-                await client.close()
-                raise
+            await client._handshake(client_name, experimental_api, opt_out_notifications)
         return client
+
+    @classmethod
+    async def connect(
+        cls,
+        target: Union[str, Connect],
+        *,
+        token: Optional[str] = None,
+        initialize: bool = True,
+        client_name: str = "codexmini",
+        experimental_api: bool = True,
+        opt_out_notifications: Iterable[str] = (),
+        tap: Optional[Tap] = None,
+        retry: Optional[RetryPolicy] = None,
+        retry_sleep: Optional[Callable[[float], Awaitable[Any]]] = None,
+    ) -> "AppServerClient":
+        """Connect to a running ``codex app-server`` -- ``"ws://HOST:PORT"``
+        (``--listen ws://…``), ``"unix:///PATH"`` (``--listen unix://…``) or a
+        :class:`~codexmini.Connect` (credentials, timeouts, limits) -- and (by
+        default) initialize, as :meth:`start` does.  ``token``: a capability
+        token, beside a URL.
+
+        Raises :class:`~codexmini.ConnectFailed` (unreachable, refused, not a
+        WebSocket server), :class:`~codexmini.AuthRejected` (no or the wrong
+        credentials), :class:`~codexmini.ConfigError` (a bad URL, a token file
+        that cannot be read) and whatever ``initialize`` raises.  Once
+        connected, a connection that ends fails what waits with a
+        :class:`~codexmini.WebSocketError`."""
+        target = as_connect(target, token)
+        transport = await open_websocket(target)
+        client = cls(
+            transport,
+            argv=(),
+            url=target.url,
+            tap=tap,
+            timeouts=target.timeouts,
+            limits=target.limits,
+            retry=retry,
+            retry_sleep=retry_sleep,
+        )
+        if initialize:
+            await client._handshake(client_name, experimental_api, opt_out_notifications)
+        return client
+
+    async def _handshake(self, client_name: str, experimental_api: bool, opt_out_notifications: Iterable[str]) -> None:
+        """``initialize`` within ``Timeouts.initialize``; on any failure the client is closed."""
+        try:
+            await self.initialize(
+                client_name=client_name,
+                experimental_api=experimental_api,
+                opt_out_notifications=opt_out_notifications,
+                timeout=self.timeouts.initialize,
+            )
+        except BaseException:
+            await self.close()
+            raise
 
     async def initialize(
         self,
@@ -681,9 +732,7 @@ class AppServerClient(Extras):
         await transport.aclose(self.timeouts.close)
         await asyncio.wait([self._reader], timeout=self.timeouts.close)
         self._reader.cancel()
-        error: TransportError = (
-            ClientClosed() if self._closing else ProcessExited(transport.returncode, transport.stderr_tail)
-        )
+        error: TransportError = ClientClosed() if self._closing else transport.ended()
         if not self._closing:
             log.warning("%s", error)
         self._fail_all(error)

@@ -36,7 +36,7 @@ from typing import Deque, List, Mapping, Optional, Sequence, Tuple
 from ._binary import INSTALL_HINT, find_codex
 from ._deadline import within
 from ._environment import redact, secret_values
-from ._errors import BinaryNotFound, ConfigError
+from ._errors import BinaryNotFound, ConfigError, ProcessExited
 from ._launch import Launch, Plan, plan
 from ._transport import Transport
 
@@ -151,6 +151,10 @@ class ChildProcess:
         stdin = self._proc.stdin
         if stdin is not None and not stdin.is_closing():
             stdin.close()
+
+    def ended(self) -> ProcessExited:
+        """How the child ended: its exit status and the tail of its stderr."""
+        return ProcessExited(self._proc.returncode, self.stderr_tail)
 
     async def wait_exited(self) -> None:
         """Until the child has exited (the return code is set)."""

@@ -18,9 +18,10 @@ refuses to change that behind its back.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Union
 
 from ._client import AppServerClient
+from ._connect import Connect
 from ._errors import ConfigError
 from ._inputs import Input
 from ._launch import Launch
@@ -34,6 +35,7 @@ async def run(
     *,
     client: Optional[AppServerClient] = None,
     launch: Optional[Launch] = None,
+    connect: Optional[Union[str, Connect]] = None,
     approvals: Optional[ApprovalHandler] = None,
     cwd: Optional[str] = None,
     model: Optional[str] = None,
@@ -51,11 +53,13 @@ async def run(
     :class:`~codexmini.RunResult`.
 
     Without ``client`` this starts ``codex app-server`` as ``launch`` says
-    (default ``Launch()``; its working directory defaults to ``cwd``), with
+    (default ``Launch()``; its working directory defaults to ``cwd``) -- or,
+    with ``connect`` (a ``ws://`` or ``unix://`` URL, or a
+    :class:`~codexmini.Connect`), connects to one already running -- with
     ``approvals`` answering what codex asks -- without one every request is
     declined -- and closes it at the end; with ``client`` it uses that one
-    and leaves it open (``launch`` and ``approvals`` are then a
-    :class:`~codexmini.ConfigError`).  ``cwd``, ``model``, ``sandbox`` and
+    and leaves it open (``launch``, ``connect`` and ``approvals`` are then a
+    :class:`~codexmini.ConfigError`, as ``launch`` with ``connect`` is).  ``cwd``, ``model``, ``sandbox`` and
     ``approval_policy`` go to ``thread/start``, ``thread_params`` and
     ``turn_params`` add raw fields.  ``output_schema`` asks for a structured
     answer (see :attr:`RunResult.value`).  ``on_event`` sees each event as it
@@ -84,13 +88,18 @@ async def run(
     check_thread_options(sandbox, approval_policy)
     own = client is None
     if client is not None:
-        passed = [name for name, value in (("launch", launch), ("approvals", approvals)) if value is not None]
+        given = (("launch", launch), ("connect", connect), ("approvals", approvals))
+        passed = [name for name, value in given if value is not None]
         if passed:
             raise ConfigError(f"{', '.join(passed)}: options of a process run() starts, not of a client passed in")
+    elif connect is not None:
+        if launch is not None:
+            raise ConfigError("launch and connect: run() starts codex or connects to one, not both")
+        client = await AppServerClient.connect(connect)
     else:
         client = await AppServerClient.start((launch or Launch()).for_workspace(cwd))
-        if approvals is not None:
-            install_approvals(client, approvals)
+    if own and approvals is not None:
+        install_approvals(client, approvals)
     try:
         thread = await Thread.start(
             client, cwd=cwd, model=model, sandbox=sandbox, approval_policy=approval_policy, params=thread_params

@@ -10,7 +10,10 @@ server side from the argv, environment and working directory a
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, Mapping, Optional, Protocol, Sequence
+
+if TYPE_CHECKING:
+    from ._errors import TransportError
 
 
 class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs never run
@@ -22,8 +25,10 @@ class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs ne
     gone; it may wait while the other side is not reading, and must then be
     cancellable at any await: the client bounds every write by
     ``Timeouts.write`` (the rule lives there, not in each caller); ``close_input()`` ends what we send;
-    ``wait_exited()`` returns once the other side is gone, and ``returncode``
-    and ``stderr_tail`` then say how it ended; ``signal(sig)`` and
+    ``wait_exited()`` returns once the other side is gone, and ``ended()`` is
+    then the error that says how (a child's :class:`~codexmini.ProcessExited`
+    with its ``returncode`` and ``stderr_tail``; a connection's
+    :class:`~codexmini.WebSocketError`); ``signal(sig)`` and
     ``aclose(timeout)`` end it by force and release what it holds.
     """
 
@@ -43,6 +48,8 @@ class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs ne
     def close_input(self) -> None: ...
 
     async def wait_exited(self) -> None: ...
+
+    def ended(self) -> "TransportError": ...
 
     def signal(self, sig: int) -> None: ...
 

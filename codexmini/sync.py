@@ -38,7 +38,8 @@ from typing import Any, Callable, Coroutine, Dict, Iterator, Mapping, Optional, 
 
 from . import _agent, _run, _threads
 from ._client import AppServerClient
-from ._errors import CodexminiError, CodexTimeout
+from ._connect import Connect
+from ._errors import CodexminiError, CodexTimeout, ConfigError
 from ._events import Event, TurnCompleted, Usage
 from ._inbox import Content
 from ._inputs import Input
@@ -59,8 +60,15 @@ ApprovalHandler = BlockingApprovalHandler
 # The client, its threads and turns
 
 
-async def _start(launch: Optional[Launch], approvals: Optional[ApprovalHandler]) -> AppServerClient:
-    client = await AppServerClient.start(launch)
+async def _start(
+    launch: Optional[Launch], connect: Optional[Union[str, Connect]], approvals: Optional[ApprovalHandler]
+) -> AppServerClient:
+    if connect is not None:
+        if launch is not None:
+            raise ConfigError("launch and connect: a Client starts codex or connects to one, not both")
+        client = await AppServerClient.connect(connect)
+    else:
+        client = await AppServerClient.start(launch)
     handler = worker(approvals)
     if handler is not None:
         install_approvals(client, handler)
@@ -71,7 +79,9 @@ class Client:
     """``codex app-server`` for synchronous code: ``with sync.Client() as client:``.
 
     Starts and initializes the process ``launch`` describes (a
-    :class:`~codexmini.Launch`) at once; ``approvals`` is a plain function,
+    :class:`~codexmini.Launch`) at once, or connects to a running server
+    (``connect``: a ``ws://`` or ``unix://`` URL, or a
+    :class:`~codexmini.Connect`); ``approvals`` is a plain function,
     run in a worker thread; ``timeout`` bounds the start.  :meth:`close` ends
     the process and the loop thread.  :attr:`aio` is the
     underlying :class:`~codexmini.AppServerClient`: use it only in coroutines
@@ -82,12 +92,13 @@ class Client:
         self,
         launch: Optional[Launch] = None,
         *,
+        connect: Optional[Union[str, Connect]] = None,
         approvals: Optional[ApprovalHandler] = None,
         timeout: Optional[float] = None,
     ) -> None:
         self.portal = Portal()
         try:
-            self.aio: AppServerClient = self.portal.call(_start(launch, approvals), timeout)
+            self.aio: AppServerClient = self.portal.call(_start(launch, connect, approvals), timeout)
         except BaseException:
             self.portal.close()
             raise
@@ -364,6 +375,7 @@ def run(
     *,
     client: Optional[Client] = None,
     launch: Optional[Launch] = None,
+    connect: Optional[Union[str, Connect]] = None,
     approvals: Optional[ApprovalHandler] = None,
     cwd: Optional[str] = None,
     model: Optional[str] = None,
@@ -381,8 +393,8 @@ def run(
     """:func:`codexmini.run`, blocking: one turn, its :class:`~codexmini.RunResult`.
 
     With ``client`` (a :class:`Client`) it runs on that client, else on a
-    process (``launch``) and loop thread of its own, closed before it
-    returns.  ``approvals`` is a plain function, run in a worker thread;
+    process (``launch``) or a connection to a running server (``connect``)
+    and a loop thread of its own, closed before it returns.  ``approvals`` is a plain function, run in a worker thread;
     ``timeout`` bounds the whole call (:class:`~codexmini.CodexTimeout`, the
     turn interrupted); without it the call is bounded as :func:`codexmini.run`
     says (``idle_timeout``, 600 s of silence by default, the model's retries,
@@ -394,6 +406,7 @@ def run(
             prompt,
             client=client.aio if client is not None else None,
             launch=launch,
+            connect=connect,
             approvals=worker(approvals),
             cwd=cwd,
             model=model,

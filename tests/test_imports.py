@@ -64,6 +64,8 @@ PURE = (
     "_knobs",
     "_inputs",
     "_transport",
+    "_connect",
+    "_websocket",
     # the protocol: typing only, so importing it never starts anything
     "protocol",
     "_generated.__init__",

@@ -62,7 +62,7 @@ from typing import (
     Union,
 )
 
-from .._errors import ConfigError
+from .._errors import ConfigError, ProcessExited
 from .._wire import Frame, LineDecoder
 
 #: A behaviour plays the server: ``await behaviour(server)`` → exit status (None = 0).
@@ -329,6 +329,9 @@ class MemoryTransport:
 
     async def wait_exited(self) -> None:
         await self._exited.wait()
+
+    def ended(self) -> ProcessExited:
+        return ProcessExited(self._returncode, self.stderr_tail)
 
     def signal(self, sig: int) -> None:
         if sig in (signal.SIGKILL, signal.SIGTERM) and self._returncode is None:

@@ -11,18 +11,30 @@ on 127.0.0.1, and the :class:`~codexmini.Launch` that points codex at them::
 
 Every child started through :attr:`LiveCodex.launch` is remembered
 (:attr:`pids`), so a test can prove that none is left behind.
+
+:meth:`LiveCodex.serve` starts the same codex as a server instead
+(``codex app-server --listen ws://127.0.0.1:0`` or ``unix://PATH``, with
+``--ws-auth`` arguments if given) and returns its URL for
+:meth:`AppServerClient.connect <codexmini.AppServerClient.connect>`;
+:meth:`LiveCodex.close` stops it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .._binary import find_codex
 from .._endpoint import ModelEndpoint
-from .._launch import Launch
+from .._errors import StartFailed
+from .._launch import Launch, plan
 from .._process import ChildProcess
 from .._transport import Transport
 from .scripted_model import ScriptedModel
@@ -68,8 +80,9 @@ class LiveCodex:
         self.model = ScriptedModel(dict(script)).start()
         self.api_key = api_key
         self.config = tuple(config)
-        #: The process ids of every child started through :attr:`launch`.
+        #: The process ids of every child started through :attr:`launch` (and :meth:`serve`).
         self.pids: List[int] = []
+        self._servers: List["subprocess.Popen[bytes]"] = []
 
     @property
     def endpoint(self) -> ModelEndpoint:
@@ -95,6 +108,63 @@ class LiveCodex:
             self.pids.append(child.pid)
         return child
 
+    def serve(self, listen: str = "ws", args: Sequence[str] = (), timeout: float = 60.0) -> str:
+        """Start codex as a server on the scripted model and return its URL:
+        ``listen="ws"`` listens on ``ws://127.0.0.1:<a free port>``,
+        ``"unix"`` on ``unix://<root>/codex-N.sock``; ``args`` are more
+        ``app-server`` arguments (``--ws-auth …``).  Waits (at most
+        ``timeout`` seconds) until it listens; its stderr is kept in the root.
+        Raises :class:`~codexmini._errors.StartFailed` with the end of that
+        stderr when codex exits (or is silent) instead."""
+        n = len(self._servers)
+        where = "ws://127.0.0.1:0" if listen == "ws" else f"unix://{os.path.join(self.root, f'codex-{n}.sock')}"
+        launch = replace(self.launch, args=("--listen", where, *args))
+        planned = plan(launch, self.binary, os.environ)
+        log_path = os.path.join(self.root, f"server-{n}.stderr")
+        with open(log_path, "wb") as stderr:
+            server = subprocess.Popen(
+                planned.argv,
+                env=dict(planned.env, NO_COLOR="1"),
+                cwd=planned.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,  # its own group: close() ends what it starts too
+            )
+        self._servers.append(server)
+        self.pids.append(server.pid)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and server.poll() is None:
+            url = self._listening(log_path, where)
+            if url is not None:
+                return url
+            time.sleep(0.02)
+        with open(log_path, "rb") as fh:
+            said = fh.read().decode("utf-8", "replace")[-2000:]
+        raise StartFailed(f"codex app-server --listen {where} did not listen (exit {server.poll()}): {said}")
+
+    @staticmethod
+    def _listening(log_path: str, where: str) -> Optional[str]:
+        if where.startswith("unix://"):
+            return where if os.path.exists(where[len("unix://") :]) else None
+        with open(log_path, "rb") as fh:
+            found = re.search(rb"listening on: (ws://\S+)", fh.read())
+        return found.group(1).decode() if found else None
+
+    def stop_servers(self) -> None:
+        """Stop every server :meth:`serve` started (its whole process group)."""
+        for server in self._servers:
+            try:
+                os.killpg(server.pid, signal.SIGTERM)
+            except ProcessLookupError:  # it exited by itself, and its group is empty
+                pass
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:  # pragma: no cover - codex ignored SIGTERM
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait()
+        self._servers.clear()
+
     def alive(self) -> List[int]:
         """The children started here that still exist."""
         left = []
@@ -112,7 +182,8 @@ class LiveCodex:
         return list(self.model.requests)
 
     def close(self) -> None:
-        """Stop the model and remove the scratch root (idempotent)."""
+        """Stop the servers and the model, remove the scratch root (idempotent)."""
+        self.stop_servers()
         self.model.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 

@@ -42,6 +42,8 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "_inputs": ("tests/test_inputs.py",),
     # What each utility request sends, on the in-memory fake (no process): fast.
     "_extras": ("tests/test_extras.py",),
+    "_connect": ("tests/test_connect.py",),
+    "_websocket": ("tests/test_websocket.py",),
 }
 
 

@@ -1,0 +1,224 @@
+"""A running app-server over WebSocket: the transport of a :class:`~codexmini.Connect`.
+
+:func:`open_websocket` opens the socket (TCP for ``ws://``, a unix socket
+for ``unix://``), runs the opening handshake of :mod:`._websocket` with the
+connection's credentials, all within ``Timeouts.initialize``, and returns a
+:class:`WebSocketTransport`: the client reads and writes it as it does a
+child's pipes.  ``read()`` gives the server's text messages as JSON lines
+(one message, one line), ``write(lines)`` sends each line as one text
+message (fragmented past what the server takes unfragmented),
+``close_input()`` starts the closing handshake, ``signal()`` and
+``aclose()`` drop the connection.  There is no process: ``pid`` and
+``returncode`` are ``None``; :meth:`WebSocketTransport.ended` is the
+:class:`~codexmini.WebSocketError` saying how the connection ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import List, Optional, Tuple
+
+from ._connect import Address, Connect
+from ._deadline import within
+from ._errors import ConfigError, ConnectFailed, TransportError, WebSocketError
+from ._process import READ_CHUNK
+from ._websocket import Answer, Closed, Handshake, Text, WebSocket, new_key, opening_request
+
+log = logging.getLogger("codexmini.client")
+
+Streams = Tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+def _read_file(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _reason(exc: OSError) -> str:
+    """What went wrong, in the system's words ("Connection refused")."""
+    if exc.errno:
+        return os.strerror(exc.errno)
+    return str(exc) or type(exc).__name__
+
+
+def _host_header(address: Address) -> str:
+    if address.family == "unix":
+        return "localhost"
+    host = f"[{address.host}]" if ":" in address.host else address.host
+    return f"{host}:{address.port}"
+
+
+async def _open(address: Address) -> Streams:
+    if address.family == "unix":
+        return await asyncio.open_unix_connection(address.host, limit=READ_CHUNK)
+    return await asyncio.open_connection(address.host, address.port, limit=READ_CHUNK)
+
+
+async def _answer(reader: asyncio.StreamReader, handshake: Handshake) -> Answer:
+    while True:
+        data = await reader.read(READ_CHUNK)
+        if not data:
+            raise ConnectionResetError("the server closed the connection during the opening handshake")
+        answer = handshake.feed(data)
+        if answer is not None:
+            return answer
+
+
+async def open_websocket(target: Connect) -> "WebSocketTransport":
+    """Connect to ``target`` and complete the opening handshake, within
+    ``target.timeouts.initialize``.  Raises :class:`~codexmini.ConnectFailed`
+    (unreachable, refused, no ``101``), :class:`~codexmini.AuthRejected`
+    (``401``/``403``) and :class:`~codexmini.ConfigError` (a token or secret
+    file that cannot be read)."""
+    address, url, limit = target.address, target.url, target.timeouts.initialize
+    headers = target.headers(_read_file, time.time())  # before any socket: a bad file is a ConfigError
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    try:
+        reader, writer = await within(_open(address), limit)
+    except asyncio.TimeoutError:
+        raise ConnectFailed(url, f"no connection within {limit:g}s") from None
+    except OSError as exc:
+        raise ConnectFailed(url, _reason(exc)) from None
+    key = new_key()
+    handshake = Handshake(url, key)
+    try:
+        writer.write(opening_request(_host_header(address), address.path, key, headers))
+        answer = await within(_answer(reader, handshake), max(deadline - loop.time(), 0.001))
+        unfragmented = handshake.check(answer)
+    except asyncio.TimeoutError:
+        writer.close()
+        raise ConnectFailed(url, f"no answer to the opening handshake within {limit:g}s") from None
+    except OSError as exc:
+        writer.close()
+        raise ConnectFailed(url, _reason(exc)) from None
+    except BaseException:
+        writer.close()
+        raise
+    ws = WebSocket(max_message=target.limits.max_frame_bytes, unfragmented=unfragmented)
+    return WebSocketTransport(reader, writer, ws, url, answer.rest)
+
+
+class WebSocketTransport:
+    """One WebSocket connection to an app-server, as a :class:`~._transport.Transport`."""
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ws: WebSocket, url: str, rest: bytes = b""
+    ) -> None:
+        self.url = url
+        self._reader, self._writer, self._ws = reader, writer, ws
+        self._pending = rest  # what came with the handshake's answer
+        self._failure: Optional[TransportError] = None
+        self._gone: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+
+    # -- what the client reads ---------------------------------------------
+
+    @property
+    def pid(self) -> Optional[int]:
+        return None
+
+    @property
+    def returncode(self) -> Optional[int]:
+        return None
+
+    @property
+    def stderr_tail(self) -> str:
+        return ""
+
+    def ended(self) -> TransportError:
+        """How the connection ended (once :meth:`wait_exited` returned)."""
+        return self._failure or WebSocketError("the connection was closed")
+
+    async def read(self) -> bytes:
+        """The server's next text messages as JSON lines; ``b""`` once the connection ended."""
+        while not self._gone.done():
+            data, self._pending = self._pending, b""
+            if not data:
+                try:
+                    data = await self._reader.read(READ_CHUNK)
+                except (ConnectionError, OSError) as exc:
+                    self._end(WebSocketError(f"the connection broke: {exc}"))
+                    break
+                if not data:
+                    self._end(WebSocketError("the server dropped the connection without a close"))
+                    break
+            try:
+                events = self._ws.receive(data)
+            except WebSocketError as exc:  # the server broke the protocol: our close frame says why
+                self._flush()
+                self._end(exc)
+                break
+            self._flush()  # pongs, the reply to the server's close
+            lines: List[bytes] = []
+            for event in events:
+                if type(event) is Text:
+                    lines.append(event.data)
+                elif type(event) is Closed:
+                    reason = f"the server closed the connection{': ' + event.reason if event.reason else ''}"
+                    self._end(WebSocketError(reason, event.code))
+            if lines:
+                return _lines(lines)
+        return b""
+
+    async def write(self, data: bytes) -> None:
+        """Send each JSON line of ``data`` as one text message; raises
+        ``ConnectionError`` once the connection is gone."""
+        if self._gone.done() or self._writer.is_closing():
+            raise ConnectionResetError("the websocket connection is closed")
+        for line in data.split(b"\n"):
+            if line:
+                self._writer.write(self._ws.send_text(line))
+        await self._writer.drain()
+
+    def close_input(self) -> None:
+        """Start the closing handshake (the server answers, then closes)."""
+        if not self._gone.done() and not self._writer.is_closing():
+            try:
+                self._writer.write(self._ws.close(1000))
+            except WebSocketError:  # pragma: no cover - closing twice: already under way
+                pass
+
+    async def wait_exited(self) -> None:
+        """Until the connection is gone."""
+        await asyncio.shield(self._gone)
+
+    def signal(self, sig: int) -> None:
+        """Drop the connection (there is no process to signal)."""
+        self._end(WebSocketError("the connection was dropped"))
+
+    async def aclose(self, timeout: float) -> None:
+        """Close the socket and wait (bounded) until it is closed."""
+        self._end(WebSocketError("the connection was closed"))
+        try:
+            await within(self._writer.wait_closed(), timeout)
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            pass
+
+    # -- inside --------------------------------------------------------------
+
+    def _flush(self) -> None:
+        out = self._ws.data_to_send()
+        if out and not self._writer.is_closing():
+            self._writer.write(out)
+
+    def _end(self, error: TransportError) -> None:
+        if not self._gone.done():
+            self._failure = error
+            log.debug("websocket %s ended: %s", self.url, error)
+            self._writer.close()
+            self._gone.set_result(None)
+
+
+def _lines(texts: List[bytes]) -> bytes:
+    """Text messages as JSON lines.  A raw line break inside a JSON text can
+    only be whitespace between tokens, so it becomes a space."""
+    return b"\n".join(text.replace(b"\n", b" ") if b"\n" in text else text for text in texts) + b"\n"
+
+
+__all__ = ["WebSocketTransport", "open_websocket"]

@@ -1,0 +1,390 @@
+"""A running app-server over WebSocket (``codexmini._socket``): the real binary, and raw servers.
+
+``codex app-server --listen ws://127.0.0.1:0`` and ``--listen unix://PATH``
+started by :meth:`LiveCodex.serve` on the scripted model (``-m live``): a
+turn over each streams typed events and answers an approval; a listener with
+``--ws-auth capability-token`` or ``signed-bearer-token`` refuses no
+credentials and wrong ones with :class:`~codexmini.AuthRejected` and takes the
+right ones; what cannot be reached is :class:`~codexmini.ConnectFailed`; a
+server that goes away fails what waits with :class:`~codexmini.WebSocketError`.
+Every frame is validated against the binary's schema, as over stdio.
+
+Offline, raw asyncio servers on 127.0.0.1 play what codex never does: an
+answer that is no ``101``, silence, a dropped or reset connection, a frame
+that breaks the protocol, a line break inside a message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import socket
+import struct
+from typing import Any, Awaitable, Callable, Iterator, List, Optional, Tuple
+
+import pytest
+
+from codexmini import (
+    AgentMessageDelta,
+    AppServerClient,
+    AuthRejected,
+    ConfigError,
+    Connect,
+    ConnectFailed,
+    ItemCompleted,
+    Launch,
+    SignedToken,
+    Thread,
+    Timeouts,
+    TurnCompleted,
+    WebSocketError,
+    _socket,
+    run,
+    sync,
+)
+from codexmini._connect import Address
+from codexmini._errors import StartFailed
+from codexmini._socket import open_websocket
+from codexmini._websocket import accept_for
+from codexmini.testing.live import LiveCodex
+from conformance.versions import live_codex
+
+LIVE = pytest.mark.live
+
+USAGE = {"input_tokens": 10, "output_tokens": 5}
+COMMAND = {
+    "type": "function_call",
+    "call_id": "call_1",
+    "name": "exec_command",
+    "arguments": {"cmd": "echo over-the-socket", "yield_time_ms": 30000, "sandbox_permissions": "require_escalated"},
+}
+SCRIPT = {
+    "rules": [
+        {"when": {"user_contains": "run it"}, "times": 1, "respond": {"output": [COMMAND], "usage": USAGE}},
+    ],
+    "default": {"output": [{"type": "message", "id": "msg_1", "deltas": ["Hello ", "over ", "a socket."]}]},
+}
+
+
+@pytest.fixture
+def live() -> Iterator[LiveCodex]:
+    found = live_codex()
+    if isinstance(found, str):
+        pytest.skip(found)
+    with LiveCodex(SCRIPT, codex_bin=found.path, prefix="codexmini-socket-") as live:
+        yield live
+        live.stop_servers()
+        assert live.alive() == []  # the server and whatever it started are gone
+
+
+@LIVE
+@pytest.mark.parametrize("listen", ["ws", "unix"])
+async def test_socket_a_turn_streams_typed_events_and_answers_an_approval(live, listen):
+    url = live.serve(listen)
+    assert url.startswith(listen + "://")
+    asked: List[Any] = []
+
+    async def approve(method: str, params: Any) -> Any:
+        asked.append(method)
+        return {"decision": "accept"}
+
+    async with await AppServerClient.connect(url) as client:
+        assert client.url == url and client.pid is None and client.argv == []
+        client.on_request("item/commandExecution/requestApproval", approve)
+        thread = await Thread.start(client, cwd=live.ws, model="gpt-fake", approval_policy="on-request")
+        events = [event async for event in thread.turn("hello")]
+        assert "".join(e.delta for e in events if isinstance(e, AgentMessageDelta)) == "Hello over a socket."
+        assert isinstance(events[-1], TurnCompleted) and events[-1].status == "completed"
+        ran = [event async for event in thread.turn("run it")]
+        outputs = [e.item for e in ran if isinstance(e, ItemCompleted) and e.item["type"] == "commandExecution"]
+        assert asked == ["item/commandExecution/requestApproval"]
+        assert outputs and "over-the-socket" in (outputs[0].get("aggregatedOutput") or "")
+        assert client.healthy and len(client.protocol_errors) == 0
+
+
+@LIVE
+async def test_socket_run_sync_and_a_connect_value_reach_the_same_server(live):
+    url = live.serve("ws")
+    result = await run("hello", connect=url, cwd=live.ws, model="gpt-fake")
+    assert result.final_response == "Hello over a socket."
+    result = await run("hello", connect=Connect(url, timeouts=Timeouts(request=30)), cwd=live.ws, model="gpt-fake")
+    assert result.status == "completed"
+    said = await asyncio.to_thread(sync.run, "hello", connect=url, cwd=live.ws, model="gpt-fake")
+    assert said.final_response == "Hello over a socket."
+
+    def on_a_sync_client() -> Optional[str]:
+        with sync.Client(connect=url) as client:
+            return client.run("hello", cwd=live.ws, model="gpt-fake").final_response
+
+    assert await asyncio.to_thread(on_a_sync_client) == "Hello over a socket."
+    client = await AppServerClient.connect(url, initialize=False)  # the handshake when the caller says
+    try:
+        assert client.server_info == {}
+        assert (await client.initialize())["userAgent"]
+    finally:
+        await client.close()
+
+
+async def test_socket_launch_and_connect_together_are_refused():
+    with pytest.raises(ConfigError, match="launch and connect: run"):
+        await run("x", launch=Launch(), connect="ws://127.0.0.1:9")
+    with pytest.raises(ConfigError, match="launch and connect: a Client"):
+        await asyncio.to_thread(sync.Client, Launch(), connect="ws://127.0.0.1:9")
+
+
+def _write(path: str, text: str) -> str:
+    with open(path, "w") as fh:
+        fh.write(text)
+    return path
+
+
+@LIVE
+async def test_socket_capability_token_refuses_none_and_a_wrong_one(live):
+    token_file = _write(os.path.join(live.root, "token"), "tok-right\n")
+    url = live.serve("ws", ["--ws-auth", "capability-token", "--ws-token-file", token_file])
+    for refused in (Connect(url), Connect(url, token="tok-wrong")):
+        with pytest.raises(AuthRejected) as caught:
+            await AppServerClient.connect(refused)
+        assert caught.value.status == 401 and "tok-wrong" not in str(caught.value)
+    for accepted in (Connect(url, token="tok-right"), Connect(url, token_file=token_file)):
+        async with await AppServerClient.connect(accepted) as client:
+            assert await client.request("thread/loaded/list", {}) is not None
+
+
+@LIVE
+async def test_socket_signed_bearer_token_is_minted_from_the_shared_secret(live):
+    secret = _write(os.path.join(live.root, "secret"), "a-shared-secret-of-some-length-0123456789\n")
+    wrong = _write(os.path.join(live.root, "wrong"), "another-secret-entirely-0123456789abcdef\n")
+    args = ["--ws-auth", "signed-bearer-token", "--ws-shared-secret-file", secret]
+    url = live.serve("ws", [*args, "--ws-issuer", "codexmini-tests", "--ws-audience", "codex"])
+    refused = [
+        Connect(url),
+        Connect(url, signed=SignedToken(wrong, "codexmini-tests", "codex")),
+        Connect(url, signed=SignedToken(secret, "someone-else", "codex")),
+        Connect(url, signed=SignedToken(secret, "codexmini-tests", "not-codex")),
+    ]
+    for target in refused:
+        with pytest.raises(AuthRejected):
+            await AppServerClient.connect(target)
+    async with await AppServerClient.connect(Connect(url, signed=SignedToken(secret, "codexmini-tests", "codex"))) as c:
+        assert await c.request("thread/loaded/list", {}) is not None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@LIVE
+async def test_socket_a_server_that_cannot_listen_is_start_failed_with_its_words(live):
+    with pytest.raises(StartFailed, match="--ws-auth"):
+        live.serve("ws", ["--ws-auth", "no-such-mode"])
+
+
+@LIVE
+async def test_socket_what_cannot_be_reached_is_connect_failed(live):
+    with pytest.raises(ConnectFailed, match="Connection refused"):
+        await AppServerClient.connect(f"ws://127.0.0.1:{_free_port()}")
+    with pytest.raises(ConnectFailed):
+        await AppServerClient.connect(f"unix://{os.path.join(live.root, 'nobody.sock')}")
+
+
+@LIVE
+async def test_socket_a_server_that_goes_away_fails_what_waits(live):
+    url = live.serve("ws")
+    async with await AppServerClient.connect(url) as client:
+        sub = client.subscribe(client.GLOBAL)
+        live.stop_servers()
+        with pytest.raises(WebSocketError):
+            while True:  # what came before the end, then the end
+                await sub.get(timeout=30)
+        with pytest.raises(WebSocketError):
+            await client.request("thread/loaded/list", {})
+
+
+# -- offline: raw servers play what codex never does ------------------------------------
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def raw_server(handler: Handler) -> Tuple[asyncio.AbstractServer, str]:
+    async def closing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await handler(reader, writer)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(closing, "127.0.0.1", 0)
+    return server, f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+async def upgrade(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, extra: bytes = b"") -> None:
+    """Read the opening handshake and accept it (``extra``: bytes sent with the answer)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    key = re.search(rb"Sec-WebSocket-Key: (\S+)", head)
+    assert key is not None
+    accept = accept_for(key.group(1).decode())
+    writer.write(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        + f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode()
+        + extra
+    )
+    await writer.drain()
+
+
+def server_frame(opcode: int, payload: bytes, masked: bool = False) -> bytes:
+    assert len(payload) < 126
+    if masked:
+        return bytes((0x80 | opcode, 0x80 | len(payload))) + b"\0\0\0\0" + payload
+    return bytes((0x80 | opcode, len(payload))) + payload
+
+
+async def test_socket_an_answer_that_is_no_101_is_connect_failed_and_401_is_auth_rejected():
+    async def answer(status: bytes) -> Handler:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 " + status + b"\r\ncontent-length: 0\r\n\r\n")
+            await writer.drain()
+            writer.close()
+
+        return handler
+
+    server, url = await raw_server(await answer(b"500 Internal Server Error"))
+    async with server:
+        with pytest.raises(ConnectFailed, match="answered 500") as failed:
+            await AppServerClient.connect(url)
+        assert failed.value.status == 500
+    server, url = await raw_server(await answer(b"401 Unauthorized"))
+    async with server:
+        with pytest.raises(AuthRejected, match=r"refused the credentials \(401\)"):
+            await AppServerClient.connect(url, token="tok-secret-value")
+
+
+async def test_socket_a_silent_or_vanishing_server_during_the_handshake_is_connect_failed():
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # reads, answers nothing
+
+    async def hangs_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    server, url = await raw_server(silent)
+    async with server:
+        with pytest.raises(ConnectFailed, match="no answer to the opening handshake within 0.2s"):
+            await AppServerClient.connect(Connect(url, timeouts=Timeouts(initialize=0.2)))
+    server, url = await raw_server(hangs_up)
+    async with server:
+        with pytest.raises(ConnectFailed, match="closed the connection during the opening handshake"):
+            await AppServerClient.connect(url)
+
+
+async def test_socket_a_connection_that_does_not_come_is_connect_failed(monkeypatch):
+    async def never(address: Address) -> Any:
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(_socket, "_open", never)  # a black hole: nothing on this machine is one
+    with pytest.raises(ConnectFailed, match="no connection within 0.1s"):
+        await AppServerClient.connect(Connect("ws://10.255.255.1:9", timeouts=Timeouts(initialize=0.1)))
+
+
+async def test_socket_a_token_file_that_cannot_be_read_is_a_config_error_before_any_socket(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read .*missing: No such file"):
+        await AppServerClient.connect(Connect("ws://127.0.0.1:9", token_file=str(tmp_path / "missing")))
+
+
+async def test_socket_an_answer_in_pieces_is_read_to_its_end():
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        key = re.search(rb"Sec-WebSocket-Key: (\S+)", head)
+        assert key is not None
+        answer = (
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            + f"Sec-WebSocket-Accept: {accept_for(key.group(1).decode())}\r\n\r\n".encode()
+        )
+        for piece in (answer[:20], answer[20:]):  # two writes, apart
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+        await reader.read()
+
+    server, url = await raw_server(handler)
+    async with server:
+        transport = await open_websocket(Connect(url))
+        transport.close_input()
+        await transport.aclose(5)
+
+
+async def test_socket_frames_with_the_answer_pings_and_line_breaks_inside_a_message():
+    done = asyncio.get_running_loop().create_future()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # The first message comes with the 101, then a ping alone, then a
+        # message with a line break between its tokens.
+        await upgrade(reader, writer, server_frame(0x1, b'{"first":1}'))
+        writer.write(server_frame(0x9, b"hi"))
+        await writer.drain()
+        done.set_result(await reader.read(6 + 2))  # our pong: a header, a mask, "hi"
+        writer.write(server_frame(0x1, b'{"a":\n1}'))
+        await writer.drain()
+        await reader.read()
+
+    server, url = await raw_server(handler)
+    async with server:
+        transport = await open_websocket(Connect(url))
+        assert (transport.pid, transport.returncode, transport.stderr_tail) == (None, None, "")
+        assert await transport.read() == b'{"first":1}\n'
+        assert await transport.read() == b'{"a": 1}\n'  # the ping was answered on the way
+        pong = await done
+        assert pong[0] == 0x8A and pong[1] == 0x82  # a masked pong of 2 bytes
+        transport.signal(9)
+        assert await transport.read() == b""
+        with pytest.raises(ConnectionResetError):
+            await transport.write(b"{}\n")
+        transport.close_input()  # gone already: nothing to close
+        assert str(transport.ended()) == "websocket: the connection was dropped"
+        await transport.aclose(5)
+
+
+@pytest.mark.parametrize(
+    "ending, error",
+    [
+        ("masked", "the server broke the protocol: a masked frame from the server (close code 1002)"),
+        ("drop", "the server dropped the connection without a close"),
+        ("reset", "the connection broke"),
+    ],
+)
+async def test_socket_a_connection_that_breaks_ends_with_a_websocket_error(ending, error):
+    sent_back = asyncio.get_running_loop().create_future()
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await upgrade(reader, writer)
+        if ending == "masked":
+            writer.write(server_frame(0x1, b"{}", masked=True))
+            await writer.drain()
+            sent_back.set_result(await reader.read(8))
+            return
+        if ending == "reset":  # an RST, not a FIN
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.close()
+
+    server, url = await raw_server(handler)
+    async with server:
+        transport = await open_websocket(Connect(url))
+        assert await transport.read() == b""
+        assert error in str(transport.ended())
+        await asyncio.wait_for(transport.wait_exited(), 10)
+        if ending == "masked":
+            close = await sent_back
+            assert close[:2] == b"\x88\x82" and len(close) == 8  # our close, masked: code 1002
+        await transport.aclose(5)
+
+
+def test_socket_host_header_of_each_address():
+    assert _socket._host_header(Address("tcp", "::1", 4222, "/")) == "[::1]:4222"
+    assert _socket._host_header(Address("tcp", "127.0.0.1", 80, "/")) == "127.0.0.1:80"
+    assert _socket._host_header(Address("unix", "/s.sock", 0, "/")) == "localhost"
+    assert _socket._reason(OSError("no errno")) == "no errno"
+    assert _socket._reason(OSError()) == "OSError"
