@@ -42,6 +42,8 @@ _EXPORTS: Dict[str, str] = {
     # how a running codex is reached
     "Connect": "_connect",
     "SignedToken": "_connect",
+    "connect_daemon": "_daemon",
+    "stop_daemon": "_daemon",
     # the client, its threads and turns
     "AppServerClient": "_client",
     "Thread": "_threads",
@@ -102,6 +104,7 @@ _EXPORTS: Dict[str, str] = {
     "TurnTimeout": "_errors",
     "ModelUnreachable": "_errors",
     "BinaryNotFound": "_errors",
+    "StartFailed": "_errors",
     "ConfigError": "_errors",
     "UnencodableInput": "_errors",
     "SchemaError": "_errors",
@@ -148,6 +151,8 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._client import AppServerClient as AppServerClient
     from ._connect import Connect as Connect
     from ._connect import SignedToken as SignedToken
+    from ._daemon import connect_daemon as connect_daemon
+    from ._daemon import stop_daemon as stop_daemon
     from ._endpoint import ModelEndpoint as ModelEndpoint
     from ._errors import AuthRejected as AuthRejected
     from ._errors import BinaryNotFound as BinaryNotFound
@@ -168,6 +173,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import SessionLogChanged as SessionLogChanged
     from ._errors import SessionLogError as SessionLogError
     from ._errors import SessionLogLocked as SessionLogLocked
+    from ._errors import StartFailed as StartFailed
     from ._errors import ThreadNotFound as ThreadNotFound
     from ._errors import TransportError as TransportError
     from ._errors import TurnFailed as TurnFailed

@@ -58,6 +58,7 @@ from typing import (
 
 from ._binary import server_version
 from ._client import AppServerClient, Tap
+from ._connect import Connect, as_connect
 from ._endpoint import ModelEndpoint
 from ._errors import (
     ConfigError,
@@ -198,7 +199,12 @@ class AgentConfig:
     (no event, no output; default 600 s, ``None`` for no bound); past it the
     turn ends in ``error`` (``CODEX_SILENT``), what was logged stays, and the
     next turn gets a fresh child.  A command that runs silently for longer
-    needs a longer bound.
+    needs a longer bound.  ``connect``: run on a codex that is already
+    running instead of a child (a ``ws://`` or ``unix://`` URL, or a
+    :class:`~codexmini.Connect`; ``launch`` is then not used): a connection
+    that drops mid-turn ends that turn in ``error`` (``CODEX_NO_RESULT``),
+    and the next turn connects again; the server's own configuration picks
+    the model endpoint.
     Invalid values are a :class:`~codexmini.ConfigError` (or
     :class:`~codexmini.SchemaError`) here, not an error mid-turn."""
 
@@ -213,8 +219,13 @@ class AgentConfig:
     tap: Optional[Tap] = None
     output_schema: Optional[Mapping[str, Any]] = None
     liveness_s: Optional[float] = 600.0
+    connect: Optional[Union[str, Connect]] = None
 
     def __post_init__(self) -> None:
+        if self.connect is not None:
+            as_connect(self.connect)  # a bad URL is a ConfigError now
+            if self.launch != Launch():
+                raise ConfigError("AgentConfig takes launch or connect, not both")
         check_thread_options(self.sandbox, self.approval_policy)
         if self.liveness_s is not None:
             positive_seconds("AgentConfig", "liveness_s", self.liveness_s)
@@ -687,6 +698,8 @@ class Agent:
     # -- the child -----------------------------------------------------------
 
     async def _ensure_client(self) -> AppServerClient:
+        if self.config.connect is not None:  # the server's own configuration picks the endpoint
+            return await self.child.ensure(as_connect(self.config.connect))
         launch = replace(self.config.launch, endpoint=self._endpoint()).for_workspace(self.config.cwd)
         return await self.child.ensure(launch)
 

@@ -228,18 +228,10 @@ class AppServerClient(Extras):
         """
         launch = Launch() if launch is None else launch
         transport, planned = await spawn(launch)
-        client = cls(
-            transport,
-            argv=planned.argv,
-            tap=tap,
-            timeouts=launch.timeouts,
-            limits=launch.limits,
-            retry=retry,
-            retry_sleep=retry_sleep,
+        client = cls(transport, argv=planned.argv, tap=tap, timeouts=launch.timeouts, limits=launch.limits)
+        return await client._opened(
+            retry, retry_sleep, initialize, client_name, experimental_api, opt_out_notifications
         )
-        if initialize:
-            await client._handshake(client_name, experimental_api, opt_out_notifications)
-        return client
 
     @classmethod
     async def connect(
@@ -269,32 +261,37 @@ class AppServerClient(Extras):
         :class:`~codexmini.WebSocketError`."""
         target = as_connect(target, token)
         transport = await open_websocket(target)
-        client = cls(
-            transport,
-            argv=(),
-            url=target.url,
-            tap=tap,
-            timeouts=target.timeouts,
-            limits=target.limits,
-            retry=retry,
-            retry_sleep=retry_sleep,
+        client = cls(transport, url=target.url, tap=tap, timeouts=target.timeouts, limits=target.limits)
+        return await client._opened(
+            retry, retry_sleep, initialize, client_name, experimental_api, opt_out_notifications
         )
-        if initialize:
-            await client._handshake(client_name, experimental_api, opt_out_notifications)
-        return client
 
-    async def _handshake(self, client_name: str, experimental_api: bool, opt_out_notifications: Iterable[str]) -> None:
-        """``initialize`` within ``Timeouts.initialize``; on any failure the client is closed."""
-        try:
-            await self.initialize(
-                client_name=client_name,
-                experimental_api=experimental_api,
-                opt_out_notifications=opt_out_notifications,
-                timeout=self.timeouts.initialize,
-            )
-        except BaseException:
-            await self.close()
-            raise
+    async def _opened(
+        self,
+        retry: Optional[RetryPolicy],
+        retry_sleep: Optional[Callable[[float], Awaitable[Any]]],
+        initialize: bool,
+        client_name: str,
+        experimental_api: bool,
+        opt_out_notifications: Iterable[str],
+    ) -> "AppServerClient":
+        """A client just started or connected: its retry policy, then (by
+        default) ``initialize`` within ``Timeouts.initialize``; on any failure
+        the client is closed."""
+        self.retry = RetryPolicy() if retry is None else retry
+        self._sleep = retry_sleep or asyncio.sleep
+        if initialize:
+            try:
+                await self.initialize(
+                    client_name=client_name,
+                    experimental_api=experimental_api,
+                    opt_out_notifications=opt_out_notifications,
+                    timeout=self.timeouts.initialize,
+                )
+            except BaseException:
+                await self.close()
+                raise
+        return self
 
     async def initialize(
         self,

@@ -27,7 +27,7 @@ the turn for its stream, the session module for the log file.
     │   ├── TurnTimeout          a turn was silent longer than its idle_timeout
     │   └── ModelUnreachable     codex retried the model past Timeouts.model_retry
     ├── BinaryNotFound           no codex binary where we looked, or it cannot run
-    ├── StartFailed              the CLI's: codex exited or was silent before initialize
+    ├── StartFailed              codex exited or was silent before it served (the CLI, the daemon)
     ├── ConfigError              a setting or a value codexmini refuses up front
     │   └── UnencodableInput     a caller's value that cannot go on the wire (nothing sent)
     ├── SchemaError              a JSON Schema the validator cannot use, or none printed
@@ -287,7 +287,9 @@ class ModelUnreachable(CodexTimeout):
 
 
 class StartFailed(CodexminiError):
-    """The CLI's: codex did not start, or did not answer ``initialize`` (exit 3)."""
+    """codex did not start, or did not serve: the CLI's codex that did not
+    answer ``initialize`` (exit 3), a ``codex app-server daemon`` command that
+    failed (:func:`~codexmini.connect_daemon`), a server that did not listen."""
 
 
 class BinaryNotFound(CodexminiError):

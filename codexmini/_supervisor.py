@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Optional, Set
+from typing import Callable, Optional, Set, Union
 
 from ._client import AppServerClient, Tap
+from ._connect import Connect
 from ._launch import Launch
 
 log = logging.getLogger("codexmini.agent")
@@ -39,8 +40,8 @@ class ChildSupervisor:
         self.tap = tap
         self.prepare = prepare
         self.client: Optional[AppServerClient] = None
-        #: What the running client was started from.
-        self.launch: Optional[Launch] = None
+        #: What the running client was started from (or connected to).
+        self.launch: Optional[Union[Launch, Connect]] = None
         self.restarts = 0
         self._idle_timer: Optional[asyncio.TimerHandle] = None
         self._maintenance: Optional["asyncio.Task[None]"] = None
@@ -51,8 +52,9 @@ class ChildSupervisor:
         """An idle shutdown is under way."""
         return self._maintenance is not None
 
-    async def ensure(self, launch: Launch) -> AppServerClient:
-        """A usable client started from ``launch``, started now if needed."""
+    async def ensure(self, launch: Union[Launch, Connect]) -> AppServerClient:
+        """A usable client started from ``launch`` (or connected to the server
+        a :class:`~codexmini.Connect` names), started now if needed."""
         self.cancel_idle()
         await self.wait_maintenance()
         client = self.client
@@ -62,7 +64,10 @@ class ChildSupervisor:
             self.restarts += 1
             await self.close()
         if self.client is None:
-            client = await AppServerClient.start(launch, tap=self.tap)
+            if isinstance(launch, Connect):
+                client = await AppServerClient.connect(launch, tap=self.tap)
+            else:
+                client = await AppServerClient.start(launch, tap=self.tap)
             if self.prepare is not None:
                 self.prepare(client)
             self.client, self.launch = client, launch

@@ -17,6 +17,7 @@ that breaks the protocol, a line break inside a message.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import socket
@@ -24,8 +25,11 @@ import struct
 from typing import Any, Awaitable, Callable, Iterator, List, Optional, Tuple
 
 import pytest
+from support.fake_client import until
 
 from codexmini import (
+    Agent,
+    AgentConfig,
     AgentMessageDelta,
     AppServerClient,
     AuthRejected,
@@ -34,12 +38,14 @@ from codexmini import (
     ConnectFailed,
     ItemCompleted,
     Launch,
+    SessionLog,
     SignedToken,
     Thread,
     Timeouts,
     TurnCompleted,
     WebSocketError,
     _socket,
+    read_log,
     run,
     sync,
 )
@@ -59,9 +65,15 @@ COMMAND = {
     "name": "exec_command",
     "arguments": {"cmd": "echo over-the-socket", "yield_time_ms": 30000, "sandbox_permissions": "require_escalated"},
 }
+SLOW = {"output": [{"type": "message", "id": "msg_s", "deltas": ["slow"] * 20}], "delay_ms": 2000}
 SCRIPT = {
     "rules": [
         {"when": {"user_contains": "run it"}, "times": 1, "respond": {"output": [COMMAND], "usage": USAGE}},
+        {
+            "when": {"user_contains": "<user>\nhello again"},
+            "respond": {"output": [{"type": "message", "id": "m2", "deltas": ["Back."]}]},
+        },
+        {"when": {"user_contains": "<user>\nslow"}, "respond": SLOW},
     ],
     "default": {"output": [{"type": "message", "id": "msg_1", "deltas": ["Hello ", "over ", "a socket."]}]},
 }
@@ -137,6 +149,38 @@ def _write(path: str, text: str) -> str:
     with open(path, "w") as fh:
         fh.write(text)
     return path
+
+
+@LIVE
+async def test_socket_the_agent_over_a_connection_logs_a_drop_and_connects_again(live):
+    url = live.serve(f"ws://127.0.0.1:{_free_port()}")
+    path = os.path.join(live.root, "session.jsonl")
+    with SessionLog.open(path) as log:
+        config = AgentConfig(cwd=live.ws, model="gpt-fake", connect=url, skills=False)
+        async with Agent(log, config) as agent:
+            assert (await agent.run("hello"))["reason"] == "completed"
+            running = asyncio.ensure_future(agent.run("slow"))
+            assert await until(lambda: any("slow" in json.dumps(r["body"]) for r in live.requests), 60)
+            live.stop_servers()  # the server goes away mid-turn
+            dropped = await running
+            assert (dropped["reason"], dropped["error"]["code"]) == ("error", "CODEX_NO_RESULT")
+            down = await agent.run("while it is down")  # logged all the same
+            assert down["error"]["code"] == "CODEX_UNAVAILABLE"
+            assert live.serve(url) == url  # back where it was
+            assert (await agent.run("hello again"))["reason"] == "completed"  # connected again
+    events = read_log(path).events
+    assert [e["data"]["reason"] for e in events if e["type"] == "turn/end"] == [
+        "completed",
+        "error",
+        "error",
+        "completed",
+    ]
+    said = [b["text"] for e in events if e["type"] == "user/message" for b in e["data"]["content"]]
+    assert said == ["hello", "slow", "while it is down", "hello again"]
+    with pytest.raises(ConfigError, match="launch or connect, not both"):
+        AgentConfig(cwd=live.ws, connect=url, launch=live.launch)
+    with pytest.raises(ConfigError, match="the scheme must be ws:// or unix://"):
+        AgentConfig(cwd=live.ws, connect="http://127.0.0.1:1")
 
 
 @LIVE

@@ -111,13 +111,16 @@ class LiveCodex:
     def serve(self, listen: str = "ws", args: Sequence[str] = (), timeout: float = 60.0) -> str:
         """Start codex as a server on the scripted model and return its URL:
         ``listen="ws"`` listens on ``ws://127.0.0.1:<a free port>``,
-        ``"unix"`` on ``unix://<root>/codex-N.sock``; ``args`` are more
+        ``"unix"`` on ``unix://<root>/codex-N.sock``, a URL where it says
+        (to serve again where a stopped one served); ``args`` are more
         ``app-server`` arguments (``--ws-auth …``).  Waits (at most
         ``timeout`` seconds) until it listens; its stderr is kept in the root.
         Raises :class:`~codexmini._errors.StartFailed` with the end of that
         stderr when codex exits (or is silent) instead."""
         n = len(self._servers)
-        where = "ws://127.0.0.1:0" if listen == "ws" else f"unix://{os.path.join(self.root, f'codex-{n}.sock')}"
+        where = {"ws": "ws://127.0.0.1:0", "unix": f"unix://{os.path.join(self.root, f'codex-{n}.sock')}"}.get(
+            listen, listen
+        )
         launch = replace(self.launch, args=("--listen", where, *args))
         planned = plan(launch, self.binary, os.environ)
         log_path = os.path.join(self.root, f"server-{n}.stderr")
@@ -165,6 +168,29 @@ class LiveCodex:
                 server.wait()
         self._servers.clear()
 
+    def daemon_launch(self) -> Launch:
+        """The :class:`~codexmini.Launch` for codex's managed daemon
+        (:func:`codexmini.connect_daemon`) in this root: the scripted model
+        is written into ``home/config.toml``, the only configuration the
+        daemon reads.  :meth:`close` ends whatever the daemon left running."""
+        with open(os.path.join(self.home, "config.toml"), "w") as fh:
+            fh.write("".join(f"{item}\n" for item in (*ModelEndpoint(self.model.url).config(), *self.config)))
+        return Launch(codex_bin=self.binary, env={"HOME": self.root}, codex_home=self.home, cwd=self.ws)
+
+    def rooted(self) -> List[int]:
+        """Processes whose command line runs from this root (the daemon's copy of codex)."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if entry == str(os.getpid()):
+                continue
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if self.root.encode() in fh.read():
+                        found.append(int(entry))
+            except (OSError, ValueError):  # not a process, or gone
+                continue
+        return found
+
     def alive(self) -> List[int]:
         """The children started here that still exist."""
         left = []
@@ -182,8 +208,14 @@ class LiveCodex:
         return list(self.model.requests)
 
     def close(self) -> None:
-        """Stop the servers and the model, remove the scratch root (idempotent)."""
+        """Stop the servers, what runs from the root, and the model; remove the
+        scratch root (idempotent)."""
         self.stop_servers()
+        for pid in self.rooted():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:  # pragma: no cover - it ended meanwhile
+                pass
         self.model.stop()
         shutil.rmtree(self.root, ignore_errors=True)
 
