@@ -46,6 +46,7 @@ from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ._agent import Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
+from ._connect import Connect
 from ._doctor import add_parsers as add_doctor_parsers
 from ._doctor import doctor, install_codex
 from ._endpoint import endpoint_option
@@ -142,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--pass-env", action="append", default=[], metavar="NAME", help="pass this variable to codex (repeatable)"
     )
     run.add_argument("--codex-bin", metavar="PATH", help="codex binary to run")
+    run.add_argument(
+        "--connect", metavar="URL", help="a running codex app-server instead: ws://HOST:PORT or unix:///PATH"
+    )
+    run.add_argument("--token-file", metavar="FILE", help="with --connect: the file holding its capability token")
     run.add_argument("--image", action="append", default=[], metavar="FILE", help="attach an image (repeatable)")
     run.add_argument("--json", action="store_true", help="stdout: the session-log events only")
     run.add_argument(
@@ -228,8 +233,17 @@ def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfi
         endpoint = endpoint_option(args.provider_url, args.api_key_env, env)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    launch, connect = Launch(), None
     try:
-        launch = Launch(codex_bin=args.codex_bin, config=args.config, pass_env=args.pass_env, endpoint=endpoint)
+        if args.connect is not None:
+            starting = [flag for flag, given in _STARTING if getattr(args, given)]
+            if starting:
+                raise UsageError(f"--connect: codex is already running; {', '.join(starting)} start one")
+            connect = Connect(args.connect, token_file=args.token_file)
+        elif args.token_file is not None:
+            raise UsageError("--token-file goes with --connect")
+        else:
+            launch = Launch(codex_bin=args.codex_bin, config=args.config, pass_env=args.pass_env, endpoint=endpoint)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     schema = load_output_schema(args.output_schema) if args.output_schema else None
@@ -241,8 +255,19 @@ def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfi
         model=args.model,
         sandbox=args.sandbox,
         launch=launch,
+        connect=connect,
         output_schema=schema.wire if schema is not None else None,
     )
+
+
+#: The options of a codex the CLI starts, refused beside --connect: (flag, argparse name).
+_STARTING = (
+    ("--codex-bin", "codex_bin"),
+    ("--provider-url", "provider_url"),
+    ("--api-key-env", "api_key_env"),
+    ("-c", "config"),
+    ("--pass-env", "pass_env"),
+)
 
 
 def load_output_schema(path: str) -> OutputSchema:

@@ -17,6 +17,7 @@ that breaks the protocol, a line break inside a message.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import re
@@ -44,6 +45,7 @@ from codexmini import (
     Timeouts,
     TurnCompleted,
     WebSocketError,
+    _cli,
     _socket,
     read_log,
     run,
@@ -432,3 +434,37 @@ def test_socket_host_header_of_each_address():
     assert _socket._host_header(Address("unix", "/s.sock", 0, "/")) == "localhost"
     assert _socket._reason(OSError("no errno")) == "no errno"
     assert _socket._reason(OSError()) == "OSError"
+
+
+# -- the CLI -------------------------------------------------------------------------------
+
+
+def cli(argv: List[str]) -> Tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = _cli.main(argv, stdin=io.StringIO(""), stdout=out, stderr=err, env=dict(os.environ))
+    return code, out.getvalue(), err.getvalue()
+
+
+@LIVE
+def test_socket_cli_run_connects_with_a_token_file(live):
+    token_file = _write(os.path.join(live.root, "token"), "tok-cli-secret\n")
+    url = live.serve("ws", ["--ws-auth", "capability-token", "--ws-token-file", token_file])
+    common = ["--model", "gpt-fake", "--cwd", live.ws, "--connect", url]
+    code, out, err = cli(["run", "hello", *common, "--token-file", token_file, "--session", f"{live.root}/a.jsonl"])
+    assert (code, out) == (0, "Hello over a socket.\n"), err
+    code, out, err = cli(["run", "hello", *common, "--session", f"{live.root}/b.jsonl"])  # no token
+    assert (code, out) == (3, "") and "refused the credentials (401)" in err and "tok-cli-secret" not in err
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--connect", "ws://127.0.0.1:9", "--codex-bin", "/bin/codex"], "codex is already running; --codex-bin start"),
+        (["--connect", "ws://127.0.0.1:9", "-c", "a=1", "--pass-env", "X"], "-c, --pass-env start one"),
+        (["--token-file", "/t"], "--token-file goes with --connect"),
+        (["--connect", "http://127.0.0.1:9"], "the scheme must be ws:// or unix://"),
+    ],
+)
+def test_socket_cli_connect_usage_errors(extra, message, tmp_path):
+    code, out, err = cli(["run", "hello", "--cwd", str(tmp_path), "--session", str(tmp_path / "s.jsonl"), *extra])
+    assert (code, out) == (2, "") and message in err
