@@ -163,11 +163,7 @@ def imports(tree: ast.AST) -> Iterator[Tuple[int, int, str]]:
 #: frames with codexmini's own stdlib validator; it no longer reaches into the
 #: repository's conformance suite.)  The set stays so that an exception would
 #: have to be written here, with its reason.
-OPTIONAL_IMPORTS: Set[Tuple[str, str]] = {
-    # The opt-in pytest plugin: imported only by a test run that asks for it
-    # (-p codexmini.testing.pytest_plugin), never by `import codexmini`.
-    ("testing.pytest_plugin", "pytest"),
-}
+OPTIONAL_IMPORTS: Set[Tuple[str, str]] = set()  # the opt-in pytest plugin is codexmini_pytest.py, outside
 
 
 def import_problems(tree: ast.AST, module: str = "") -> List[str]:

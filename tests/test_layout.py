@@ -43,6 +43,7 @@ CROSS_CUTTING: Dict[str, str] = {
     "test_public_api": "the public API as a whole: __all__, every name's docstring, a cheap import",
     "test_imports": "what every module may import (stdlib only, relative, no I/O in the pure ones)",
     "test_layout": "this file: the tests mirror the package",
+    "test_pytest_plugin": "codexmini_pytest.py, the opt-in pytest plugin beside the package, and docs/testing.md",
     "test_packaging": "the sdist and the wheel: their metadata, their files, the README's quick start from the wheel alone",
     "test_conftest": "the root conftest.py's hook that runs coroutine tests",
     "test_vendoring": "the package copied under another name still imports and works",

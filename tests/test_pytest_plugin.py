@@ -1,4 +1,4 @@
-"""``codexmini.testing.pytest_plugin``: the fixtures a downstream project gets,
+"""``codexmini_pytest``: the fixtures a downstream project gets,
 and docs/testing.md, whose every Python block is a downstream test file run here.
 
 A downstream test file is run by pytest's own ``pytester`` (in this process):
@@ -22,7 +22,7 @@ pytest_plugins = ["pytester"]
 DOWNSTREAM = """
 from codexmini import Launch, ModelEndpoint, sync
 
-pytest_plugins = ["codexmini.testing.pytest_plugin"]
+pytest_plugins = ["codexmini_pytest"]
 
 ANSWER = {"output": [{"type": "message", "deltas": ["from ", "the model"]}]}
 

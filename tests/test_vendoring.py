@@ -68,8 +68,8 @@ CHILD = textwrap.dedent(
 
     # Every module, those of the subpackages (the generated protocol's) too.
     found = pkgutil.walk_packages(cm.__path__, "_vendor.cm.")
-    # (Not the opt-in pytest plugin: it needs pytest, which this bare interpreter lacks.)
-    skipped = ("__main__", "pytest_plugin")
+    # (The opt-in pytest plugin is codexmini_pytest.py, outside the package: it needs pytest.)
+    skipped = ("__main__",)
     names = sorted(m.name[len("_vendor.cm."):] for m in found if m.name.rsplit(".", 1)[-1] not in skipped)
     for name in names:
         importlib.import_module("_vendor.cm." + name)
@@ -139,7 +139,7 @@ def test_vendoring_copy_imports_and_works(tmp_path):
     expected_modules = sorted(
         name
         for name in map(_module_name, PACKAGE_DIR.rglob("*.py"))
-        if name and name.rsplit(".", 1)[-1] not in ("__main__", "pytest_plugin")
+        if name and name.rsplit(".", 1)[-1] not in ("__main__",)
     )
     assert {"protocol", "_generated", "_generated.protocol", "_generated.protocol_types"} <= set(expected_modules)
     assert report["modules"] == expected_modules

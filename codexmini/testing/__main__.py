@@ -25,7 +25,7 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m codexmini.testing",
         description="Test tools for code that drives codex through codexmini: a scripted model, a fake app-server.",
         epilog="In Python: codexmini.testing.ScriptedModel, FakeAppServer, CodexLike; "
-        "pytest fixtures: -p codexmini.testing.pytest_plugin.",
+        "pytest fixtures: -p codexmini_pytest.",
     )
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMANDS:

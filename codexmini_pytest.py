@@ -1,8 +1,8 @@
 """pytest fixtures for testing code that drives codex through codexmini.
 
 Opt-in, so the package stays dependency-free: enable it with
-``pytest_plugins = ["codexmini.testing.pytest_plugin"]`` in a ``conftest.py``,
-or ``pytest -p codexmini.testing.pytest_plugin``.  Each fixture is a factory;
+``pytest_plugins = ["codexmini_pytest"]`` in a ``conftest.py``,
+or ``pytest -p codexmini_pytest``.  Each fixture is a factory;
 what it made is stopped or removed after the test.
 
 * ``scripted_model(script)``: a started :class:`~codexmini.testing.ScriptedModel`
@@ -20,11 +20,11 @@ from typing import Any, Callable, Iterator, List, Mapping
 
 import pytest
 
-from .._errors import BinaryNotFound
-from .codex_like import CodexLike
-from .fake_appserver import FakeAppServer
-from .live import LiveCodex
-from .scripted_model import ScriptedModel
+from codexmini._errors import BinaryNotFound
+from codexmini.testing.codex_like import CodexLike
+from codexmini.testing.fake_appserver import FakeAppServer
+from codexmini.testing.live import LiveCodex
+from codexmini.testing.scripted_model import ScriptedModel
 
 
 @pytest.fixture
