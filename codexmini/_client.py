@@ -49,6 +49,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Set,
     Tuple,
     Type,
     Union,
@@ -174,6 +175,7 @@ class AppServerClient(Extras):
         self._answer_observers: List[AnswerObserver] = []
         self._declined: Dict[Tuple[Any, Any], None] = {}  # turns told of a declined request, oldest first
         self._inflight: Dict[_rpc.RequestId, "asyncio.Task[None]"] = {}
+        self._unsubscribing: Set["asyncio.Task[Any]"] = set()
         self._subs: Dict[Optional[str], List[Subscription]] = {}
         self._all: List[Subscription] = []  # the ALL subscribers (the same list as _subs[ALL])
         # Back-pressure (Limits.overflow "wait"): the subscriptions over their
@@ -369,7 +371,9 @@ class AppServerClient(Extras):
         await asyncio.shield(self._ended)
 
     async def close(self) -> None:
-        """End the child: close stdin, wait, terminate, kill the group.  Idempotent."""
+        """End the conversation: answer what codex asked and nobody answered
+        (fail-closed), then end the child (close stdin, wait, terminate, kill
+        the group) or the connection.  Idempotent."""
         if self._close_task is None:
             self._close_task = asyncio.get_running_loop().create_task(self._close())
         await asyncio.shield(self._close_task)
@@ -381,6 +385,14 @@ class AppServerClient(Extras):
         await self.close()
 
     async def _close(self) -> None:
+        if self._unsubscribing:  # their answers are on the way: take them (bounded), not leave them late
+            await asyncio.wait(list(self._unsubscribing), timeout=self.timeouts.close)
+        for task in list(self._unsubscribing):  # the server forgets a connection's subscriptions anyway
+            task.cancel()
+        try:
+            await within(self._answer_open_requests(), self.timeouts.close)
+        except asyncio.TimeoutError:
+            log.info("closing: the fail-closed answers were not all written within %gs", self.timeouts.close)
         self._closing = True
         self._stop_waiting()
         self._fail_all(ClientClosed())
@@ -559,6 +571,23 @@ class AppServerClient(Extras):
         if self._terminal is not None:
             sub._finish(self._terminal)
         return sub
+
+    def forget_thread(self, thread_id: str) -> None:
+        """On a shared server (a client that connected), ask it to stop
+        sending this connection the thread's events (``thread/unsubscribe``,
+        in the background): a long-lived connection that ran many threads
+        would otherwise hear every later turn of each.  A child started for
+        this client alone ends with it: nothing to ask."""
+        if self.url is None or self.closed:
+            return
+        task = asyncio.get_running_loop().create_task(self.request("thread/unsubscribe", {"threadId": thread_id}))
+        self._unsubscribing.add(task)
+        task.add_done_callback(self._unsubscribed)
+
+    def _unsubscribed(self, task: "asyncio.Task[Any]") -> None:
+        self._unsubscribing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("thread/unsubscribe failed: %s", task.exception())
 
     def _unsubscribe(self, sub: Subscription) -> None:
         subs = self._subs.get(sub.key, [])
@@ -744,6 +773,19 @@ class AppServerClient(Extras):
         for subs in self._subs.values():
             for sub in subs:
                 sub._finish(self._terminal)
+
+    async def _answer_open_requests(self) -> None:
+        """Closing answers what codex asked and nobody answered yet: fail-closed
+        (``by="close"``).  A server that outlives this client keeps the turn
+        waiting for that answer -- and asks it again of the next client that
+        resumes the thread -- so a client that lets go says no first.  The
+        handlers still running are cancelled; their answers would come too late."""
+        if self._terminal is not None:  # the other side is gone: nobody to answer
+            return
+        self._cancel_handlers()
+        for rid, (method, params) in list(self._conn.open_requests.items()):
+            event = _rpc.ServerRequest(rid, method, params, {})
+            await self._reply(event, self._conn.decline(rid, handler_failed=True), "close")
 
     def _cancel_handlers(self) -> None:
         for task in list(self._inflight.values()):

@@ -143,6 +143,7 @@ class Thread:
         self.id = thread_id
         self.info = info
         self._sub: Subscription = client.subscribe(thread_id)
+        self._closed = False
 
     @classmethod
     def _opened(cls, client: AppServerClient, result: "ThreadInfo", method: str) -> "Thread":
@@ -434,8 +435,15 @@ class Thread:
         await self.client.request("turn/interrupt", {"threadId": self.id, "turnId": turn_id})
 
     def close(self) -> None:
-        """Stop listening to this thread (the process keeps it until it exits)."""
+        """Stop listening to this thread.  A child started for this client
+        keeps the thread until it exits; a shared server (a client that
+        connected) is told to stop sending it here (``thread/unsubscribe``).
+        Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         self._sub.close()
+        self.client.forget_thread(self.id)
 
 
 class Turn:

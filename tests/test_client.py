@@ -546,7 +546,7 @@ async def test_client_an_observer_that_raises_is_logged_and_not_fatal(caplog):
         await client.close()
 
 
-async def test_client_close_cancels_a_handler_still_in_flight():
+async def test_client_close_cancels_a_handler_still_in_flight_and_answers_fail_closed():
     cancelled = []
     running = asyncio.Event()
 
@@ -568,8 +568,12 @@ async def test_client_close_cancels_a_handler_still_in_flight():
     await asyncio.wait_for(running.wait(), 10)
     await client.close()
     assert cancelled == [APPROVAL]
-    assert answered == []
-    assert [f.get("method") for f in fake.server.received] == ["initialize", "initialized"]
+    # Closing answers what codex asked (a server that outlives the client
+    # would keep the turn waiting for it): the fail-closed answer, by "close".
+    decline = {"id": 0, "result": {"decision": "decline"}}
+    assert [(a[0], a[2], a[3]) for a in answered] == [(APPROVAL, decline, "close")]
+    assert fake.server.received[2:] == [decline]
+    assert [f.get("method") for f in fake.server.received[:2]] == ["initialize", "initialized"]
 
 
 async def test_client_a_handler_running_when_the_server_exits_is_cancelled():
@@ -1241,3 +1245,104 @@ async def test_client_whatever_a_handler_returns_or_raises_codex_gets_the_fail_c
         assert await client.request("thread/loaded/list", {}) == {"data": ["2"], "nextCursor": None}  # the loop lives
     finally:
         await client.close()
+
+
+# -- a shared server: what a client that connected owes the others -----------------------
+
+
+async def _unsubscribes(server, answer: bool = True, fail: bool = False) -> None:
+    """Answers ``thread/unsubscribe`` as codex does (or with an error, or not at all)."""
+    await server.handshake()
+    async for request in server.requests():
+        if request.get("method") != "thread/unsubscribe":
+            continue
+        if fail:
+            server.fail(request, "no such thread")
+        elif answer:
+            server.respond(request, {"status": "unsubscribed"})
+
+
+async def _connected(behaviour, **timeouts: float) -> "tuple[AppServerClient, FakeAppServer]":
+    """A client over the fake as if connected to a server at a URL (what
+    decides what it owes a shared server is ``url``)."""
+    fake = FakeAppServer(behaviour)
+    transport = await fake.launch([], {}, None)
+    client = AppServerClient(transport, url="ws://127.0.0.1:1", timeouts=Timeouts(**timeouts))
+    await client.initialize()
+    return client, fake
+
+
+def _sent(fake: FakeAppServer, method: str) -> List[dict]:
+    return [f for f in fake.server.received if f.get("method") == method]
+
+
+async def test_client_forget_thread_unsubscribes_on_a_shared_server_only():
+    client, fake = await _connected(_unsubscribes)
+    try:
+        client.forget_thread("t-1")
+        assert await until(lambda: client._unsubscribing == set())
+        (frame,) = _sent(fake, "thread/unsubscribe")
+        assert frame["params"] == {"threadId": "t-1"}
+    finally:
+        await client.close()
+    client.forget_thread("t-2")  # closed: nothing more is asked
+    assert len(_sent(fake, "thread/unsubscribe")) == 1
+    # A child started for this client alone is never asked.
+    child = await client_for_behaviour(_unsubscribes)
+    try:
+        child.forget_thread("t-3")
+        assert child._unsubscribing == set()
+    finally:
+        await child.close()
+
+
+async def test_client_a_failed_unsubscribe_is_logged_not_raised(caplog):
+    caplog.set_level(logging.DEBUG, logger="codexmini")
+    client, fake = await _connected(lambda server: _unsubscribes(server, fail=True))
+    try:
+        client.forget_thread("t-1")
+        assert await until(lambda: "thread/unsubscribe failed" in caplog.text)
+        assert client.healthy
+    finally:
+        await client.close()
+
+
+async def test_client_close_cancels_an_unsubscribe_still_waiting_past_the_close_timeout():
+    client, fake = await _connected(lambda server: _unsubscribes(server, answer=False), close=0.2)
+    client.forget_thread("t-1")
+    (task,) = client._unsubscribing
+    assert await until(lambda: bool(_sent(fake, "thread/unsubscribe")))
+    await client.close()
+    assert task.cancelled() and client._unsubscribing == set()
+
+
+@pytest.mark.frame_problems("unknown method 'x/pad'")  # only there to fill the pipe
+async def test_client_close_bounds_the_fail_closed_answers_by_the_close_timeout(caplog):
+    # The server asks, then stops reading: the answer cannot be written, and
+    # closing does not wait for it longer than Timeouts.close.
+    async def asks_then_stops_reading(server) -> None:
+        await server.handshake()
+        server.send({"id": 0, "method": APPROVAL, "params": b.APPROVAL_PARAMS})
+        server.stop_reading()
+        await server.drain()
+
+    caplog.set_level(logging.INFO, logger="codexmini")
+    fake = FakeAppServer(asks_then_stops_reading)
+    client = await AppServerClient.start(
+        Launch(launcher=fake.launch, timeouts=Timeouts(close=0.5, write=30.0, handler=60.0)), initialize=False
+    )
+    asked = asyncio.Event()
+
+    async def handler(method, params):
+        asked.set()
+        await asyncio.sleep(60)
+
+    client.on_request(APPROVAL, handler)
+    await client.initialize()
+    await asyncio.wait_for(asked.wait(), 10)
+    filler = asyncio.ensure_future(client.notify("x/pad", {"pad": "a" * (256 * 1024)}))  # fills the pipe
+    await asyncio.sleep(0.05)
+    await client.close()
+    assert "the fail-closed answers were not all written within 0.5s" in caplog.text
+    filler.cancel()
+    await asyncio.gather(filler, return_exceptions=True)
