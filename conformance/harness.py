@@ -41,14 +41,21 @@ import functools
 import itertools
 import json
 import os
+import re
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from codexmini import CODEX_VERSION, Agent, AgentConfig, Launch, ModelEndpoint, Timeouts, __version__
+from codexmini import CODEX_VERSION, Agent, AgentConfig, Connect, Launch, ModelEndpoint, Timeouts, __version__
+from codexmini._binary import find_codex
 from codexmini._client import AppServerClient
+from codexmini._errors import StartFailed
 from codexmini._events import Event
+from codexmini._launch import plan
 from codexmini._permission import ApprovalRequest, Reply
 from codexmini._session import SessionLog
 from codexmini.testing import FakeAppServer
@@ -148,6 +155,9 @@ class Scenario:
     driver: Optional[Callable[["Run"], Awaitable[None]]] = None
     check: Optional[Callable[["ScenarioResult"], None]] = None
     description: str = ""
+    #: How it is recorded: ``"stdio"`` (each client a codex child of its own)
+    #: or ``"ws"``/``"unix"`` (one codex server, each client a connection to it).
+    transport: str = "stdio"
 
     @property
     def uses_agent(self) -> bool:
@@ -184,6 +194,10 @@ class Run:
     conns: List[int] = field(default_factory=list)
     #: What a driver learned, for its check (results, errors it caught).
     notes: Dict[str, Any] = field(default_factory=dict)
+    #: The codex server's URL when the clients connect to one (live, over ws/unix).
+    url: Optional[str] = None
+    #: How clients reach codex (:data:`TRANSPORTS`).
+    transport: str = "stdio"
 
     def tap(self, direction: str, frame: Dict[str, Any]) -> None:
         self.record(0, direction, frame)
@@ -197,13 +211,28 @@ class Run:
         the n-th one started is codex process n of the recording (``options``
         go to :meth:`AppServerClient.start`)."""
         cfg = self.config
-        client = await AppServerClient.start(
-            cfg.launch.for_workspace(cfg.cwd),
-            tap=functools.partial(self.record, len(self.clients)),
-            **options,
-        )
+        tap = functools.partial(self.record, len(self.clients))
+        if self.url is not None:  # a connection to the one server of the run
+            connect = Connect(self.url, timeouts=self.timeouts)
+            client = await AppServerClient.connect(connect, tap=tap, **options)
+        else:
+            client = await AppServerClient.start(cfg.launch.for_workspace(cfg.cwd), tap=tap, **options)
+            if self.transport != "stdio":
+                # A replayed connection: the fake plays the server's side of
+                # it, and the client owes it what it owes a shared server.
+                client.url = f"{self.transport}://replay"
         self.clients.append(client)
         return client
+
+    @property
+    def timeouts(self) -> Timeouts:
+        return Timeouts(handler=self.scenario.handler_timeout)
+
+    async def drop(self, client: AppServerClient) -> None:
+        """End ``client``'s conversation as a crash would: no answer, no close
+        handshake (a connection dropped, a replayed child killed)."""
+        client._transport.signal(signal.SIGKILL)
+        await client.wait_closed()
 
     def later(self, coro: Awaitable[Any]) -> None:
         """Run ``coro`` beside the scenario (from a sync event hook)."""
@@ -259,6 +288,71 @@ class ScenarioResult:
 
     def events_of(self, cls: type) -> List[Any]:
         return [e for e in self.events if isinstance(e, cls)]
+
+
+#: How a run reaches codex: its own child per client, or one server and a connection per client.
+TRANSPORTS = ("stdio", "ws", "unix")
+
+
+def listen_args(transport: str, paths: Paths) -> Tuple[str, ...]:
+    """The ``app-server`` arguments of a server run: where it listens."""
+    if transport == "stdio":
+        return ()
+    where = "ws://127.0.0.1:0" if transport == "ws" else f"unix://{os.path.join(paths.root, 'codex.sock')}"
+    return ("--listen", where)
+
+
+class CodexServer:
+    """The run's codex as a server (``app-server --listen …``, the launch's
+    own arguments), its stderr in the scratch root; :meth:`stop` ends its
+    process group."""
+
+    def __init__(self, process: "subprocess.Popen[bytes]", argv: List[str], url: str) -> None:
+        self.process, self.argv, self.url = process, argv, url
+
+    @classmethod
+    def start(cls, launch: Launch, root: str, timeout: float = 60.0) -> "CodexServer":
+        planned = plan(launch, find_codex(launch.codex_bin).path, os.environ)
+        where = planned.argv[planned.argv.index("--listen") + 1]
+        log_path = os.path.join(root, "server.stderr")
+        with open(log_path, "wb") as stderr:
+            process = subprocess.Popen(
+                planned.argv,
+                env=dict(planned.env, NO_COLOR="1"),
+                cwd=planned.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+            )
+        server = cls(process, list(planned.argv), where)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and process.poll() is None:
+            if where.startswith("unix://"):
+                if os.path.exists(where[len("unix://") :]):
+                    return server
+            else:
+                with open(log_path, "rb") as fh:
+                    found = re.search(rb"listening on: (ws://\S+)", fh.read())
+                if found:
+                    server.url = found.group(1).decode()
+                    return server
+            time.sleep(0.02)
+        server.stop()
+        with open(log_path, "rb") as fh:
+            said = fh.read().decode("utf-8", "replace")[-2000:]
+        raise StartFailed(f"codex app-server --listen {where} did not listen: {said}")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
 
 
 def fixture_path(name: str, suffix: str, root: str = FIXTURES) -> str:
@@ -329,6 +423,7 @@ async def execute(
     fixtures: Optional[str] = None,
     keep: bool = False,
     transcript: Optional[str] = None,
+    transport: Optional[str] = None,
 ) -> ScenarioResult:
     """Run ``scenario`` in ``mode`` ("live" or "replay"), held to codex
     ``version`` (the pin by default; a replay plays ``fixtures/<version>/``
@@ -336,11 +431,15 @@ async def execute(
     whose scripted model refused a request raises :class:`ScriptFailed`."""
     if mode not in ("live", "replay"):
         raise ValueError(f"mode must be live or replay, not {mode!r}")
+    transport = transport or scenario.transport
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, not {transport!r}")
     scenario = scenario.at(version)
     fixtures = fixtures if fixtures is not None else fixtures_dir(version)
     paths = Paths.create(scenario.name)
     model: Optional[ScriptedModel] = None
     replay: Optional[Replays] = None
+    server: Optional[CodexServer] = None
     try:
         _write_files(paths, scenario.files)
         env = {"HOME": paths.root}
@@ -371,6 +470,7 @@ async def execute(
                     codex_home=paths.home,
                     launcher=launcher,
                     timeouts=Timeouts(handler=scenario.handler_timeout),
+                    args=listen_args(transport, paths),
                 ),
                 cwd=paths.ws,
                 model=scenario.model,
@@ -379,8 +479,20 @@ async def execute(
             ),
         )
         run.config = dataclasses.replace(run.config, tap=run.tap)
+        run.transport = transport
+        if mode == "live" and transport != "stdio":
+            # One codex server; the agent and every client connect to it.
+            server = CodexServer.start(run.config.launch.for_workspace(paths.ws), paths.root)
+            run.url = server.url
+            run.config = dataclasses.replace(
+                run.config, launch=Launch(), connect=Connect(server.url, timeouts=run.timeouts)
+            )
         try:
             argv = await _drive(run)
+            if server is not None:
+                argv = normalise_argv(
+                    server.argv, Normaliser(paths.placeholders(), version=__version__), sys.executable
+                )
         finally:
             # The scripted model's reason beats whatever the refusal led to.
             if model is not None and model.errors:
@@ -406,6 +518,8 @@ async def execute(
             notes=run.notes,
         )
     finally:
+        if server is not None:
+            server.stop()
         if model is not None:
             model.stop()
         if not keep:
@@ -467,6 +581,8 @@ def run_sync(coro: Awaitable[Any], timeout: float = 120.0) -> Any:
 __all__ = [
     "DEADLINE",
     "FIXTURES",
+    "TRANSPORTS",
+    "CodexServer",
     "Paths",
     "Replays",
     "Run",

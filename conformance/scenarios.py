@@ -56,6 +56,7 @@ from codexmini._structured import OutputSchema
 from codexmini._threads import Thread, final_response
 
 from .harness import DEADLINE, Run, Scenario, ScenarioResult, answer, message
+from .shared_scenarios import SHARED_SCENARIOS
 from .thread_scenarios import THREAD_SCENARIOS
 from .versions import ByVersion
 
@@ -1443,6 +1444,7 @@ SCENARIOS = {
         MODEL_CHANGE,
         STRUCTURED_OUTPUT,
         *THREAD_SCENARIOS,
+        *SHARED_SCENARIOS,
     ]
 }
 

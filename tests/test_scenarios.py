@@ -203,3 +203,32 @@ def test_live(name: str, codex: LiveCodex) -> None:
         got = comparable_live_session(name, result.normalised_session(), codex.version)
         want = comparable_live_session(name, golden_session(name, codex.version), codex.version)
         assert got == want, session_diff(name, codex.version, got, want)
+
+
+# -- live over a socket: the same scenarios on one codex server, connected to ---------------
+
+#: The scenarios recorded over stdio that say nothing about a socket, with why.
+NOT_OVER_A_SOCKET: Dict[str, str] = {}
+SOCKET_NAMES = [n for n in NAMES if SCENARIOS[n].transport == "stdio" and n not in NOT_OVER_A_SOCKET]
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("transport", ["ws", "unix"])
+@pytest.mark.parametrize("name", SOCKET_NAMES)
+def test_live_over_a_socket(name: str, transport: str, codex: LiveCodex) -> None:
+    # codex started as a server (app-server --listen ws://… or unix://…), the
+    # agent and every client connected to it: the scenario's check holds and
+    # the session log is the golden one recorded over stdio -- the transport
+    # changes nothing above the client.  (A scenario with clients one after
+    # the other reaches the one server each time, not a codex of its own.)
+    scenario = SCENARIOS[name]
+    assert codex.version is not None
+    result = run_sync(
+        execute(scenario, "live", version=codex.version, codex_bin=codex.path, transport=transport), RUN_TIMEOUT_S
+    )
+    assert result.argv[-2:-1] == ["--listen"]
+    check_scenario(result)
+    if scenario.uses_agent:
+        got = comparable_live_session(name, result.normalised_session(), codex.version)
+        want = comparable_live_session(name, golden_session(name, codex.version), codex.version)
+        assert got == want, session_diff(name, codex.version, got, want)
