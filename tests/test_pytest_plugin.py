@@ -77,8 +77,8 @@ def test_pytest_plugin_every_python_block_of_docs_testing_md_passes_as_a_test_fi
         pytest.skip("the pinned codex is not installed (make setup)")
     monkeypatch.setenv("CODEXMINI_CODEX_BIN", find_codex().path)
     blocks = doc_blocks()
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     pytester.makepyfile(**{f"test_docs_{n}": block for n, block in enumerate(blocks)})
     pytester.syspathinsert()  # the fake process imports its behaviour from the test file
     result = pytester.runpytest("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)
