@@ -23,10 +23,11 @@ import os
 import re
 import socket
 import struct
-from typing import Any, Awaitable, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 import pytest
 from support.fake_client import until
+from support.raw_ws import Handler, raw_server
 
 from codexmini import (
     Agent,
@@ -55,6 +56,7 @@ from codexmini._connect import Address
 from codexmini._errors import StartFailed
 from codexmini._socket import open_websocket
 from codexmini._websocket import accept_for
+from codexmini.testing.fake_socket import accept, server_frame
 from codexmini.testing.live import LiveCodex
 from conformance.versions import live_codex
 
@@ -252,39 +254,10 @@ async def test_socket_a_server_that_goes_away_fails_what_waits(live):
 
 # -- offline: raw servers play what codex never does ------------------------------------
 
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
-
-async def raw_server(handler: Handler) -> Tuple[asyncio.AbstractServer, str]:
-    async def closing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await handler(reader, writer)
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(closing, "127.0.0.1", 0)
-    return server, f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-
-
-async def upgrade(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, extra: bytes = b"") -> None:
-    """Read the opening handshake and accept it (``extra``: bytes sent with the answer)."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    key = re.search(rb"Sec-WebSocket-Key: (\S+)", head)
-    assert key is not None
-    accept = accept_for(key.group(1).decode())
-    writer.write(
-        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        + f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode()
-        + extra
-    )
-    await writer.drain()
-
-
-def server_frame(opcode: int, payload: bytes, masked: bool = False) -> bytes:
-    assert len(payload) < 126
-    if masked:
-        return bytes((0x80 | opcode, 0x80 | len(payload))) + b"\0\0\0\0" + payload
-    return bytes((0x80 | opcode, len(payload))) + payload
+def masked(opcode: int, payload: bytes) -> bytes:
+    """A frame as no server may send it: masked (with a zero mask)."""
+    return bytes((0x80 | opcode, 0x80 | len(payload))) + b"\0\0\0\0" + payload
 
 
 async def test_socket_an_answer_that_is_no_101_is_connect_failed_and_401_is_auth_rejected():
@@ -368,7 +341,7 @@ async def test_socket_frames_with_the_answer_pings_and_line_breaks_inside_a_mess
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         # The first message comes with the 101, then a ping alone, then a
         # message with a line break between its tokens.
-        await upgrade(reader, writer, server_frame(0x1, b'{"first":1}'))
+        await accept(reader, writer, then=server_frame(0x1, b'{"first":1}'))
         writer.write(server_frame(0x9, b"hi"))
         await writer.drain()
         done.set_result(await reader.read(6 + 2))  # our pong: a header, a mask, "hi"
@@ -405,9 +378,9 @@ async def test_socket_a_connection_that_breaks_ends_with_a_websocket_error(endin
     sent_back = asyncio.get_running_loop().create_future()
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await upgrade(reader, writer)
+        await accept(reader, writer)
         if ending == "masked":
-            writer.write(server_frame(0x1, b"{}", masked=True))
+            writer.write(masked(0x1, b"{}"))
             await writer.drain()
             sent_back.set_result(await reader.read(8))
             return

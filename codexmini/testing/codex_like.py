@@ -366,6 +366,9 @@ class CodexLike:
     async def steered(self, params: Mapping[str, Any]) -> None:
         """Input arrived with ``turn/steer`` (default: nothing happens)."""
 
+    async def on_thread_unsubscribe(self, rid: Any, params: Mapping[str, Any]) -> None:
+        self.write({"id": rid, "result": {"status": "unsubscribed"}})
+
     async def on_thread_loaded_list(self, rid: Any, params: Mapping[str, Any]) -> None:
         self.write({"id": rid, "result": {"data": list(self.received), "nextCursor": None}})
 

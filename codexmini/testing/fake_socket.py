@@ -71,10 +71,13 @@ async def read_frame(reader: asyncio.StreamReader) -> Tuple[bool, int, bytes]:
     return bool(first & 0x80), first & 0x0F, payload
 
 
-async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: Sequence[str] = ()) -> bytes:
-    """Read the opening handshake and answer ``101`` (with ``headers``); the
-    request's head.  A request with no ``Sec-WebSocket-Key`` gets ``400``
-    and :class:`~.fake_appserver.FakeError`."""
+async def accept(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: Sequence[str] = (), then: bytes = b""
+) -> bytes:
+    """Read the opening handshake and answer ``101`` (with ``headers``, and
+    ``then``: bytes in the same write, frames the client reads with the
+    answer); the request's head.  A request with no ``Sec-WebSocket-Key``
+    gets ``400`` and :class:`~.fake_appserver.FakeError`."""
     head = await reader.readuntil(b"\r\n\r\n")
     key = next(
         (line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"sec-websocket-key:")),
@@ -91,6 +94,7 @@ async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, hea
         + b"\r\n"
         + extra
         + b"\r\n"
+        + then
     )
     await writer.drain()
     return head

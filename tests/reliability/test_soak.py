@@ -30,6 +30,8 @@ import pytest
 
 from codexmini import Agent, AgentConfig, AppServerClient, Launch, SessionLog, Thread, _client, _rpc, read_log
 from codexmini.testing import FakeAppServer
+from codexmini.testing.fake_socket import serve
+from codexmini.testing.live import scratch_dir
 
 TURNS = 2000
 AGENT_TURNS = 200
@@ -134,6 +136,8 @@ async def client_soak(client: AppServerClient, turns: int) -> Dict[int, Dict[str
         completed = await thread.turn("go").run()
         assert completed.status == "completed" and [i["id"] for i in completed.items][-1] == "msg_1"
         thread.close()
+        while client._unsubscribing:  # a connection unsubscribes: its answer comes back
+            await asyncio.sleep(0)
         if n in (CHECKPOINT, turns):
             seen[n] = snapshot(client)
     assert client.stats["malformed"] == turns  # one skipped line per turn: every one counted
@@ -164,6 +168,29 @@ def test_soak_200_turns_on_one_client_over_a_real_pipe(unobserved, tmp_path):
     seen = asyncio.run(main())
     record("client, real pipe", seen[CHECKPOINT], seen[PIPE_TURNS], PIPE_TURNS)
     figures.count("soak", "turns on one client (real pipe)", PIPE_TURNS)
+
+
+@pytest.mark.parametrize("listen", ["ws", "unix"])
+def test_soak_200_turns_on_one_connection_over_a_real_websocket(unobserved, listen):
+    root = scratch_dir("codexmini-soak-")
+
+    async def main() -> Dict[int, Dict[str, Any]]:
+        where = "ws" if listen == "ws" else f"unix://{os.path.join(root, 'soak.sock')}"
+        async with await serve(hostile.Steady, listen=where) as server:
+            async with await AppServerClient.connect(server.url) as client:
+                seen = await client_soak(client, PIPE_TURNS)
+                assert_flat(seen[CHECKPOINT], seen[PIPE_TURNS], client)
+                # The handshake, then per turn: thread/start, turn/start, the approval's answer, thread/unsubscribe.
+                assert client.stats["frames_out"] == 2 + 4 * PIPE_TURNS
+            assert len(server.sides) == 1  # one connection for all 200 turns
+        return seen
+
+    try:
+        seen = asyncio.run(main())
+    finally:
+        os.rmdir(root)
+    record(f"client, one {listen} connection", seen[CHECKPOINT], seen[PIPE_TURNS], PIPE_TURNS)
+    figures.count("soak", f"turns on one connection ({listen})", PIPE_TURNS)
 
 
 def test_soak_200_agent_turns_on_one_log(unobserved, tmp_path):

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import signal
 import socket
 import struct
-from typing import Any, Awaitable, Callable, Iterator, Tuple
+from typing import Any, Iterator
 
 import figures
 import pytest
+from support.raw_ws import raw_server
 
 from codexmini import (
     AppServerClient,
@@ -33,48 +33,23 @@ from codexmini import (
     Timeouts,
     WebSocketError,
 )
-from codexmini._websocket import accept_for
+from codexmini.testing.fake_socket import TEXT, accept, server_frame
 from codexmini.testing.live import LiveCodex
 from conformance.versions import live_codex
 
 SECTION = "transport faults"
 KINDS = "kinds played over real sockets, each a typed error, nothing left waiting"
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-
-
-async def serving(handler: Handler) -> Tuple[asyncio.AbstractServer, str]:
-    async def closing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await handler(reader, writer)
-        finally:
-            writer.close()
-
-    server = await asyncio.start_server(closing, "127.0.0.1", 0)
-    return server, f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-
-
-async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    head = await reader.readuntil(b"\r\n\r\n")
-    key = re.search(rb"Sec-WebSocket-Key: (\S+)", head)
-    assert key is not None
-    writer.write(
-        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        + f"Sec-WebSocket-Accept: {accept_for(key.group(1).decode())}\r\n\r\n".encode()
-    )
-    await writer.drain()
 
 
 def text(payload: bytes) -> bytes:
-    n = len(payload)
-    head = bytes((0x81, n)) if n < 126 else bytes((0x81, 126)) + n.to_bytes(2, "big")
-    return head + payload
+    return server_frame(TEXT, payload)
 
 
 async def test_transport_faults_a_server_that_never_answers_the_upgrade():
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read()
 
-    server, url = await serving(silent)
+    server, url = await raw_server(silent)
     async with server:
         with pytest.raises(ConnectFailed, match="no answer to the opening handshake"):
             await AppServerClient.connect(Connect(url, timeouts=Timeouts(initialize=0.3)))
@@ -100,7 +75,7 @@ async def test_transport_faults_a_frame_that_breaks_the_protocol(name, frame, co
         await writer.drain()
         closed.set_result(await reader.read())  # all the client said back, until it hung up
 
-    server, url = await serving(breaks)
+    server, url = await raw_server(breaks)
     async with server:
         client = await AppServerClient.connect(Connect(url, limits=Limits(max_frame_bytes=1024)), initialize=False)
         try:
@@ -123,7 +98,7 @@ async def test_transport_faults_a_reset_connection():
         sock = writer.get_extra_info("socket")
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close sends RST
 
-    server, url = await serving(resets)
+    server, url = await raw_server(resets)
     async with server:
         client = await AppServerClient.connect(url, initialize=False)
         try:
@@ -139,7 +114,7 @@ async def test_transport_faults_a_half_open_connection_times_out_and_marks_the_c
         await accept(reader, writer)
         await reader.read()  # takes everything, answers nothing, never closes
 
-    server, url = await serving(half_open)
+    server, url = await raw_server(half_open)
     async with server:
         client = await AppServerClient.connect(Connect(url, timeouts=Timeouts(request=0.3)), initialize=False)
         try:
