@@ -121,6 +121,18 @@ def build_parser() -> argparse.ArgumentParser:
     smoke = sub.add_parser("smoke", parents=[common], help="prove the whole chain works, offline")
     smoke.add_argument("--codex-bin", metavar="PATH", help="codex binary (default: the pinned install)")
     smoke.add_argument("--keep", action="store_true", help="keep the temporary workspace and log")
+    smoke.add_argument(
+        "--over",
+        choices=("stdio", "ws", "unix", "all"),
+        default="all",
+        help="how to reach the codex it starts: a child over stdio, a server over ws:// or unix://, or all three (default)",
+    )
+    smoke.add_argument(
+        "--connect",
+        metavar="URL",
+        help="check a running codex app-server instead (ws://HOST:PORT or unix:///PATH): no model turn",
+    )
+    smoke.add_argument("--token-file", metavar="FILE", help="with --connect: the file holding its capability token")
 
     run = sub.add_parser("run", parents=[common], help="run one agent turn")
     run.add_argument("prompt", metavar="PROMPT", help="the user message ('-' reads it from stdin)")
@@ -456,7 +468,14 @@ def _cmd_smoke(
 ) -> int:
     from ._smoke import smoke
 
-    return smoke(args, stdout, env)
+    if args.connect is None:
+        if args.token_file is not None:
+            raise UsageError("--token-file goes with --connect")
+        return smoke(args, stdout, env)
+    try:
+        return smoke(args, stdout, env)
+    except ConfigError as exc:  # a bad --connect URL, a token file that cannot be read
+        raise UsageError(str(exc)) from None
 
 
 def _cmd_version(

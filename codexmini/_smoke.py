@@ -36,14 +36,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import time
-from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import replace
+from typing import IO, Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ._agent import Agent, AgentConfig
-from ._binary import codex_version, find_codex, in_supported_range, supported_range
-from ._client import AppServerClient
+from ._binary import codex_version, find_codex, in_supported_range, server_version, supported_range
+from ._client import AppServerClient, Tap
+from ._connect import Connect
 from ._deadline import within
 from ._endpoint import ModelEndpoint
 from ._errors import CodexminiError, CodexTimeout, SchemaError, SessionLogError, StartFailed, TransportError
@@ -55,7 +58,7 @@ from ._schema import FrameValidator, bundle_for_binary
 from ._session import SessionLog, read_log
 from ._threads import Thread
 from .testing import ScriptedModel
-from .testing.live import scratch_dir
+from .testing.live import CodexServer, scratch_dir
 from .testing.scripted_model import ToolKey, offered_tools
 
 NOTE = "hello from the codexmini smoke run\n"
@@ -166,6 +169,58 @@ def schema_validator(binary: str, root: str, version: str) -> Tuple[Optional[Fra
     return FrameValidator(bundle, strict=True), f"strict, codex {version}'s own schema"
 
 
+#: ``smoke --over``: how the smoke reaches the codex it starts.
+TRANSPORTS = ("stdio", "ws", "unix")
+
+
+class Reach:
+    """How the smoke reaches its codex: a child per client over stdio, or one
+    server (``app-server --listen ws://127.0.0.1:0`` or ``unix://<root>/codex.sock``)
+    that every client connects to.  Either way codex runs on the scripted
+    model, with the temporary ``CODEX_HOME`` and ``HOME``; a server is
+    stopped (its whole process group) when the ``with`` block ends."""
+
+    def __init__(self, over: str, launch: Launch, server: Optional[CodexServer] = None) -> None:
+        self.over, self.launch, self.server = over, launch, server
+
+    @classmethod
+    @contextlib.contextmanager
+    def start(cls, over: str, binary: str, model: ScriptedModel, root: str, ws: str, home: str) -> Iterator["Reach"]:
+        launch = Launch(
+            codex_bin=binary,
+            endpoint=ModelEndpoint(model.url, "sk-smoke"),
+            env={"HOME": root},  # no login profile of this machine in `bash -lc`
+            codex_home=home,
+            cwd=ws,
+            timeouts=Timeouts(handler=60.0),
+        )
+        if over == "stdio":
+            yield cls(over, launch)
+            return
+        where = "ws://127.0.0.1:0" if over == "ws" else f"unix://{os.path.join(root, 'codex.sock')}"
+        server = CodexServer.start(replace(launch, args=("--listen", where)), os.path.join(root, "server.stderr"))
+        try:
+            yield cls(over, launch, server)
+        finally:
+            server.stop()
+
+    @property
+    def connect(self) -> Optional[Connect]:
+        """The server to connect to (``None`` over stdio)."""
+        return None if self.server is None else Connect(self.server.url, timeouts=self.launch.timeouts)
+
+    async def client(self, tap: Tap) -> AppServerClient:
+        connect = self.connect
+        if connect is not None:
+            return await AppServerClient.connect(connect, tap=tap)
+        return await AppServerClient.start(self.launch, tap=tap)
+
+    def agent_options(self) -> Dict[str, Any]:
+        """``AgentConfig``'s way to codex: ``connect=`` the server, or ``launch=`` a child."""
+        connect = self.connect
+        return {"connect": connect} if connect is not None else {"launch": replace(self.launch, cwd=None)}
+
+
 class Smoke:
     def __init__(self, out: IO[str], env: Mapping[str, str], codex_bin: Optional[str]) -> None:
         self.console = Console(out, use_color(out, env))
@@ -197,12 +252,10 @@ class Smoke:
         if not ok:
             self.failures.append(what)
 
-    async def probe(self, model: ScriptedModel, codex_bin: str, ws: str, home: str, root: str) -> None:
+    async def probe(self, model: ScriptedModel, reach: Reach, ws: str) -> None:
         """Ask ``model/list`` for every slug, run one probe turn per slug at
         once, and pick the first slug offering every tool the script calls."""
-        endpoint = ModelEndpoint(model.url, "sk-smoke")
-        launch = Launch(codex_bin=codex_bin, endpoint=endpoint, env={"HOME": root}, codex_home=home, cwd=ws)
-        client = await AppServerClient.start(launch, tap=self.tap)
+        client = await reach.client(self.tap)
         try:
             listed = await client.request("model/list", {"includeHidden": True}, timeout=PROBE_TIMEOUT_S)
             slugs = [m["model"] for m in listed["data"] if isinstance(m, dict) and isinstance(m.get("model"), str)]
@@ -223,11 +276,11 @@ class Smoke:
         self.probed = [slug for slug in slugs if slug in offers]
         self.model_slug = pick_model(slugs, offers)
 
-    async def run(self, root: str) -> int:
+    async def run(self, root: str, over: str = "stdio") -> int:
         c = self.console
         binary = find_codex(self.codex_bin)
         found = codex_version(binary.path)
-        c.line(f"codexmini smoke: codex {found} at {binary.path}", "bold")
+        c.line(f"codexmini smoke: codex {found} at {binary.path}, over {over}", "bold")
         self.validator, self.validation = schema_validator(binary.path, root, found or "?")
         ws, home = os.path.join(root, "workspace"), os.path.join(root, "codex-home")
         os.makedirs(ws)
@@ -243,9 +296,9 @@ class Smoke:
         end: Mapping[str, Any] = {}
         stats: Dict[str, Any] = {}
         events: List[Dict[str, Any]] = []
-        with ScriptedModel(SCRIPT) as model:
+        with ScriptedModel(SCRIPT) as model, Reach.start(over, binary.path, model, root, ws, home) as reach:
             try:
-                await self.probe(model, binary.path, ws, home, root)
+                await self.probe(model, reach, ws)
             except (CodexminiError, asyncio.TimeoutError, KeyError, TypeError) as exc:
                 self.probe_error = f"{type(exc).__name__}: {exc}"
             probed = len(model.requests)
@@ -258,14 +311,7 @@ class Smoke:
                 "bold",
             )
             with SessionLog.open(log_path) as log:
-                launch = Launch(
-                    codex_bin=binary.path,
-                    endpoint=ModelEndpoint(model.url, "sk-smoke"),
-                    env={"HOME": root},  # no login profile of this machine in `bash -lc`
-                    codex_home=home,
-                    timeouts=Timeouts(handler=60.0),
-                )
-                config = AgentConfig(cwd=ws, model=slug, launch=launch, tap=self.tap)
+                config = AgentConfig(cwd=ws, model=slug, tap=self.tap, **reach.agent_options())
                 async with Agent(log, config, approvals=self.approve, on_event=on_event) as agent:
                     try:
                         await agent.start()
@@ -287,7 +333,7 @@ class Smoke:
                 f"smoke FAILED: {len(self.failures)} expectation(s) did not hold: " + "; ".join(self.failures), "red"
             )
             return 1
-        c.line("smoke passed: Python → codex → model → tools → approval → log all work here", "green")
+        c.line(f"smoke passed over {over}: Python → codex → model → tools → approval → log all work here", "green")
         return 0
 
     def summary(self, stats: Mapping[str, Any], end: Mapping[str, Any], elapsed: float) -> str:
@@ -390,10 +436,92 @@ class Smoke:
         return v is not None and self.frames > 0 and v.frames == self.frames and not v.problems
 
 
+class ConnectionSmoke:
+    """``smoke --connect URL``: what can be proved of a server that is already
+    running, without a model turn (its model is its own: a turn would go to
+    it, online): it is reached and takes the credentials, it is a supported
+    codex, ``model/list`` answers, a thread starts and is let go
+    (``thread/unsubscribe``), and every frame is valid against the schema of
+    that codex version, printed by a local binary of the same version.  A
+    check that could not run fails."""
+
+    def __init__(self, out: IO[str], env: Mapping[str, str], codex_bin: Optional[str]) -> None:
+        self.smoke = Smoke(out, env, codex_bin)
+        self._early: List[Tuple[str, Dict[str, Any]]] = []  # frames before the server named its version
+
+    def tap(self, direction: str, frame: Dict[str, Any]) -> None:
+        if self.smoke.validator is None:
+            self.smoke.frames += 1
+            self._early.append((direction, frame))
+        else:
+            self.smoke.tap(direction, frame)
+
+    async def run(self, connect: Connect, root: str) -> int:
+        s, c = self.smoke, self.smoke.console
+        c.line(f"codexmini smoke: the codex app-server at {connect.url}", "bold")
+        try:
+            client = await AppServerClient.connect(connect, tap=self.tap)
+        except TransportError as exc:  # out of reach, refused, not a WebSocket server, silent
+            raise StartFailed(f"codex at {connect.url} could not be reached: {exc}") from exc
+        found = server_version(client.server_info)
+        models: List[Any] = []
+        unsubscribed: Any = None
+        try:
+            s.validator, s.validation = self._validator(found, root)
+            if s.validator is not None:  # the handshake's frames were only kept: check them now
+                for direction, frame in self._early:
+                    s.validator.check(direction, frame)
+            listed = await client.request("model/list", {"includeHidden": True})
+            models = list(listed.get("data") or ())
+            started = await client.request("thread/start", {"sandbox": "read-only", "approvalPolicy": "never"})
+            thread_id = started["thread"]["id"]
+            unsubscribed = await client.request("thread/unsubscribe", {"threadId": thread_id})
+        except (CodexminiError, KeyError, TypeError, AttributeError) as exc:
+            c.line(f"  {type(exc).__name__}: {exc}", "red")
+        finally:
+            await client.close()
+        c.line("")
+        c.line("checks:", "bold")
+        s.expect(True, f"reached {connect.url} and initialized")
+        s.expect(in_supported_range(found), f"codex {found or '(version unknown)'} is supported ({supported_range()})")
+        s.expect(bool(models), f"model/list answered ({len(models)} model(s))")
+        s.expect(unsubscribed == {"status": "unsubscribed"}, "a thread started and was let go (thread/unsubscribe)")
+        s.expect(s._frames_valid(), f"every frame is valid against the schema of this codex ({s.validation})")
+        c.line("")
+        validated = s.validator.frames if s.validator is not None else 0
+        c.line(f"frames seen {s.frames} · frames validated {validated} ({s.validation})", "bold")
+        if s.failures:
+            c.line(f"smoke FAILED: {len(s.failures)} expectation(s) did not hold: " + "; ".join(s.failures), "red")
+            return 1
+        c.line(f"smoke passed: codexmini → {connect.url} (no model turn: the server's model is its own)", "green")
+        return 0
+
+    def _validator(self, found: Optional[str], root: str) -> Tuple[Optional[FrameValidator], str]:
+        try:
+            binary = find_codex(self.smoke.codex_bin).path
+        except CodexminiError:
+            return None, f"not run: no local codex {found} to print its schema"
+        local = codex_version(binary)
+        if local is None or local != found:
+            return None, f"not run: the local codex is {local}, the server {found}"
+        return schema_validator(binary, root, local)
+
+
 def smoke(args: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int:
+    """The smoke over each transport ``args.over`` names (``all``: the three
+    in turn, each in a root of its own); 0 only if every run held."""
     root = scratch_dir("codexmini-smoke-")
+    overs = TRANSPORTS if args.over == "all" else (args.over,)
     try:
-        return asyncio.run(Smoke(out, env, args.codex_bin).run(root))
+        if args.connect is not None:
+            connect = Connect(args.connect, token_file=args.token_file)
+            return asyncio.run(ConnectionSmoke(out, env, args.codex_bin).run(connect, root))
+        codes = []
+        for over in overs:
+            where = os.path.join(root, over) if len(overs) > 1 else root
+            os.makedirs(where, exist_ok=True)
+            codes.append(asyncio.run(Smoke(out, env, args.codex_bin).run(where, over)))
+        return max(codes)
     finally:
         if args.keep:
             out.write(f"kept {root}\n")
@@ -401,4 +529,4 @@ def smoke(args: argparse.Namespace, out: IO[str], env: Mapping[str, str]) -> int
             shutil.rmtree(root, ignore_errors=True)
 
 
-__all__ = ["PROBE", "SCRIPT", "TOOLS", "model_saw", "pick_model", "smoke"]
+__all__ = ["PROBE", "SCRIPT", "TOOLS", "TRANSPORTS", "ConnectionSmoke", "Reach", "model_saw", "pick_model", "smoke"]

@@ -41,25 +41,19 @@ import functools
 import itertools
 import json
 import os
-import re
 import shutil
 import signal
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from codexmini import CODEX_VERSION, Agent, AgentConfig, Connect, Launch, ModelEndpoint, Timeouts, __version__
-from codexmini._binary import find_codex
 from codexmini._client import AppServerClient
-from codexmini._errors import StartFailed
 from codexmini._events import Event
-from codexmini._launch import plan
 from codexmini._permission import ApprovalRequest, Reply
 from codexmini._session import SessionLog
 from codexmini.testing import FakeAppServer
-from codexmini.testing.live import scratch_dir
+from codexmini.testing.live import CodexServer, scratch_dir
 from codexmini.testing.normalize import Normaliser, normalise_argv
 from codexmini.testing.replay import Replay, load_transcript
 from codexmini.testing.scripted_model import ScriptedModel
@@ -302,59 +296,6 @@ def listen_args(transport: str, paths: Paths) -> Tuple[str, ...]:
     return ("--listen", where)
 
 
-class CodexServer:
-    """The run's codex as a server (``app-server --listen …``, the launch's
-    own arguments), its stderr in the scratch root; :meth:`stop` ends its
-    process group."""
-
-    def __init__(self, process: "subprocess.Popen[bytes]", argv: List[str], url: str) -> None:
-        self.process, self.argv, self.url = process, argv, url
-
-    @classmethod
-    def start(cls, launch: Launch, root: str, timeout: float = 60.0) -> "CodexServer":
-        planned = plan(launch, find_codex(launch.codex_bin).path, os.environ)
-        where = planned.argv[planned.argv.index("--listen") + 1]
-        log_path = os.path.join(root, "server.stderr")
-        with open(log_path, "wb") as stderr:
-            process = subprocess.Popen(
-                planned.argv,
-                env=dict(planned.env, NO_COLOR="1"),
-                cwd=planned.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                start_new_session=True,
-            )
-        server = cls(process, list(planned.argv), where)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and process.poll() is None:
-            if where.startswith("unix://"):
-                if os.path.exists(where[len("unix://") :]):
-                    return server
-            else:
-                with open(log_path, "rb") as fh:
-                    found = re.search(rb"listening on: (ws://\S+)", fh.read())
-                if found:
-                    server.url = found.group(1).decode()
-                    return server
-            time.sleep(0.02)
-        server.stop()
-        with open(log_path, "rb") as fh:
-            said = fh.read().decode("utf-8", "replace")[-2000:]
-        raise StartFailed(f"codex app-server --listen {where} did not listen: {said}")
-
-    def stop(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-
-
 def fixture_path(name: str, suffix: str, root: str = FIXTURES) -> str:
     return os.path.join(root, f"{name}.{suffix}")
 
@@ -482,7 +423,9 @@ async def execute(
         run.transport = transport
         if mode == "live" and transport != "stdio":
             # One codex server; the agent and every client connect to it.
-            server = CodexServer.start(run.config.launch.for_workspace(paths.ws), paths.root)
+            server = CodexServer.start(
+                run.config.launch.for_workspace(paths.ws), os.path.join(paths.root, "server.stderr")
+            )
             run.url = server.url
             run.config = dataclasses.replace(
                 run.config, launch=Launch(), connect=Connect(server.url, timeouts=run.timeouts)
@@ -582,7 +525,6 @@ __all__ = [
     "DEADLINE",
     "FIXTURES",
     "TRANSPORTS",
-    "CodexServer",
     "Paths",
     "Replays",
     "Run",

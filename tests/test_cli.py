@@ -132,9 +132,11 @@ def test_cli_smoke_passes_against_the_real_binary():
         timeout=180,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "smoke passed" in done.stdout
+    # By default over each transport in turn: a child over stdio, a server over ws and unix.
+    for over in ("stdio", "ws", "unix"):
+        assert f"smoke passed over {over}:" in done.stdout
     assert "FAIL" not in done.stdout
-    assert "frames validated" in done.stdout
+    assert done.stdout.count("frames validated") == 3
 
 
 @pytest.mark.live
@@ -404,6 +406,14 @@ def test_cli_smoke_exits_3_when_codex_dies_at_startup(scratch):
     )
 
 
+@pytest.mark.parametrize("over, where", [("ws", "ws://127.0.0.1:0"), ("unix", "unix:///")])
+def test_cli_smoke_exits_3_when_its_server_dies_at_startup(scratch, over, where):
+    code, out, err = call(["smoke", "--over", over, "--codex-bin", dying_codex(scratch)])
+    assert code == 3 and "Traceback" not in err
+    assert f"codexmini: codex app-server --listen {where}" in err
+    assert err.endswith("did not listen (exit 1): error: bad config in config.toml\n")
+
+
 def test_cli_verbose_shows_codex_stderr_and_the_traceback(scratch):
     code, _, err = call(offline_run(scratch, "--codex-bin", dying_codex(scratch), "--verbose"))
     assert code == 3
@@ -531,7 +541,7 @@ def test_cli_run_in_process_ctrl_c_twice(hermetic):
 @pytest.mark.live
 @live
 def test_cli_smoke_in_process(tmp_path):
-    code, out, _ = call(["smoke", "--keep"])
+    code, out, _ = call(["smoke", "--keep", "--over", "stdio"])
     assert code == 0, out
     kept = out.strip().splitlines()[-1]
     assert kept.startswith("kept ")
@@ -546,7 +556,7 @@ def test_cli_smoke_reports_what_failed(monkeypatch):
     from codexmini import _smoke as smoke
 
     monkeypatch.setattr(smoke, "NOTE", "not what the model wrote\n")
-    code, out, _ = call(["smoke"])
+    code, out, _ = call(["smoke", "--over", "unix"])
     assert code == 1
     assert "FAIL  apply_patch wrote note.txt" in out
     assert "smoke FAILED: 2 expectation(s) did not hold" in out
@@ -562,7 +572,7 @@ def test_cli_smoke_says_when_no_slug_was_found(monkeypatch):
         raise _errors.ConfigError("model/list is broken")
 
     monkeypatch.setattr(smoke.Smoke, "probe", no_probe)
-    code, out, _ = call(["smoke"])
+    code, out, _ = call(["smoke", "--over", "ws"])
     assert code == 1
     assert (
         "FAIL  codex offers exec_command, apply_patch for model (none) (probed 0 slug(s) from model/list; ConfigError: model/list is broken)"

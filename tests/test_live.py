@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from codexmini import BinaryNotFound, Launch, ModelEndpoint
-from codexmini.testing.live import SCRATCH_ENV, LiveCodex, scratch_dir
+from codexmini import BinaryNotFound, ConfigError, Launch, ModelEndpoint
+from codexmini.testing.live import SCRATCH_ENV, CodexServer, LiveCodex, scratch_dir
 
 SCRIPT = {"rules": [], "default": {"output": [{"type": "message", "deltas": ["hi"]}]}}
 
@@ -74,3 +74,11 @@ def test_live_codex_without_a_binary_raises_before_making_anything(tmp_path, mon
     with pytest.raises(BinaryNotFound):
         LiveCodex(SCRIPT, codex_bin=str(tmp_path / "no-codex"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_live_codex_server_needs_a_listen_argument(tmp_path):
+    codex = tmp_path / "codex"
+    codex.write_text("#!/bin/sh\nexit 0\n")
+    codex.chmod(0o755)
+    with pytest.raises(ConfigError, match="need --listen URL"):
+        CodexServer.start(Launch(codex_bin=str(codex)), str(tmp_path / "server.stderr"))

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import socket
+import stat
 import struct
 from typing import Any, Iterator, List, Optional, Tuple
 
@@ -198,6 +199,21 @@ async def test_socket_capability_token_refuses_none_and_a_wrong_one(live):
     for accepted in (Connect(url, token="tok-right"), Connect(url, token_file=token_file)):
         async with await AppServerClient.connect(accepted) as client:
             assert await client.request("thread/loaded/list", {}) is not None
+
+
+@LIVE
+async def test_socket_a_unix_listener_takes_no_credentials_its_socket_file_is_the_guard(live):
+    # Measured on 0.149.1 and 0.171.0: codex ignores --ws-auth on a unix
+    # listener (no token, a wrong one and the right one are all let in); the
+    # socket file is made 0600 in a directory of the caller's, so only its
+    # owner can connect.  Recorded here so that a codex that changes it is seen.
+    token_file = _write(os.path.join(live.root, "token"), "unix-secret")
+    url = live.serve("unix", ["--ws-auth", "capability-token", "--ws-token-file", token_file])
+    assert stat.S_IMODE(os.stat(url[len("unix://") :]).st_mode) == 0o600
+    for token in (None, "wrong", "unix-secret"):
+        client = await AppServerClient.connect(url, token=token)
+        assert client.server_info
+        await client.close()
 
 
 @LIVE

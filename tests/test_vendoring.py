@@ -192,9 +192,11 @@ def test_vendoring_copy_runs_the_smoke_with_every_frame_validated(tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    (summary,) = [line for line in done.stdout.splitlines() if line.startswith("steps ")]
-    seen = int(summary.split("frames seen ")[1].split()[0])
-    validated = int(summary.split("frames validated ")[1].split()[0])
-    assert seen == validated > 50, summary
-    assert f"(strict, codex {codex.version}'s own schema)" in summary
-    assert "FAIL" not in done.stdout and "smoke passed" in done.stdout
+    summaries = [line for line in done.stdout.splitlines() if line.startswith("steps ")]
+    assert len(summaries) == 3  # over stdio, ws and unix
+    for summary in summaries:
+        seen = int(summary.split("frames seen ")[1].split()[0])
+        validated = int(summary.split("frames validated ")[1].split()[0])
+        assert seen == validated > 50, summary
+        assert f"(strict, codex {codex.version}'s own schema)" in summary
+    assert "FAIL" not in done.stdout and done.stdout.count("smoke passed over ") == 3

@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .._binary import find_codex
 from .._endpoint import ModelEndpoint
-from .._errors import StartFailed
+from .._errors import ConfigError, StartFailed
 from .._launch import Launch, plan
 from .._process import ChildProcess
 from .._transport import Transport
@@ -50,6 +50,85 @@ def scratch_dir(prefix: str = "codexmini-") -> str:
         if base and os.path.isdir(base) and os.access(base, os.W_OK):
             return tempfile.mkdtemp(prefix=prefix, dir=base)
     return tempfile.mkdtemp(prefix=prefix)  # pragma: no cover - no writable base at all
+
+
+class CodexServer:
+    """``codex app-server`` started as a server: the ``--listen URL`` among
+    the :class:`~codexmini.Launch`'s own ``args`` (``ws://IP:PORT``, port
+    ``0`` for a free one, or ``unix://PATH``), its stderr written to a file,
+    in a process group of its own.  :meth:`start` returns once it listens;
+    :attr:`url` is where (the port codex chose); :meth:`stop` ends the group."""
+
+    def __init__(self, process: "subprocess.Popen[bytes]", argv: Sequence[str], url: str, log_path: str) -> None:
+        self.process = process
+        #: The command line it was started with.
+        self.argv = list(argv)
+        #: Where it listens.
+        self.url = url
+        #: The file its stderr goes to.
+        self.log_path = log_path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @classmethod
+    def start(cls, launch: Launch, log_path: str, timeout: float = 60.0) -> "CodexServer":
+        """Start ``launch`` (whose ``args`` hold ``--listen URL``) and wait, at
+        most ``timeout`` seconds, until it listens.  Raises
+        :class:`~codexmini._errors.StartFailed` with the end of its stderr
+        when codex exits (or says nothing) instead: it is stopped then."""
+        planned = plan(launch, find_codex(launch.codex_bin).path, os.environ)
+        if "--listen" not in planned.argv[:-1]:
+            raise ConfigError("CodexServer.start: the launch's args need --listen URL")
+        where = planned.argv[planned.argv.index("--listen") + 1]
+        with open(log_path, "wb") as stderr:
+            process = subprocess.Popen(
+                planned.argv,
+                env=dict(planned.env, NO_COLOR="1"),
+                cwd=planned.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,  # its own group: stop() ends what it starts too
+            )
+        server = cls(process, planned.argv, where, log_path)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and process.poll() is None:
+            url = server._listening()
+            if url is not None:
+                server.url = url
+                return server
+            time.sleep(0.02)
+        code = process.poll()
+        server.stop()
+        raise StartFailed(f"codex app-server --listen {where} did not listen (exit {code}): {server.said()}")
+
+    def _listening(self) -> Optional[str]:
+        if self.url.startswith("unix://"):
+            return self.url if os.path.exists(self.url[len("unix://") :]) else None
+        found = re.search(rb"listening on: (ws://\S+)", self._stderr())
+        return found.group(1).decode() if found else None
+
+    def _stderr(self) -> bytes:
+        with open(self.log_path, "rb") as fh:
+            return fh.read()
+
+    def said(self) -> str:
+        """The end of what it wrote on stderr."""
+        return self._stderr().decode("utf-8", "replace").rstrip()[-2000:]
+
+    def stop(self, grace: float = 10.0) -> None:
+        """End its process group: SIGTERM, then SIGKILL past ``grace`` seconds (idempotent)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        except ProcessLookupError:  # it exited by itself, and its group is empty
+            pass
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:  # pragma: no cover - codex ignored SIGTERM
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
 
 
 class LiveCodex:
@@ -82,7 +161,7 @@ class LiveCodex:
         self.config = tuple(config)
         #: The process ids of every child started through :attr:`launch` (and :meth:`serve`).
         self.pids: List[int] = []
-        self._servers: List["subprocess.Popen[bytes]"] = []
+        self._servers: List[CodexServer] = []
 
     @property
     def endpoint(self) -> ModelEndpoint:
@@ -122,50 +201,15 @@ class LiveCodex:
             listen, listen
         )
         launch = replace(self.launch, args=("--listen", where, *args))
-        planned = plan(launch, self.binary, os.environ)
-        log_path = os.path.join(self.root, f"server-{n}.stderr")
-        with open(log_path, "wb") as stderr:
-            server = subprocess.Popen(
-                planned.argv,
-                env=dict(planned.env, NO_COLOR="1"),
-                cwd=planned.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-                start_new_session=True,  # its own group: close() ends what it starts too
-            )
+        server = CodexServer.start(launch, os.path.join(self.root, f"server-{n}.stderr"), timeout)
         self._servers.append(server)
         self.pids.append(server.pid)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and server.poll() is None:
-            url = self._listening(log_path, where)
-            if url is not None:
-                return url
-            time.sleep(0.02)
-        with open(log_path, "rb") as fh:
-            said = fh.read().decode("utf-8", "replace")[-2000:]
-        raise StartFailed(f"codex app-server --listen {where} did not listen (exit {server.poll()}): {said}")
-
-    @staticmethod
-    def _listening(log_path: str, where: str) -> Optional[str]:
-        if where.startswith("unix://"):
-            return where if os.path.exists(where[len("unix://") :]) else None
-        with open(log_path, "rb") as fh:
-            found = re.search(rb"listening on: (ws://\S+)", fh.read())
-        return found.group(1).decode() if found else None
+        return server.url
 
     def stop_servers(self) -> None:
         """Stop every server :meth:`serve` started (its whole process group)."""
         for server in self._servers:
-            try:
-                os.killpg(server.pid, signal.SIGTERM)
-            except ProcessLookupError:  # it exited by itself, and its group is empty
-                pass
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:  # pragma: no cover - codex ignored SIGTERM
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+            server.stop()
         self._servers.clear()
 
     def daemon_launch(self) -> Launch:
@@ -226,4 +270,4 @@ class LiveCodex:
         self.close()
 
 
-__all__ = ["SCRATCH_ENV", "LiveCodex", "scratch_dir"]
+__all__ = ["SCRATCH_ENV", "CodexServer", "LiveCodex", "scratch_dir"]
