@@ -25,7 +25,7 @@ from ._connect import Address, Connect
 from ._deadline import within
 from ._errors import ConfigError, ConnectFailed, TransportError, WebSocketError
 from ._process import READ_CHUNK
-from ._websocket import Answer, Closed, Handshake, Text, WebSocket, new_key, opening_request
+from ._websocket import Answer, Closed, Handshake, WebSocket, new_key, opening_request
 
 log = logging.getLogger("codexmini.client")
 
@@ -149,21 +149,19 @@ class WebSocketTransport:
                     self._end(WebSocketError("the server dropped the connection without a close"))
                     break
             try:
-                events = self._ws.receive(data)
+                texts, events = self._ws.receive_texts(data)
             except WebSocketError as exc:  # the server broke the protocol: our close frame says why
                 self._flush()
                 self._end(exc)
                 break
-            self._flush()  # pongs, the reply to the server's close
-            lines: List[bytes] = []
-            for event in events:
-                if type(event) is Text:
-                    lines.append(event.data)
-                elif type(event) is Closed:
-                    reason = f"the server closed the connection{': ' + event.reason if event.reason else ''}"
-                    self._end(WebSocketError(reason, event.code))
-            if lines:
-                return _lines(lines)
+            if events:
+                self._flush()  # pongs, the reply to the server's close
+                for event in events:
+                    if type(event) is Closed:
+                        reason = f"the server closed the connection{': ' + event.reason if event.reason else ''}"
+                        self._end(WebSocketError(reason, event.code))
+            if texts:
+                return _lines(texts)
         return b""
 
     async def write(self, data: bytes) -> None:
@@ -217,8 +215,12 @@ class WebSocketTransport:
 
 def _lines(texts: List[bytes]) -> bytes:
     """Text messages as JSON lines.  A raw line break inside a JSON text can
-    only be whitespace between tokens, so it becomes a space."""
-    return b"\n".join(text.replace(b"\n", b" ") if b"\n" in text else text for text in texts) + b"\n"
+    only be whitespace between tokens, so it becomes a space (looked for
+    once in the whole batch, not message by message)."""
+    joined = b"\n".join(texts)
+    if joined.count(b"\n") != len(texts) - 1:
+        joined = b"\n".join(text.replace(b"\n", b" ") for text in texts)
+    return joined + b"\n"
 
 
 __all__ = ["WebSocketTransport", "open_websocket"]

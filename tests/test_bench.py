@@ -58,7 +58,7 @@ def tiny(tmp_path):
     return {"codex": t["codex"], "path": t["path"], "meta": meta, "scratch": str(tmp_path)}
 
 
-@pytest.mark.parametrize("name", ["raw", "client", "agent"])
+@pytest.mark.parametrize("name", ["raw", "client", "agent", "client_ws", "client_unix"])
 def test_bench_contender_delivers_every_delta(tiny, name):
     # In-process, so the conformance plugin validates every frame the fake
     # app-server sends to codexmini (and codexmini sends to it).
@@ -87,20 +87,21 @@ def test_bench_importtime_parser_sums_the_top_level_after_the_marker():
 
 def test_bench_tiny_run_writes_every_figure(tmp_path, capsys):
     out = tmp_path / "bench.json"
-    assert bench.main(["--mode", "tiny", "--skip", "e2e", "--quiet", "--json", str(out)]) == 0
+    assert bench.main(["--mode", "tiny", "--skip", "e2e,concurrency", "--quiet", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     table = capsys.readouterr().out
     figures = doc["figures"]
-    for name in set(TARGETS) - {"e2e_overhead"}:
+    live_only = {"e2e_overhead", "concurrent_threads_8_vs_1", "concurrent_connections_8_vs_1"}
+    for name in set(TARGETS) - live_only:
         assert name in figures and name in table
     assert figures["all_deltas_delivered"] is True
     assert isinstance(figures["mapping_imports_asyncio"], bool)
     for name in ("client_vs_raw", "agent_vs_raw", "ceiling_vs_raw", "large_frame_vs_raw", "serialize_scaling"):
         assert isinstance(figures[name], float) and figures[name] > 0
     runs = doc["sections"]["stream"]["runs"]
-    assert sorted(runs) == ["agent", "ceiling", "client", "client_streaming", "raw"]
+    assert sorted(runs) == ["agent", "ceiling", "client", "client_streaming", "client_unix", "client_ws", "raw"]
     expected = doc["workloads"]["stream"]["deltas"]
-    for name in ("raw", "client", "client_streaming", "agent"):
+    for name in ("raw", "client", "client_streaming", "agent", "client_ws", "client_unix"):
         (run,) = runs[name]
         assert run["turns"][0]["deltas"] == expected and run["peak_rss_mb"] > 0
     # keep_items=False keeps none of the items the default keeps.
@@ -119,6 +120,34 @@ def test_bench_e2e_runs_one_scripted_turn_both_ways(tmp_path):
     runs = json.loads(out.read_text())["sections"]["e2e"]["runs"]
     assert {r["status"] for v in runs.values() for r in v} == {"completed"}
     assert all(r["requests_to_model"] == 1 for v in runs.values() for r in v)
+
+
+@pytest.mark.live
+@pytest.mark.skipif(find_native_codex() is None, reason="the pinned codex is not installed (make setup)")
+def test_bench_concurrency_runs_turns_at_once_on_one_codex_server(tmp_path):
+    out = tmp_path / "bench.json"
+    assert bench.main(["--mode", "tiny", "--only", "concurrency", "--quiet", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    runs = doc["sections"]["concurrency"]["runs"]
+    ns = bench.MODES["tiny"].concurrency_ns
+    assert sorted(runs) == sorted(f"{way} {n}" for way in ("threads", "connections") for n in ns)
+    for key, results in runs.items():
+        (result,) = results
+        assert result["all_delivered"] is True and result["n"] == int(key.split()[1])
+        assert result["events"] >= result["n"] * bench.MODES["tiny"].concurrency_deltas
+    for way in ("threads", "connections"):
+        assert isinstance(doc["figures"][f"concurrent_{way}_8_vs_1"], float)
+
+
+def test_bench_fake_frames_each_line_as_one_text_frame():
+    from tools.benchlib import fake_appserver
+
+    lines = b'{"a":1}\n' + b'{"b":"' + b"x" * 200 + b'"}\n' + b'{"c":"' + b"y" * 70000 + b'"}\n'
+    framed = fake_appserver.text_frames(lines)
+    assert framed.startswith(b"\x81\x07" + b'{"a":1}')
+    assert b"\x81\x7e\x00\xd0" in framed  # 208 bytes: a 16-bit length
+    assert b"\x81\x7f" + (70008).to_bytes(8, "big") in framed  # a 64-bit length
+    assert len(framed) == len(lines) - 3 + 2 + 4 + 10
 
 
 def test_instructions_reads_cachegrinds_total_and_refuses_output_without_one():

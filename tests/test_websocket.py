@@ -269,6 +269,42 @@ def test_websocket_receive_gives_the_same_events_however_the_bytes_are_cut(cuts)
     assert pieces == whole == [Text(b"x" * 200), Ping(b""), Text(b"a" + b"b" * 70000), Text(b""), Closed(1000, "bye")]
 
 
+def test_websocket_receive_texts_keeps_the_texts_apart_in_order_and_the_rest_after():
+    texts, events = ws().receive_texts(SAMPLE)
+    assert texts == [b"x" * 200, b"a" + b"b" * 70000, b""]
+    assert events == [Ping(b""), Closed(1000, "bye")]
+    first = frame(0x1, b"z" * 200, fin=False)  # a fragment with a 16-bit length, cut inside it
+    conn = ws()
+    assert conn.receive_texts(first[:3]) == ([], [])
+    assert conn.receive_texts(first[3:] + frame(0x0, b"!")) == ([b"z" * 200 + b"!"], [])
+    long_ = frame(0x1, b"y" * 126)  # a chunk that ends inside a 16-bit length, then an empty one
+    conn = ws()
+    assert conn.receive_texts(frame(0x1, b"a") + long_[:3]) == ([b"a"], [])
+    assert conn.receive_texts(b"") == ([], [])
+    assert conn.receive_texts(long_[3:]) == ([b"y" * 126], [])
+    longer = frame(0x1, b"w" * 65536)  # the same inside a 64-bit length
+    assert conn.receive_texts(frame(0x1, b"b") + longer[:5]) == ([b"b"], [])
+    assert conn.receive_texts(longer[5:]) == ([b"w" * 65536], [])
+    assert conn.receive_texts(b"\x81") == ([], [])  # one byte of a header, then nothing more yet
+    assert conn.receive_texts(b"") == ([], [])
+    assert conn.receive_texts(b"\x01c") == ([b"c"], [])
+    accented = "é".encode()  # not ASCII: checked as UTF-8, and taken
+    assert ws().receive_texts(frame(0x1, accented) + frame(0x1, b"\xff")[:1]) == ([accented], [])
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(st.lists(st.integers(min_value=0, max_value=len(SAMPLE)), max_size=12))
+def test_websocket_receive_texts_gives_the_same_however_the_bytes_are_cut(cuts):
+    conn = ws()
+    texts: List[bytes] = []
+    events: List[object] = []
+    for chunk in cut_into(SAMPLE, cuts):
+        more, other = conn.receive_texts(chunk)
+        texts += more
+        events += other
+    assert (texts, events) == ws().receive_texts(SAMPLE)
+
+
 def test_websocket_receive_a_byte_at_a_time_at_every_length_encoding():
     for n in (0, 125, 126, 65535, 65536):
         conn = ws()

@@ -15,7 +15,13 @@ behind the ratios.  Sections (issue 11):
    ``import codexmini._mapping`` vs ``import asyncio``;
 4. **serialize** -- prompt serialization of a 10k vs a 100k-event log;
 5. **e2e** -- one scripted turn against the real codex binary, codexmini vs a
-   minimal raw JSON-RPC client.
+   minimal raw JSON-RPC client;
+6. **concurrency** -- 1, 8 and 32 turns streaming at once on one real codex
+   server (``--listen ws://``) with the scripted model: on one connection and
+   on as many connections, events/s and the client's peak RSS.
+
+The stream section also reads the same turn over WebSocket (TCP and a unix
+socket: the fake served by ``--listen``), as ratios to the stdio client.
 
 Each contender runs in a fresh interpreter (``--python``, default this one), so
 its peak RSS is its own; competing contenders run interleaved, medians
@@ -57,7 +63,7 @@ from tools.benchlib.e2e import find_native_codex  # noqa: E402 - after the sys.p
 from tools.benchlib.report import TARGETS, Section, figures_of, kfmt, median, render  # noqa: E402 - after the sys.path line above
 from tools.benchlib.runner import BenchError, Runner, child_env, run_process  # noqa: E402 - after the sys.path line above
 
-SECTIONS = ("stream", "turns", "session", "large", "imports", "serialize", "e2e")
+SECTIONS = ("stream", "turns", "session", "large", "imports", "serialize", "e2e", "concurrency")
 
 
 @dataclass(frozen=True)
@@ -79,13 +85,20 @@ class Mode:
     serialize_events: Sequence[int]
     serialize_stages: bool
     e2e_runs: int
+    concurrency_runs: int
+    concurrency_deltas: int
+    concurrency_ns: Sequence[int]
 
 
 MODES = {
-    "full": Mode(5, 200_000, 5, 200_000, 3, 100, 2_000, 7, 8 << 20, 9, 3, 5, (10_000, 100_000), True, 11),
-    "quick": Mode(2, 200_000, 1, 50_000, 1, 100, 2_000, 3, 8 << 20, 5, 1, 2, (10_000, 100_000), False, 2),
+    "full": Mode(
+        5, 200_000, 5, 200_000, 3, 100, 2_000, 7, 8 << 20, 9, 3, 5, (10_000, 100_000), True, 11, 3, 2_000, (1, 8, 32)
+    ),
+    "quick": Mode(
+        2, 200_000, 1, 50_000, 1, 100, 2_000, 3, 8 << 20, 5, 1, 2, (10_000, 100_000), False, 2, 1, 1_000, (1, 8, 32)
+    ),
     # The tests' workload: every building block once, in seconds.
-    "tiny": Mode(1, 200, 1, 200, 1, 4, 200, 1, 64 << 10, 1, 1, 1, (500, 5_000), True, 1),
+    "tiny": Mode(1, 200, 1, 200, 1, 4, 200, 1, 64 << 10, 1, 1, 1, (500, 5_000), True, 1, 1, 20, (1, 8)),
 }
 
 
@@ -142,11 +155,15 @@ def stream_section(b: Bench) -> Section:
     # The same client keeping no turn history (Thread.turn(keep_items=False)):
     # what a consumer that takes the items as they complete pays in memory.
     plan["client_streaming"] = ("stream", "client", b.opts("stream", keep_items=False))
+    # The same client over the other transports: the fake served over
+    # WebSocket on TCP and on a unix socket (issue 28), each × the stdio client.
+    for name in ("client_ws", "client_unix"):
+        plan[name] = ("stream", name, b.opts("stream"))
     runs = b.runner.interleave("stream", plan, b.mode.stream_runs)
     rate = {k: median(r["rate"] for r in v) for k, v in runs.items()}
     cpu = {k: median(r["cpu_rate"] for r in v) for k, v in runs.items()}
     rss = {k: median(r["peak_rss_mb"] for r in v) for k, v in runs.items()}
-    delivered = all(r["all_delivered"] for k in ("raw", "client", "agent") for r in runs[k])
+    delivered = all(r["all_delivered"] for k in ("raw", "client", "agent", "client_ws", "client_unix") for r in runs[k])
     share = {k: _share(v) for k, v in runs.items()}
     b.raw["stream"] = {
         "runs": runs,
@@ -163,6 +180,14 @@ def stream_section(b: Bench) -> Section:
     for name, label in (("client", "codexmini Thread.turn() events"), ("agent", "codexmini Agent + session log")):
         s.add(f"{name}_vs_raw", rate[name] / rate["raw"], label, detail=f"{kfmt(rate[name])}/s")
         s.add(f"{name}_vs_raw_cpu", cpu[name] / cpu["raw"], "  the same, CPU time", detail=f"{kfmt(cpu[name])}/s")
+    for name, label in (("client_ws", "over WebSocket (TCP)"), ("client_unix", "over WebSocket (unix socket)")):
+        s.add(
+            f"{name}_vs_stdio",
+            rate[name] / rate["client"],
+            f"client {label} × client over stdio",
+            detail=f"{kfmt(rate[name])}/s · peak RSS {rss[name]:.1f} MB",
+        )
+        s.add(f"{name}_vs_stdio_cpu", cpu[name] / cpu["client"], "  the same, CPU time", detail=f"{kfmt(cpu[name])}/s")
     s.add("ceiling_vs_raw", rate["ceiling"] / rate["raw"], "ceiling: json.loads over read lines", detail="no I/O")
     s.add("ceiling_vs_raw_cpu", cpu["ceiling"] / cpu["raw"], "  the same, CPU time")
     s.add("raw_rss_mb", rss["raw"], "peak RSS (VmHWM): raw", "{:.1f} MB")
@@ -181,8 +206,10 @@ def stream_section(b: Bench) -> Section:
         "all_deltas_delivered",
         delivered,
         "every delta delivered (raw, client, agent)",
-        detail=f"raw {_delivered(runs['raw'])}; client {_delivered(runs['client'])}, "
-        f"dropped {max(r['dropped'] for r in runs['client'])}; agent {_delivered(runs['agent'])}, "
+        detail=f"raw {_delivered(runs['raw'])}; client {_delivered(runs['client'])} "
+        f"(ws {_delivered(runs['client_ws'])}, unix {_delivered(runs['client_unix'])}), "
+        f"dropped {max(r['dropped'] for k in ('client', 'client_ws', 'client_unix') for r in runs[k])}; "
+        f"agent {_delivered(runs['agent'])}, "
         f"logged text {agent['logged_text_chars']:,}/{agent['delta_chars_expected']:,} chars",
     )
     s.notes.append(
@@ -444,6 +471,52 @@ def e2e_section(b: Bench) -> Section:
     return s
 
 
+def concurrency_section(b: Bench) -> Section:
+    m = b.mode
+    s = Section(
+        f"6. turns at once — one real codex server (--listen ws://) on the scripted model, {m.concurrency_deltas:,} "
+        f"deltas a turn; {m.concurrency_runs} run(s) each, interleaved, medians; events/s of all turns together"
+    )
+    codex = find_native_codex()
+    if codex is None:
+        s.skipped = "the codex binary is not installed (make setup installs it, or set CODEXMINI_CODEX_BIN)"
+        for name in ("concurrent_threads_8_vs_1", "concurrent_connections_8_vs_1"):
+            s.add(name, None, name)
+        return s
+    from codexmini.testing.live import LiveCodex
+
+    answer = {"output": [{"type": "message", "id": "m", "deltas": ["x "] * m.concurrency_deltas}]}
+    with LiveCodex({"rules": [], "default": answer}, codex_bin=codex, prefix="codexmini-bench-") as live:
+        url = live.serve("ws")
+        base = {"url": url, "cwd": live.ws, "deltas": m.concurrency_deltas}
+        plan = {
+            f"{way} {n}": ("concurrency", way, dict(base, n=n))
+            for n in m.concurrency_ns
+            for way in ("threads", "connections")
+        }
+        runs = b.runner.interleave("concurrency", plan, m.concurrency_runs)
+    rate = {k: median(r["rate"] for r in v) for k, v in runs.items()}
+    rss = {k: median(r["peak_rss_mb"] for r in v) for k, v in runs.items()}
+    b.raw["concurrency"] = {"runs": runs, "median_rate": rate, "median_peak_rss_mb": rss}
+    ns = m.concurrency_ns
+    for way, label in (("threads", "on one connection"), ("connections", "on as many connections")):
+        for n in ns:
+            key = f"{way} {n}"
+            s.add(
+                f"concurrent_{way}_{n}_rate",
+                rate[key],
+                f"{n} turn(s) at once {label}",
+                "{:,.0f}/s",
+                f"peak RSS {rss[key]:.1f} MB · delivered {all(r['all_delivered'] for r in runs[key])}",
+            )
+        if 8 in ns and 1 in ns:
+            s.add(f"concurrent_{way}_8_vs_1", rate[f"{way} 8"] / rate[f"{way} 1"], f"  8 at once / 1, {label}")
+    s.notes.append(
+        f"{os.cpu_count()} cores shared by codex, the scripted model and the client: past a few turns the CPU is full"
+    )
+    return s
+
+
 SECTION_RUNNERS: dict[str, Callable[[Bench], Section]] = {
     "stream": stream_section,
     "turns": turns_section,
@@ -452,6 +525,7 @@ SECTION_RUNNERS: dict[str, Callable[[Bench], Section]] = {
     "imports": imports_section,
     "serialize": serialize_section,
     "e2e": e2e_section,
+    "concurrency": concurrency_section,
 }
 
 

@@ -15,13 +15,24 @@ at the first notification, so it is not measured.  Any other request gets the
 
 It never outlives its reader: stdin EOF ends it, a broken pipe ends it, and an
 alarm ends it after ``--lifetime`` seconds whatever happens.
+
+``--listen ws`` or ``--listen unix:PATH`` serves the same over WebSocket, as
+``codex app-server --listen`` does: one JSON-RPC message per text frame, a
+fresh server per connection, the unix listener's 101 announcing codex's
+unfragmented limit.  It prints ``listening on: URL`` and serves until it is
+killed (or the alarm goes off).  Every write is framed before its first byte
+goes out, so the framing of a turn is not in the readers' window either.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
+import hashlib
 import json
 import signal
+import struct
 import sys
 
 
@@ -76,6 +87,8 @@ class FakeServer:
             body = body.replace(self.spec["turn_placeholder_bytes"], uid.encode())
             self._write(self._result(rid, method, tid, uid))
             self._write(body)
+        elif method == "thread/unsubscribe":
+            self._write(b'{"id":%s,"result":{"status":"unsubscribed"}}\n' % json.dumps(rid).encode())
         elif method == "turn/interrupt":
             self._write(b'{"id":%s,"result":{}}\n' % json.dumps(rid).encode())
         else:
@@ -83,19 +96,133 @@ class FakeServer:
             self._write(json.dumps({"id": rid, "error": error}).encode() + b"\n")
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", required=True)
-    parser.add_argument("--turn", required=True)
-    parser.add_argument("--lifetime", type=int, default=900)
-    args, _codex_args = parser.parse_known_args(argv)
-    signal.alarm(args.lifetime)  # default action: terminate
+# -- the same server over WebSocket (--listen), as codex app-server --listen serves ----------
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#: What codex's unix listener announces in its 101 (its TCP listener sends nothing of the kind).
+UNIX_HEADER = b"x-codex-websocket-max-unfragmented-message-bytes: 16777216\r\n"
+
+
+def text_frames(data: bytes) -> bytes:
+    """Each JSON line of ``data`` as one unmasked text frame (a server's)."""
+    out = []
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        n = len(line)
+        if n < 126:
+            out.append(struct.pack("!BB", 0x81, n))
+        elif n < 65536:
+            out.append(struct.pack("!BBH", 0x81, 126, n))
+        else:
+            out.append(struct.pack("!BBQ", 0x81, 127, n))
+        out.append(line)
+    return b"".join(out)
+
+
+class FrameWriter:
+    """The file-like ``out`` of a :class:`FakeServer` on a WebSocket: every
+    write is framed first (the whole turn before its first byte goes out)."""
+
+    def __init__(self, transport) -> None:
+        self.transport = transport
+
+    def write(self, data: bytes) -> None:
+        self.transport.write(text_frames(data))
+
+    def flush(self) -> None:
+        pass
+
+
+async def serve_websocket(reader, writer, spec: dict, turn: bytes, unix: bool) -> None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    key = next(
+        line.split(b":", 1)[1].strip() for line in head.split(b"\r\n") if line.lower().startswith(b"sec-websocket-key:")
+    )
+    accept = base64.b64encode(hashlib.sha1(key + GUID).digest())
+    writer.write(
+        b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\nsec-websocket-accept: "
+        + accept
+        + b"\r\n"
+        + (UNIX_HEADER if unix else b"")
+        + b"\r\n"
+    )
+    server = FakeServer(spec, turn, FrameWriter(writer))
+    message = []
+    while True:
+        try:
+            first, second = await reader.readexactly(2)
+            n = second & 0x7F
+            if n == 126:
+                (n,) = struct.unpack("!H", await reader.readexactly(2))
+            elif n == 127:
+                (n,) = struct.unpack("!Q", await reader.readexactly(8))
+            mask = await reader.readexactly(4)
+            payload = await reader.readexactly(n)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            break
+        payload = _unmask(payload, mask)
+        opcode = first & 0x0F
+        if opcode == 0x8:  # close: answer it, end
+            writer.write(struct.pack("!BB", 0x88, 2) + payload[:2])
+            break
+        if opcode in (0x1, 0x0):
+            message.append(payload)
+            if first & 0x80:
+                server.handle(json.loads(b"".join(message)))
+                message = []
+        await writer.drain()
+    writer.close()
+
+
+def _unmask(payload: bytes, mask: bytes) -> bytes:
+    n = len(payload)
+    key = int.from_bytes((mask * (n // 4 + 1))[:n], "big")
+    return (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
+
+
+async def listen(where: str, spec: dict, turn: bytes) -> None:
+    """Serve every connection (a fresh server each) until killed; say where on stdout."""
+    unix = where.startswith("unix:")
+
+    async def connection(reader, writer) -> None:
+        await serve_websocket(reader, writer, spec, turn, unix)
+
+    if unix:
+        path = where[len("unix:") :]
+        listener = await asyncio.start_unix_server(connection, path, limit=1 << 26)
+        url = f"unix://{path}"
+    else:
+        listener = await asyncio.start_server(connection, "127.0.0.1", 0, limit=1 << 26)
+        url = f"ws://127.0.0.1:{listener.sockets[0].getsockname()[1]}"
+    sys.stdout.write(f"listening on: {url}\n")
+    sys.stdout.flush()
+    async with listener:
+        await listener.serve_forever()
+
+
+def load(args) -> tuple:
     with open(args.spec, encoding="utf-8") as fh:
         spec = json.load(fh)
     spec["thread_placeholder_bytes"] = spec["thread_placeholder"].encode()
     spec["turn_placeholder_bytes"] = spec["turn_placeholder"].encode()
     with open(args.turn, "rb") as fh:
         turn = fh.read()
+    return spec, turn
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", required=True)
+    parser.add_argument("--turn", required=True)
+    parser.add_argument("--lifetime", type=int, default=900)
+    parser.add_argument("--listen", help="serve WebSocket instead of stdio: ws (127.0.0.1, a free port) or unix:PATH")
+    args, _codex_args = parser.parse_known_args(argv)
+    signal.alarm(args.lifetime)  # default action: terminate
+    spec, turn = load(args)
+    if args.listen:
+        asyncio.run(listen(args.listen, spec, turn))
+        return 0
     server = FakeServer(spec, turn, sys.stdout.buffer)
     try:
         for line in sys.stdin.buffer:

@@ -154,9 +154,60 @@ async def raw(opts: Options) -> dict[str, Any]:
 
 
 async def client(opts: Options) -> dict[str, Any]:
-    from codexmini import AgentMessageDelta, AppServerClient, Launch, Thread
+    from codexmini import AppServerClient, Launch
 
-    app = await AppServerClient.start(Launch(codex_bin=opts["codex"], cwd=opts["scratch"]))
+    return await _client_turns(await AppServerClient.start(Launch(codex_bin=opts["codex"], cwd=opts["scratch"])), opts)
+
+
+FAKE_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_appserver.py")
+
+
+async def serve_fake(opts: Options, listen: str) -> tuple[asyncio.subprocess.Process, str]:
+    """The bench's fake serving this workload over WebSocket (``ws`` or
+    ``unix:PATH``), as a process of its own; its URL."""
+    turn = opts["path"]
+    spec = os.path.join(os.path.dirname(turn), "server.json")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, FAKE_SERVER, "--spec", spec, "--turn", turn, "--listen", listen, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 60)
+    if not line.startswith(b"listening on: "):
+        proc.kill()
+        raise RuntimeError(f"the fake did not listen: {line!r}")
+    return proc, line.decode().split(": ", 1)[1].strip()
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.terminate()
+    await asyncio.wait_for(proc.wait(), CLOSE_TIMEOUT)
+
+
+async def client_ws(opts: Options) -> dict[str, Any]:
+    """``client`` over WebSocket on TCP: the fake served by ``--listen ws``."""
+    return await _client_over(opts, "ws")
+
+
+async def client_unix(opts: Options) -> dict[str, Any]:
+    """``client`` over WebSocket on a unix socket."""
+    return await _client_over(opts, "unix:" + os.path.join(tempfile.mkdtemp(dir=opts["scratch"]), "fake.sock"))
+
+
+async def _client_over(opts: Options, listen: str) -> dict[str, Any]:
+    from codexmini import AppServerClient
+
+    proc, url = await serve_fake(opts, listen)
+    try:
+        return await _client_turns(await AppServerClient.connect(url), opts)
+    finally:
+        await _stop(proc)
+
+
+async def _client_turns(app: Any, opts: Options) -> dict[str, Any]:
+    """``opts["turns"]`` turns on one thread of ``app`` (closed at the end), each timed from its first event."""
+    from codexmini import AgentMessageDelta, Thread
+
     try:
         thread = await Thread.start(app)
         turns = []
@@ -364,7 +415,15 @@ async def session(opts: Options) -> dict[str, Any]:
     }
 
 
-CONTENDERS = {"raw": raw, "client": client, "agent": agent, "ceiling": ceiling, "session": session}
+CONTENDERS = {
+    "raw": raw,
+    "client": client,
+    "client_ws": client_ws,
+    "client_unix": client_unix,
+    "agent": agent,
+    "ceiling": ceiling,
+    "session": session,
+}
 
 if __name__ == "__main__":
     sys.exit(main(CONTENDERS))
