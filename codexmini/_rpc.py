@@ -326,8 +326,9 @@ class Connection:
 
     # -- receiving ---------------------------------------------------------------
 
-    def receive(self, data: bytes) -> List[Incoming]:
-        """Feed bytes from codex; the events they complete, in order."""
+    def receive(self, data: Union[bytes, List[bytes]]) -> List[Incoming]:
+        """Feed bytes from codex (or a list of whole messages, one frame
+        each); the events they complete, in order."""
         out: List[Incoming] = []
         append, event, claimed = out.append, self._event, self._claimed
         # Globals and builtins as locals (3.9 caches no global lookup in a
@@ -335,7 +336,8 @@ class Connection:
         type_, dict_, str_, new, note = type, dict, str, _new, Notification
         # last: the claimed thread of the previous hot frame (equal to it: no hash, no lookup)
         fast, last = 0, None
-        decoded: List[Any] = self._decoder.feed(data)  # Any: mypy narrows by type(), not by type_()
+        # Any: mypy narrows by type(), not by type_()
+        decoded: List[Any] = self._decoder.messages(data) if isinstance(data, list) else self._decoder.feed(data)
         for item in decoded:
             # The hot path, in the loop (no call per frame): a notification
             # for a claimed thread, as _event would make it.

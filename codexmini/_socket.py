@@ -19,12 +19,13 @@ import asyncio
 import logging
 import os
 import time
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 from ._connect import Address, Connect
 from ._deadline import within
 from ._errors import ConfigError, ConnectFailed, TransportError, WebSocketError
 from ._process import READ_CHUNK
+from ._transport import Chunk
 from ._websocket import Answer, Closed, Handshake, WebSocket, new_key, opening_request
 
 log = logging.getLogger("codexmini.client")
@@ -135,8 +136,9 @@ class WebSocketTransport:
         """How the connection ended (once :meth:`wait_exited` returned)."""
         return self._failure or WebSocketError("the connection was closed")
 
-    async def read(self) -> bytes:
-        """The server's next text messages as JSON lines; ``b""`` once the connection ended."""
+    async def read(self) -> Chunk:
+        """The server's next text messages, whole (one JSON-RPC message each);
+        ``b""`` once the connection ended."""
         while not self._gone.done():
             data, self._pending = self._pending, b""
             if not data:
@@ -161,7 +163,7 @@ class WebSocketTransport:
                         reason = f"the server closed the connection{': ' + event.reason if event.reason else ''}"
                         self._end(WebSocketError(reason, event.code))
             if texts:
-                return _lines(texts)
+                return texts
         return b""
 
     async def write(self, data: bytes) -> None:
@@ -211,16 +213,6 @@ class WebSocketTransport:
             log.debug("websocket %s ended: %s", self.url, error)
             self._writer.close()
             self._gone.set_result(None)
-
-
-def _lines(texts: List[bytes]) -> bytes:
-    """Text messages as JSON lines.  A raw line break inside a JSON text can
-    only be whitespace between tokens, so it becomes a space (looked for
-    once in the whole batch, not message by message)."""
-    joined = b"\n".join(texts)
-    if joined.count(b"\n") != len(texts) - 1:
-        joined = b"\n".join(text.replace(b"\n", b" ") for text in texts)
-    return joined + b"\n"
 
 
 __all__ = ["WebSocketTransport", "open_websocket"]

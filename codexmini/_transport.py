@@ -10,16 +10,22 @@ server side from the argv, environment and working directory a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, List, Mapping, Optional, Protocol, Sequence, Union
 
 if TYPE_CHECKING:
     from ._errors import TransportError
 
 
+#: What one read brings: bytes of JSON lines, or whole messages.
+Chunk = Union[bytes, List[bytes]]
+
+
 class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs never run
     """A byte stream each way, an exit, signals.
 
-    ``read()`` returns the next bytes, ``b""`` once the other side ended;
+    ``read()`` returns the next bytes (JSON lines), or, from a transport that
+    delivers whole messages (a WebSocket's text frames), a list of them, each
+    one frame; ``b""`` once the other side ended;
     ``write(data)`` returns once the other side took ``data`` (or it is
     buffered) and raises ``OSError`` (or ``ConnectionError``) once that side is
     gone; it may wait while the other side is not reading, and must then be
@@ -41,7 +47,7 @@ class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs ne
     @property
     def stderr_tail(self) -> str: ...
 
-    async def read(self) -> bytes: ...
+    async def read(self) -> "Chunk": ...
 
     async def write(self, data: bytes) -> None: ...
 
@@ -61,4 +67,4 @@ class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs ne
 Launcher = Callable[[Sequence[str], Mapping[str, str], Optional[str]], Awaitable[Transport]]
 
 
-__all__ = ["Launcher", "Transport"]
+__all__ = ["Chunk", "Launcher", "Transport"]

@@ -411,6 +411,11 @@ class LineDecoder:
             self._check_cap()
         return out
 
+    def messages(self, texts: List[bytes]) -> List[Decoded]:
+        """The frames of whole messages, one each (a WebSocket's text
+        frames): nothing is cut or buffered, and each is held to the cap."""
+        return self._lines(texts, sum(map(len, texts)))
+
     def _lines(self, lines: List[bytes], size: int) -> List[Decoded]:
         """The frames of whole lines (without their newlines) of a chunk of
         ``size`` bytes.  A chunk that may hold a line over the cap, or a line

@@ -27,8 +27,8 @@ async def lines(transport: WebSocketTransport, count: int) -> List[bytes]:
     got: List[bytes] = []
     while len(got) < count:
         data = await transport.read()
-        assert data, "the connection ended early"
-        got += data.splitlines()
+        assert isinstance(data, list) and data, "the connection ended early"
+        got += data
     return got
 
 

@@ -992,3 +992,13 @@ def test_encode_blames_the_first_part_that_does_not_encode():
 def test_fault_is_empty_for_what_encodes():
     assert wire._fault({"a": [1, "é", None]}) == "" and wire._fault("text") == ""
     assert wire._fault("\ud800").startswith("'utf-8' codec can't encode")
+
+
+def test_wire_messages_are_whole_frames_each_held_to_the_cap():
+    # What a WebSocket delivers: no line to cut, a line break between tokens is whitespace.
+    decoder = LineDecoder(max_frame_bytes=64)
+    out = decoder.messages([b'{"a":1}', b'{"b":\n2}', b'{"c":"' + b"x" * 80 + b'"}'])
+    assert out[:2] == [{"a": 1}, {"b": 2}]
+    assert isinstance(out[2], ProtocolError) and "exceeds the cap of 64 bytes" in str(out[2])
+    assert decoder.buffered == 0
+    assert LineDecoder().messages([b'{"d":3}', b"[1]"])[0] == {"d": 3}
