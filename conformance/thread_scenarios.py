@@ -655,7 +655,9 @@ COMMAND_EXEC = Scenario(
 FLOOD = 400
 FLOOD_RETRY = RetryPolicy(retries=10, base_delay=0.02, max_delay=0.2)
 #: Seconds a flooded request may go unanswered before it counts as lost.
-FLOOD_TIMEOUT = 20.0  # wide: on a loaded machine 0.171.0 answers the last of 400 late (once past 10 s), never not at all
+FLOOD_TIMEOUT = (
+    20.0  # wide: on a loaded machine 0.171.0 answers the last of 400 late (once past 10 s), never not at all
+)
 #: Whether a flood makes codex leave requests unanswered.
 LOSES_REQUESTS = ByVersion(
     {"0.149.1": True, "0.171.0": False},
