@@ -753,15 +753,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    stopped: List[int] = []
+    # One wait, no polling loop: a signal that lands before the wait starts
+    # only sets the event early (lock waits resume after a handler on POSIX).
+    stopped = threading.Event()
     previous = {
-        sig: signal.signal(sig, lambda signum, frame: stopped.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)
+        sig: signal.signal(sig, lambda signum, frame: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
         with model:
             print(model.url, flush=True)
-            while not stopped:
-                time.sleep(0.1)
+            stopped.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
