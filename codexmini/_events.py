@@ -9,7 +9,7 @@ arrives as :class:`Unmapped`, so nothing is silently lost.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from ._errors import ProtocolError, TurnFailed, UsageLimitExceeded
 
@@ -268,7 +268,10 @@ class TurnCompleted:
     * ``items``: the turn's history built from ``item/*`` notifications -- not
       the wire's ``turn.items``, which holds only the last agent message --
       in order of first completion, the last completion of each id winning;
-      empty for a turn started with ``keep_items=False`` (the agent's).
+      empty for a turn started with ``keep_items=False`` (the agent's).  A
+      read-only sequence kept compact (compressed JSON) and decoded on
+      access: each access returns fresh dicts; it equals a tuple or list of
+      the same items.
     * ``abandoned``: the ids of the items that started but never completed.
     * ``usage``: the turn's token usage, each model call's ``last`` summed.
     * ``rate_limits``: the account's last rate-limit snapshot when the turn
@@ -279,7 +282,7 @@ class TurnCompleted:
     turn_id: str
     status: str
     error: Optional["TurnError"] = None
-    items: Tuple[Mapping[str, Any], ...] = ()
+    items: Sequence[Mapping[str, Any]] = ()
     abandoned: Tuple[str, ...] = ()
     usage: Usage = Usage()
     #: The account's last rate-limit snapshot when a turn failed on a usage

@@ -494,7 +494,8 @@ class Turn:
 
     @property
     def items(self) -> Mapping[str, Mapping[str, Any]]:
-        """Completed items by id (the last completion wins)."""
+        """Completed items by id (the last completion wins), decoded now: a
+        snapshot, empty for a turn started with ``keep_items=False``."""
         return self.books.items
 
     @property
@@ -749,7 +750,8 @@ class RunResult:
 
     ``final_response``: the text of the turn's last completed agent message
     (``None`` if it had none).  ``items``: every completed item, in order of
-    completion.  ``usage``: the tokens it used.  ``status``: ``completed``,
+    completion (the compact, decoded-on-access sequence of
+    :attr:`TurnCompleted.items`).  ``usage``: the tokens it used.  ``status``: ``completed``,
     ``interrupted`` or ``failed``, and ``error`` the wire's ``TurnError`` of
     a failed one.  ``thread_id`` and ``turn_id``: where it ran
     (``thread/resume`` continues the conversation on a client that still has
@@ -757,7 +759,7 @@ class RunResult:
     run with an ``output_schema``, else ``None``."""
 
     final_response: Optional[str]
-    items: Tuple["ThreadItem", ...]
+    items: Sequence["ThreadItem"]
     usage: Usage
     status: str
     error: Optional[Mapping[str, Any]]
@@ -779,7 +781,7 @@ class RunResult:
     def of(cls, thread_id: str, completed: TurnCompleted, value: Any = None) -> "RunResult":
         return cls(
             final_response=final_response(completed.items),
-            items=cast("Tuple[ThreadItem, ...]", completed.items),  # codex's items, as its schema types them
+            items=cast("Sequence[ThreadItem]", completed.items),  # codex's items, as its schema types them
             usage=completed.usage,
             status=completed.status,
             error=completed.error,

@@ -13,11 +13,14 @@ and the agent's step fold (:mod:`._stepfold`, which reads :attr:`TurnFold.usage`
 and :meth:`TurnFold.started_tools` instead of counting on its own).
 
 * frames of other turns of the same thread are filtered out by turn id;
-* items by id, the last completion winning, in the order first completed;
-* the items started and not (yet) completed -- *open* -- and every *tool*
-  item ever started, in start order (the step fold settles the tools it never
-  saw finish; keeping every other start too would hold a long turn's items
-  twice);
+* items by id, the last completion winning, in the order first completed,
+  kept compact (:mod:`._items`: JSON text compressed in blocks, decoded on
+  access) -- or not at all for a reader that writes them elsewhere as they
+  complete (``keep_items=False``: the agent);
+* the items started and not (yet) completed -- *open* -- and, for that same
+  reader, every *tool* item ever started, in start order, as its call (the
+  step fold settles the tools it never saw finish; a reader that keeps the
+  history has no step fold, and keeps no calls);
 * usage, summed from ``tokenUsage.last`` of each model call;
 * the last ``error`` that codex will not retry, in case ``turn/completed``
   carries none.
@@ -45,6 +48,7 @@ from ._events import (
     TurnCompleted,
     Usage,
 )
+from ._items import ItemArchive
 from ._mapping import NOTIFICATIONS, ToolCall, to_event, tool_call
 
 if TYPE_CHECKING:
@@ -66,25 +70,31 @@ class TurnFold:
         #: the client keeps it); called once, at ``turn/completed``.
         self.rate_limits = rate_limits
         #: Keep every completed item for :attr:`TurnCompleted.items` (the
-        #: turn's history); a reader that writes items elsewhere as they
-        #: complete (the agent: to its log) passes False and keeps no history.
+        #: turn's history, compact); a reader that writes items elsewhere as
+        #: they complete (the agent: to its log) passes False and keeps no
+        #: history -- and the calls of the tools started instead (:attr:`started`).
         self.keep_items = keep_items
-        self.items: Dict[str, "ThreadItem"] = {}  # completed, last writer wins
+        self.archive: Optional[ItemArchive] = ItemArchive() if keep_items else None
         self.open: Dict[str, "ThreadItem"] = {}  # started, not completed since
-        # Every tool item started (first start), in start order, as its call:
-        # what the step fold needs to settle a tool it never saw finish, without
-        # holding every item of a long turn.
+        # Without a history: every tool item started (first start), in start
+        # order, as its call: what the step fold needs to settle a tool it
+        # never saw finish, without holding every item of a long turn.
         self.started: Dict[str, ToolCall] = {}
         self.usage = Usage()
         self.invalid = 0  # notifications skipped as malformed (InvalidNotification)
         self.last_error: Optional["TurnError"] = None
         self.completed: Optional[TurnCompleted] = None
-        self._order: List[str] = []  # completed ids, in order of first completion
 
     @property
     def done(self) -> bool:
         """``turn/completed`` was folded."""
         return self.completed is not None
+
+    @property
+    def items(self) -> Dict[str, "ThreadItem"]:
+        """The completed items so far by id, the last completion winning
+        (decoded now, a snapshot; empty without a history)."""
+        return {} if self.archive is None else self.archive.by_id()  # type: ignore[return-value]
 
     def started_tools(self) -> List[ToolCall]:
         """The call of every tool item that started, in start order."""
@@ -127,19 +137,16 @@ class TurnFold:
 
     def _started(self, event: ItemStarted) -> Event:
         self.open[event.item_id] = event.item
-        if event.item_id not in self.started:
+        if self.archive is None and event.item_id not in self.started:
             call = tool_call(event.item)  # None for an item that is not a tool
             if call is not None:
                 self.started[event.item_id] = call
         return event
 
     def _completed(self, event: ItemCompleted) -> Event:
-        item_id = event.item_id
-        self.open.pop(item_id, None)
-        if self.keep_items:
-            if item_id not in self.items:
-                self._order.append(item_id)
-            self.items[item_id] = event.item
+        self.open.pop(event.item_id, None)
+        if self.archive is not None:
+            self.archive.add(event.item_id, event.item)
         return event
 
     def _invalid(self, event: InvalidNotification) -> Event:
@@ -158,7 +165,7 @@ class TurnFold:
         self.completed = dataclasses.replace(
             event,
             error=error,
-            items=tuple(self.items[i] for i in self._order),
+            items=() if self.archive is None else self.archive.freeze(),
             abandoned=tuple(self.open),
             usage=self.usage,
             rate_limits=limits,

@@ -45,6 +45,7 @@ PURE = (
     "_wire",
     "_rpc",
     "_turnfold",
+    "_items",
     "_inbox",
     "_endpoint",
     "_mapping",

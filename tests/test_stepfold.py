@@ -123,7 +123,7 @@ class Folded:
 
     def __init__(self, step: int, steps: Optional[StepFold] = None) -> None:
         counter = itertools.count(1)
-        self.books = TurnFold(TURN)
+        self.books = TurnFold(TURN, keep_items=False)  # the agent's: no history, the started tools
         self.steps = steps or StepFold(step=step, model=MODEL, new_id=lambda: f"id-{next(counter)}")
 
     def feed(self, event: Any) -> List[Write]:

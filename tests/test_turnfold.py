@@ -67,8 +67,8 @@ def turn_completed(status: str = "completed", err: Any = None, turn: str = TURN)
     return "turn/completed", {"threadId": THREAD, "turn": turn_object(turn, status, err)}
 
 
-def fold(*frames: Frame, turn_id: Optional[str] = TURN) -> TurnFold:
-    books = TurnFold(turn_id)
+def fold(*frames: Frame, turn_id: Optional[str] = TURN, keep_items: bool = True) -> TurnFold:
+    books = TurnFold(turn_id, keep_items=keep_items)
     for method, params in frames:
         books.feed(method, params)
     return books
@@ -138,7 +138,10 @@ def test_turnfold_items_last_writer_wins_in_first_completion_order():
 
 def test_turnfold_open_items_versus_every_tool_item_started():
     cmd = command("call_1", "inProgress")
-    books = fold(started(agent_message("a")), started(cmd), completed(agent_message("a", "done")))
+    frames = (started(agent_message("a")), started(cmd), completed(agent_message("a", "done")))
+    # A fold that keeps the history keeps no calls: nothing settles its tools.
+    assert fold(*frames).started_tools() == [] and fold(*frames).started == {}
+    books = fold(*frames, keep_items=False)
     assert list(books.open) == ["call_1"]
     assert list(books.started) == ["call_1"]  # only tools: what the step fold settles
     # Started again (a retried stream): open again; `started` keeps the first start.
