@@ -102,6 +102,12 @@ bench: setup
 	$(PY) tools/bench.py $(if $(QUICK),--quick) $(if $(JSON),--json $(JSON)) \
 		$(if $(BENCH_PYTHON),--python $(BENCH_PYTHON)) $(ARGS)
 
+# Several runs as one table, per interpreter: median (range), targets met:
+# make bench-summary RUNS="a.json b.json c.json" (what the README's Speed table is made from).
+.PHONY: bench-summary
+bench-summary: setup
+	$(PY) -m tools.benchlib.summary $(RUNS)
+
 # The stream contenders' instructions, counted by valgrind: deterministic where
 # the bench's times move with the machine (tools/benchlib/instructions.py).
 .PHONY: bench-instructions

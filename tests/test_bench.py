@@ -171,3 +171,33 @@ def test_gcstats_watches_the_collector_and_turns_it_off(tmp_path, capsys):
     assert printed[0].startswith("the collector on a turn of 300 notifications, 1 round(s)")
     assert [line.split()[0] for line in printed[1:]] == ["raw", "agent"]
     assert "× raw 1.000, collector off 1.000" in printed[1]
+
+
+def test_bench_summary_gives_each_interpreter_its_median_range_and_targets_met(tmp_path, capsys):
+    from tools.benchlib import summary
+
+    def run(version, **figures):
+        path = tmp_path / f"run{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps({"python": {"version": version}, "figures": figures}))
+        return str(path)
+
+    paths = [
+        run("3.11.7", agent_vs_raw=0.95, client_rss_mb=28.0, raw_rate=150_000.0, all_deltas_delivered=True),
+        run("3.11.7", agent_vs_raw=0.85, client_rss_mb=31.0, raw_rate=170_000.0, all_deltas_delivered=True),
+        run("3.11.7", agent_vs_raw=0.91, client_rss_mb=None, raw_rate=160_000.0, all_deltas_delivered=True),
+        run("3.9.18", agent_vs_raw=0.82, client_rss_mb=25.0, raw_rate=120_000.0, all_deltas_delivered=False),
+    ]
+    assert summary.main(paths) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "| figure | target | 3.11 (3 runs) | 3.9 (1 runs) |"
+    rows = {line.split(" | ")[0].strip("| `"): line for line in lines[2:]}
+    # 3.9's own target for the agent: 0.82 meets ≥ 0.8 there, 0.85 misses ≥ 0.9 on 3.11.
+    assert (
+        rows["agent_vs_raw"]
+        == "| `agent_vs_raw` | ≥ 0.9 (3.11); ≥ 0.8 (3.9) | 0.91 (0.85–0.95), 2/3 met | 0.82, 1/1 met |"
+    )
+    assert rows["client_rss_mb"] == "| `client_rss_mb` | ≤ 30.0 | 29.50 (28.00–31.00), 1/2 met | 25.00, 1/1 met |"
+    assert rows["all_deltas_delivered"].endswith("| yes, 3/3 met | no, 0/1 met |")
+    assert "raw_rate" not in rows  # no target: only with --all
+    assert summary.main([*paths, "--all"]) == 0
+    assert "| `raw_rate` |  | 160,000 (150,000–170,000) | 120,000 |" in capsys.readouterr().out

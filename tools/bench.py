@@ -60,7 +60,7 @@ if REPO not in sys.path:
 from tools.benchlib import imports as import_cost  # noqa: E402 - after the sys.path line above
 from tools.benchlib import workload  # noqa: E402 - after the sys.path line above
 from tools.benchlib.e2e import find_native_codex  # noqa: E402 - after the sys.path line above
-from tools.benchlib.report import TARGETS, Section, figures_of, kfmt, median, render  # noqa: E402 - after the sys.path line above
+from tools.benchlib.report import Section, figures_of, kfmt, median, render, targets_for  # noqa: E402 - after the sys.path line above
 from tools.benchlib.runner import BenchError, Runner, child_env, run_process  # noqa: E402 - after the sys.path line above
 
 SECTIONS = ("stream", "turns", "session", "large", "imports", "serialize", "e2e", "concurrency")
@@ -650,7 +650,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     wall = time.perf_counter() - started
     machine["load_average_end"] = list(os.getloadavg())
-    print(render(header(args.mode, machine, py, codex, wall), sections))
+    targets = targets_for(py["version"])
+    print(render(header(args.mode, machine, py, codex, wall), sections, targets))
     if args.json:
         document = {
             "bench": {
@@ -668,7 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 k: {x: y for x, y in v.items() if x not in ("codex", "path")} for k, v in bench.turns.items()
             },
             "figures": figures_of(sections),
-            "targets": {k: list(v) for k, v in TARGETS.items()},
+            "targets": {k: list(v) for k, v in targets.items()},
             "skipped": {s.title: s.skipped for s in sections if s.skipped},
             "sections": bench.raw,
         }
