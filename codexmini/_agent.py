@@ -69,7 +69,7 @@ from ._errors import (
     TransportError,
     TurnTimeout,
 )
-from ._events import AgentMessageDelta, Event, TurnCompleted, Usage
+from ._events import Event, MessageDelta, TurnCompleted, Usage
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
 from ._knobs import Knobs, ThreadPermissions
@@ -238,7 +238,10 @@ class AgentConfig:
 class Agent:
     """Drives codex over a session log.  ``await agent.run("prompt")`` runs one
     turn and returns its ``turn/end`` data; ``async with Agent(...)`` closes
-    the child at the end."""
+    the child at the end.  ``on_event`` is shown codex's events as they come,
+    each streamed text delta once, as a :class:`~codexmini.MessageDelta` (an
+    :class:`~codexmini.AgentMessageDelta` naming the logged message it
+    becomes), and the agent's :class:`~codexmini.MessageStreamEnd` events."""
 
     def __init__(
         self,
@@ -564,6 +567,7 @@ class Agent:
                 idle_timeout=self.config.liveness_s,
                 keep_items=False,
             )
+            turn.books.deltas_as(MessageDelta)  # shown once a delta: the raw event, its message id added
             self._turn = turn
             try:
                 completed = await self._consume(turn, folder)
@@ -616,7 +620,7 @@ class Agent:
         listener = self.on_event
         # (Locals: this loop runs once a turn, so 3.9 caches no global lookup in it.)
         stream, streaming, feed, signals = folder.stream, folder.streaming, folder.feed, folder.signals
-        type_, delta, completed = type, AgentMessageDelta, TurnCompleted
+        type_, delta, completed = type, MessageDelta, TurnCompleted
         async with turn:
             # A burst at a time: everything codex's last output completed.  It
             # is folded without an await, so nothing else runs meanwhile: its
@@ -634,10 +638,9 @@ class Agent:
                     for event in burst:
                         if type_(event) is delta:  # nine events in ten: shown, never written
                             if listener is not None:
-                                show(event)
-                                show(stream(event))
+                                show(stream(event))  # the event itself, its message id filled in
                             else:
-                                streaming(event)  # nothing to show: no MessageDelta built
+                                streaming(event)  # nothing to show: the stream announced, no more
                             continue
                         if listener is not None:
                             show(event)

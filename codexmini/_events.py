@@ -372,20 +372,18 @@ def resets_at(snapshot: Optional["RateLimitSnapshot"]) -> Optional[int]:
 
 
 @dataclass(frozen=True)
-class MessageDelta:
+class MessageDelta(AgentMessageDelta):
     """Streamed agent text, tied to the durable assistant message it is
-    becoming (an agent event, no notification of its own: the
-    :class:`~codexmini.Agent` emits it beside each raw
-    :class:`AgentMessageDelta`).
+    becoming: the :class:`~codexmini.Agent`'s form of an
+    :class:`AgentMessageDelta` (it *is* one, with the message's id), which an
+    agent's listener sees once per delta in place of the raw event.
 
+    * ``item_id``: the ``agentMessage`` item streaming.
+    * ``delta``: the text, to append to the item's earlier deltas.
     * ``message_id``: that message's id in the session log.
-    * ``item_id``: the ``agentMessage`` item streaming (the delta's).
-    * ``delta``: the text (the delta's).
     """
 
     message_id: str
-    item_id: str
-    delta: str
 
 
 @dataclass(frozen=True)

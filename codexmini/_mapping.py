@@ -17,7 +17,7 @@ decision instead of silently dropping something:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from ._errors import ProtocolError
 from ._events import (
@@ -254,18 +254,33 @@ def _rate_limits(p: "AccountRateLimitsUpdatedNotification") -> Event:
 _object_new = object.__new__
 
 
-def _agent_message_delta(p: "AgentMessageDeltaNotification") -> Event:
-    # The hot path (nine frames in ten of a turn): two type checks and a frozen
-    # event built without dataclass __init__'s per-field object.__setattr__.
-    item_id: Optional[str] = p.get("itemId")
-    delta: Optional[str] = p.get("delta")
-    if type(item_id) is str and type(delta) is str:
-        event = _object_new(AgentMessageDelta)
+def delta_row(cls: Type[AgentMessageDelta]) -> Callable[[Any], Event]:
+    """The row of ``item/agentMessage/delta`` building ``cls`` events: the
+    mapping's own builds :class:`AgentMessageDelta`, the agent's turns a
+    subclass (:class:`~._events.MessageDelta`, its message id filled in by
+    the step fold)."""
+
+    def row(p: "AgentMessageDeltaNotification") -> Event:
+        # The hot path (nine frames in ten of a turn): two type checks and a
+        # frozen event built without dataclass __init__'s per-field
+        # object.__setattr__.
+        item_id: Any = p.get("itemId")
+        delta: Any = p.get("delta")
+        if type(item_id) is not str or type(delta) is not str:  # the long way: checked, or a ProtocolError
+            item_id, delta = (
+                str(_str(p.get("itemId", _MISSING), "itemId")),
+                str(_str(p.get("delta", _MISSING), "delta")),
+            )
+        event = _object_new(cls)
         fields = event.__dict__
         fields["item_id"] = item_id
         fields["delta"] = delta
         return event
-    return AgentMessageDelta(_str(p.get("itemId", _MISSING), "itemId"), _str(p.get("delta", _MISSING), "delta"))
+
+    return row
+
+
+_agent_message_delta = delta_row(AgentMessageDelta)
 
 
 def _summary_delta(p: "ReasoningSummaryTextDeltaNotification") -> Event:
@@ -609,6 +624,7 @@ __all__ = [
     "ToolCall",
     "ToolItem",
     "ToolResult",
+    "delta_row",
     "to_event",
     "tool_call",
     "tool_result",

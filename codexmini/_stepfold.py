@@ -138,17 +138,23 @@ class StepFold:
     def stream(self, event: AgentMessageDelta) -> MessageDelta:
         """The :class:`~._events.MessageDelta` for a streamed delta (the hot
         path: the agent calls this instead of :meth:`feed` for every delta,
-        which writes nothing)."""
+        which writes nothing): the event itself, its message id filled in,
+        when the turn built it as one (the agent's turns:
+        :meth:`._turnfold.TurnFold.deltas_as`), else a new one."""
         item_id = event.item_id
         message_id = self._streams.get(item_id)
         if message_id is None:
             message_id = self._announce(item_id)
-        # Built without dataclass __init__'s per-field object.__setattr__ (per delta).
+        if type(event) is MessageDelta:
+            # Not shown to anyone yet: its one field still unset is filled here.
+            event.__dict__["message_id"] = message_id
+            return event
+        # Built without dataclass __init__'s per-field object.__setattr__.
         delta: MessageDelta = _object_new(MessageDelta)
         fields = delta.__dict__
-        fields["message_id"] = message_id
         fields["item_id"] = item_id
         fields["delta"] = event.delta
+        fields["message_id"] = message_id
         return delta
 
     def streaming(self, event: AgentMessageDelta) -> None:

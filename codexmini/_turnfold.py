@@ -35,11 +35,12 @@ the items, the abandoned ids and the usage.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Type
 
 from ._errors import ProtocolError
 from ._events import (
     USAGE_LIMIT_EXCEEDED,
+    AgentMessageDelta,
     Event,
     InvalidNotification,
     ItemCompleted,
@@ -49,7 +50,7 @@ from ._events import (
     Usage,
 )
 from ._items import ItemArchive
-from ._mapping import NOTIFICATIONS, ToolCall, to_event, tool_call
+from ._mapping import NOTIFICATIONS, ToolCall, delta_row, to_event, tool_call
 
 if TYPE_CHECKING:
     from .protocol import RateLimitSnapshot, ThreadItem, TurnError
@@ -84,6 +85,14 @@ class TurnFold:
         self.invalid = 0  # notifications skipped as malformed (InvalidNotification)
         self.last_error: Optional["TurnError"] = None
         self.completed: Optional[TurnCompleted] = None
+        self._delta_row = _DELTA_ROW
+
+    def deltas_as(self, cls: Type[AgentMessageDelta]) -> None:
+        """Build streamed deltas as ``cls`` (a subclass of
+        :class:`AgentMessageDelta`): the agent's turns build the
+        :class:`~._events.MessageDelta` its listener is shown, one object a
+        delta instead of two."""
+        self._delta_row = _DELTA_ROW if cls is AgentMessageDelta else delta_row(cls)
 
     @property
     def done(self) -> bool:
@@ -112,7 +121,7 @@ class TurnFold:
             return None  # another turn of this thread
         if method == _DELTA:  # nine frames in ten: its row, and nothing to book
             try:
-                return _DELTA_ROW(params)
+                return self._delta_row(params)
             except ProtocolError:
                 pass  # the long way: an InvalidNotification, counted
         if method == "error" and not params.get("willRetry") and isinstance(params.get("error"), dict):

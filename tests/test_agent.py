@@ -558,7 +558,11 @@ async def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
 
     assert (await one_turn(s, "tool please", on_event=listener))["reason"] == "completed"
     kinds = [type(e).__name__ for e in seen]
-    assert kinds.index("AgentMessageDelta") < kinds.index("MessageDelta") < kinds.index("MessageStreamEnd")
+    # Each delta shown once, as the MessageDelta it is (an AgentMessageDelta with its message id).
+    assert "AgentMessageDelta" not in kinds
+    deltas = [e for e in seen if isinstance(e, AgentMessageDelta)]
+    assert deltas and all(type(e) is MessageDelta and e.message_id for e in deltas)
+    assert kinds.index("MessageDelta") < kinds.index("MessageStreamEnd")
     # The answer is written when the step settles, after turn/completed.
     assert kinds[-2:] == ["TurnCompleted", "MessageStreamEnd"] and kinds.count("MessageStreamEnd") == 1
 

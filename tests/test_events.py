@@ -225,7 +225,7 @@ def test_usage_from_wire_refuses_what_is_not_a_count(breakdown, reason):
 
 
 AGENT_EVENTS = [
-    MessageDelta("m1", "msg_1", "Hel"),
+    MessageDelta(message_id="m1", item_id="msg_1", delta="Hel"),
     MessageStreamEnd("m1", "msg_1", committed=True),
     InvalidNotification("item/completed", {"item": 5}, "item/completed: item is int, not an object"),
 ]
@@ -240,8 +240,11 @@ def test_events_agent_and_invalid_events_are_frozen_values(event):
 
 def test_events_stream_events_are_hashable_keys():
     # A listener may key what it showed by the stream's events.
-    shown = {MessageDelta("m1", "msg_1", "a"): 1, MessageStreamEnd("m1", "msg_1", False): 2}
-    assert shown[MessageDelta("m1", "msg_1", "a")] == 1 and shown[MessageStreamEnd("m1", "msg_1", False)] == 2
+    shown = {MessageDelta(message_id="m1", item_id="msg_1", delta="a"): 1, MessageStreamEnd("m1", "msg_1", False): 2}
+    assert (
+        shown[MessageDelta(message_id="m1", item_id="msg_1", delta="a")] == 1
+        and shown[MessageStreamEnd("m1", "msg_1", False)] == 2
+    )
 
 
 # -- failed turns: TurnCompleted.failure and raise_for_status -----------------------------

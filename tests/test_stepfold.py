@@ -883,7 +883,10 @@ def signals_of(f: Folded, events) -> list:
 def test_stepfold_stream_is_committed_when_its_message_is_written():
     f = folder()
     seen = signals_of(f, streamed_message("msg_1", ["Hel", "lo"]))
-    assert seen == [MessageDelta("id-1", "msg_1", "Hel"), MessageDelta("id-1", "msg_1", "lo")]
+    assert seen == [
+        MessageDelta(message_id="id-1", item_id="msg_1", delta="Hel"),
+        MessageDelta(message_id="id-1", item_id="msg_1", delta="lo"),
+    ]
     assert f.finish(completed()) == [message("id-1", [text("Hello")], 1)]
     assert f.signals() == [MessageStreamEnd("id-1", "msg_1", committed=True)]
     assert f.signals() == []
@@ -892,8 +895,12 @@ def test_stepfold_stream_is_committed_when_its_message_is_written():
 def test_stepfold_stream_method_announces_the_message_the_text_becomes():
     # The agent's hot path: stream() per delta, without feed().
     f = folder()
-    assert f.steps.stream(AgentMessageDelta("msg_1", "Hi")) == MessageDelta("id-1", "msg_1", "Hi")
-    assert f.steps.stream(AgentMessageDelta("msg_2", "also")) == MessageDelta("id-1", "msg_2", "also")
+    assert f.steps.stream(AgentMessageDelta("msg_1", "Hi")) == MessageDelta(
+        message_id="id-1", item_id="msg_1", delta="Hi"
+    )
+    assert f.steps.stream(AgentMessageDelta("msg_2", "also")) == MessageDelta(
+        message_id="id-1", item_id="msg_2", delta="also"
+    )
     assert f.signals() == []
     feed_all(f, [ItemCompleted(agent_message("msg_1", "Hi")), ItemCompleted(agent_message("msg_2", "also"))])
     assert f.finish(completed()) == [message("id-1", [text("Hi"), text("also")], 1)]
@@ -924,7 +931,9 @@ def test_stepfold_streaming_folds_as_stream_does_without_building_an_event(held)
 def test_stepfold_stream_while_a_message_is_held_is_announced_for_that_message():
     f = folder()
     feed_all(f, [*reasoning_events(reasoning(summary=["plan"])), ItemCompleted(agent_message("msg_0", "First."))])
-    assert f.steps.stream(AgentMessageDelta("msg_1", "Sec")) == MessageDelta("id-1", "msg_1", "Sec")
+    assert f.steps.stream(AgentMessageDelta("msg_1", "Sec")) == MessageDelta(
+        message_id="id-1", item_id="msg_1", delta="Sec"
+    )
     feed_all(f, [ItemCompleted(agent_message("msg_1", "Second."))])
     assert f.finish(completed()) == [message("id-1", [thought("plan"), text("First."), text("Second.")], 1)]
     assert f.signals() == [MessageStreamEnd("id-1", "msg_1", True)]
@@ -942,9 +951,9 @@ def test_stepfold_stream_cut_and_retried_is_abandoned_and_the_retry_committed():
         *streamed_message("msg_ok", ["Whole."]),
     ]
     assert signals_of(f, events) == [
-        MessageDelta("id-1", "msg_cut_1", "partial"),
+        MessageDelta(message_id="id-1", item_id="msg_cut_1", delta="partial"),
         MessageStreamEnd("id-1", "msg_cut_1", committed=False),
-        MessageDelta("id-1", "msg_ok", "Whole."),
+        MessageDelta(message_id="id-1", item_id="msg_ok", delta="Whole."),
     ]
     assert f.finish(completed()) == [message("id-1", [text("Whole.")], 1, U1)]
     assert f.signals() == [MessageStreamEnd("id-1", "msg_ok", committed=True)]
@@ -958,7 +967,7 @@ def test_stepfold_other_events_leave_a_stream_open():
         ItemStarted(command(status="inProgress")),
         DiffUpdated("d"),
     ]
-    assert signals_of(f, events) == [MessageDelta("id-1", "msg_1", "a")]
+    assert signals_of(f, events) == [MessageDelta(message_id="id-1", item_id="msg_1", delta="a")]
     assert signals_of(f, [ItemCompleted(agent_message("msg_1", "a")), *tool_events(command())[1:]]) == [
         "assistant/message",
         "tool/call",
@@ -979,7 +988,9 @@ def test_stepfold_stream_superseded_by_a_message_written_without_it_is_abandoned
     # msg_a streams before anything is held (the next message's id is
     # reserved for it); a tool finishes first, and its message takes that id.
     f = folder()
-    assert signals_of(f, [AgentMessageDelta("msg_a", "Let me")]) == [MessageDelta("id-1", "msg_a", "Let me")]
+    assert signals_of(f, [AgentMessageDelta("msg_a", "Let me")]) == [
+        MessageDelta(message_id="id-1", item_id="msg_a", delta="Let me")
+    ]
     assert signals_of(f, tool_events(command())) == ["assistant/message", "tool/call", "tool/result"]
     seen = signals_of(f, [ItemCompleted(agent_message("msg_a", "Let me see."))])
     assert seen == ["step/end", "step/start", MessageStreamEnd("id-1", "msg_a", committed=False)]

@@ -256,11 +256,11 @@ class _Watch:
         self.events = 0
 
     def listener(self) -> Any:
-        from codexmini import AgentMessageDelta
+        from codexmini import MessageDelta
 
         def on_event(event: Any) -> None:
             self.events += 1
-            if type(event) is AgentMessageDelta:
+            if type(event) is MessageDelta:  # the agent shows each delta once, as its MessageDelta
                 self.deltas += 1
             elif self.first is None:
                 self.first, self.first_cpu, self.before = time.perf_counter(), time.process_time(), counters()
