@@ -63,7 +63,7 @@ from ._errors import (
     TransportError,
     TurnTimeout,
 )
-from ._events import AgentMessageDelta, Event, InvalidNotification, RetryingError, TurnCompleted, Usage
+from ._events import Event, InvalidNotification, RetryingError, TurnCompleted, Usage
 from ._extras import pages
 from ._inputs import Input, InputItem, as_input
 from ._permission import ApprovalPolicy, SandboxMode
@@ -527,7 +527,7 @@ class Turn:
             books = self.books
             queued = sub._items
             # (Locals: a generator's code is "called" once a turn, so 3.9 caches no global lookup in it.)
-            type_, delta = type, AgentMessageDelta
+            type_, delta = type, books.delta_type
             while not self.done:
                 note = queued.popleft() if queued else sub._next()  # queued already: no await
                 if note is None:
@@ -558,7 +558,8 @@ class Turn:
         except StopAsyncIteration:
             return []
         queued = self.thread._sub._items
-        books, append, type_, delta = self.books, events.append, type, AgentMessageDelta  # (locals: see _iterate)
+        books, append, type_ = self.books, events.append, type  # (locals: see _iterate)
+        delta = books.delta_type
         while queued and not self.done:
             note = queued.popleft()
             event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()

@@ -86,6 +86,8 @@ class TurnFold:
         self.last_error: Optional["TurnError"] = None
         self.completed: Optional[TurnCompleted] = None
         self._delta_row = _DELTA_ROW
+        #: The class streamed deltas are built as (:meth:`deltas_as`).
+        self.delta_type: Type[AgentMessageDelta] = AgentMessageDelta
 
     def deltas_as(self, cls: Type[AgentMessageDelta]) -> None:
         """Build streamed deltas as ``cls`` (a subclass of
@@ -93,6 +95,7 @@ class TurnFold:
         :class:`~._events.MessageDelta` its listener is shown, one object a
         delta instead of two."""
         self._delta_row = _DELTA_ROW if cls is AgentMessageDelta else delta_row(cls)
+        self.delta_type = cls
 
     @property
     def done(self) -> bool:
