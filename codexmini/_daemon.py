@@ -67,6 +67,10 @@ async def daemon(launch: Optional[Launch], command: str) -> Dict[str, Any]:
     )
     try:
         out, err = await within(proc.communicate(), launch.timeouts.initialize)
+    except asyncio.CancelledError:  # the caller gave up (a sync call's timeout): the command ends with the call
+        proc.kill()
+        await proc.wait()
+        raise
     except asyncio.TimeoutError:
         proc.kill()
         await proc.wait()

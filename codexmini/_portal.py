@@ -17,7 +17,8 @@ its thread; a call still blocked in another thread gets
 (:func:`hold`, :func:`release`) and an ``atexit`` hook closes what is still
 open at interpreter exit, newest first.  Approval handlers given as plain
 functions run in a daemon worker thread each (:func:`in_worker_thread`), so
-one that waits for a human never stalls the loop.
+one that waits for a human never stalls the loop; so do the facade's other
+plain-function handlers (:func:`off_loop`).
 
 A process that forks while objects are open: the child inherits them but not
 their loop thread.  In the child the registry starts empty (its exit closes
@@ -279,38 +280,49 @@ async def call_soon(fn: Callable[..., T], *args: Any) -> T:
     return fn(*args)
 
 
+async def off_loop(fn: Callable[..., T], *args: Any, name: str = "codexmini-worker", what: str = "a handler") -> T:
+    """``fn(*args)`` in a daemon thread of its own (named ``name``), awaited
+    on the loop: a blocking function (a human deciding, a slow lookup) never
+    stalls the loop.  What it raises is raised here; ``SystemExit`` or
+    ``KeyboardInterrupt`` in it becomes a :class:`~codexmini.CodexminiError`
+    (naming ``what``), never raised on the loop.  The awaiting task may be
+    cancelled (a deadline, the server's resolve): the thread's result is then
+    dropped, as it is once the loop has closed."""
+    loop = asyncio.get_running_loop()
+    future: "asyncio.Future[T]" = loop.create_future()
+
+    def deliver(result: Any, error: Optional[BaseException]) -> None:
+        if future.done():  # the caller's deadline or the server's resolve came first
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        result: Any = None
+        error: Optional[BaseException] = None
+        try:
+            result = fn(*args)
+        except Exception as exc:  # delivered to the awaiting task (an approval is then answered fail-closed)
+            error = exc
+        except BaseException as exc:  # sys.exit() in a handler: never raised on the loop
+            error = CodexminiError(f"{what} raised {type(exc).__name__}({exc})")
+        try:
+            loop.call_soon_threadsafe(deliver, result, error)
+        except RuntimeError:  # the loop closed meanwhile: nobody waits for the result
+            pass
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    return await future
+
+
 def in_worker_thread(handler: BlockingApprovalHandler) -> ApprovalHandler:
     """The async handler the core wants, running the blocking ``handler`` in a
     daemon thread per request (a human may take minutes; the loop must not wait)."""
 
     async def answer(request: ApprovalRequest) -> Reply:
-        loop = asyncio.get_running_loop()
-        future: "asyncio.Future[Reply]" = loop.create_future()
-
-        def deliver(reply: Optional[Reply], error: Optional[BaseException]) -> None:
-            if future.done():  # the client's deadline or the server's resolve came first
-                return
-            if error is not None:
-                future.set_exception(error)
-            else:
-                future.set_result(reply)  # type: ignore[arg-type]
-
-        def work() -> None:
-            reply: Optional[Reply] = None
-            error: Optional[BaseException] = None
-            try:
-                reply = handler(request)
-            except Exception as exc:  # delivered to the client, which answers fail-closed
-                error = exc
-            except BaseException as exc:  # sys.exit() in a handler: answered fail-closed, never raised on the loop
-                error = CodexminiError(f"the approval handler raised {type(exc).__name__}({exc})")
-            try:
-                loop.call_soon_threadsafe(deliver, reply, error)
-            except RuntimeError:  # the loop closed meanwhile: nobody waits for the answer
-                pass
-
-        threading.Thread(target=work, name="codexmini-approval", daemon=True).start()
-        return await future
+        return await off_loop(handler, request, name="codexmini-approval", what="the approval handler")
 
     return answer
 
@@ -327,6 +339,7 @@ __all__ = [
     "release",
     "in_worker_thread",
     "hold",
+    "off_loop",
     "shut",
     "worker",
 ]

@@ -1,5 +1,5 @@
 """codexmini for code without an event loop: the same client, threads, turns,
-``run()`` and agent, as blocking calls.
+subscriptions, ``run()``, daemon calls and agent, as blocking calls.
 
 ::
 
@@ -16,59 +16,191 @@ thread's own loop.  Calls may come from any thread and run concurrently on
 that loop, which is how another thread interrupts a turn one thread iterates
 (:meth:`Turn.interrupt`) or cancels an agent's turn (:meth:`Agent.cancel`).
 
+* **Parity**: every call of the async API has a twin here, of the same name
+  with the same parameters (kinds and defaults included): ``sync.Thread.resume(client,
+  thread_id)`` is ``await Thread.resume(client, thread_id)``, blocking.
+  ``tests/test_sync_parity.py`` compares the two APIs, with a table of the
+  few members that differ and why (the constructor is the client's
+  ``start``; ``Turn.aclose`` is :meth:`Turn.close`; :meth:`Client.call` runs
+  a coroutine).  A call that waits for something to happen (a turn, a
+  compaction, the agent going idle, the client ending) takes a ``timeout``
+  more, bounding the whole call.
 * **Streaming**: iterating a :class:`Turn` fetches one event per call, as
-  codex sends them.
+  codex sends them.  What the async API gives as an async iterator
+  (``Thread.list``, ``Client.models``, a subscription) is a plain iterator
+  here, each step one blocking call; leaving it early closes the async one.
 * **Interrupts**: a ``KeyboardInterrupt`` (or the call's ``timeout``) while a
   call blocks cancels it on the loop -- for a turn that sends
   ``turn/interrupt`` and waits briefly for ``turn/completed`` -- then raises.
   Leaving ``with turn:`` early, or a loop over a turn that ends with
   ``break`` or an exception, interrupts the turn the same way.
-* **Callbacks**: ``approvals`` handlers are plain functions, each call run in
-  a short-lived worker thread; ``on_event`` listeners run on the loop's
-  thread, must return quickly and must not call back into this module.
+* **Callbacks**: handlers that answer something -- ``approvals``,
+  :meth:`Client.on_request` handlers, the agent's ``before_step`` hook --
+  are plain functions, each call run in a short-lived worker thread (so one
+  may wait for a human, and may call back into this module); listeners --
+  ``on_event``, :meth:`Client.on_answer` observers, a frame ``tap`` -- run on
+  the loop's thread, must return quickly and must not call back into this
+  module.
 * **Shutdown**: ``close()`` (or leaving ``with``) ends the process and the
   loop thread; an ``atexit`` hook closes what is still open.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import functools
 import logging
-from typing import Any, Callable, Coroutine, Dict, Iterator, Mapping, Optional, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Deque,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+)
 
-from . import _agent, _run, _threads
-from ._client import AppServerClient
+from . import _agent, _daemon, _run, _subscriptions, _threads
+from ._agent import AgentConfig, Blocked, TurnEnd
+from ._client import AnswerObserver, AppServerClient, Handler, Tap
 from ._connect import Connect
-from ._errors import CodexminiError, CodexTimeout, ConfigError
+from ._endpoint import ModelEndpoint
+from ._errors import CodexminiError, CodexTimeout, ConfigError, ProtocolError
 from ._events import Event, TurnCompleted, Usage
-from ._inbox import Content
-from ._inputs import Input
-from ._launch import Launch
+from ._inbox import Content, Message
+from ._inputs import Input, InputItem
+from ._launch import Launch, Limits, Overflow, Timeouts
 from ._permission import ApprovalPolicy, SandboxMode, install_approvals
-from ._portal import BlockingApprovalHandler, Portal, call_soon, close_all, hold, in_worker_thread, shut, worker
+from ._portal import (
+    BlockingApprovalHandler,
+    Portal,
+    call_soon,
+    close_all,
+    hold,
+    in_worker_thread,
+    off_loop,
+    shut,
+    worker,
+)
+from ._retry import RetryPolicy
 from ._session import SessionLog
+from ._subscriptions import ALL, GLOBAL
 from ._threads import EventListener, RunResult
+from ._wire import Frame
+
+if TYPE_CHECKING:  # wire types of the pinned schema, as the async API names them
+    from . import protocol
+    from .protocol import (
+        CommandExecResponse,
+        ConfigReadResponse,
+        ConfigWriteResponse,
+        GetAccountRateLimitsResponse,
+        GetAccountResponse,
+        MergeStrategy,
+        Model,
+        RateLimitSnapshot,
+        ReviewDelivery,
+        ReviewTarget,
+        SandboxPolicy,
+    )
 
 log = logging.getLogger("codexmini.sync")
 
 T = TypeVar("T")
 #: Answers one approval (or question) codex asks, in a worker thread: ``handler(request)`` → a reply.
 ApprovalHandler = BlockingApprovalHandler
+#: Answers one server request (:meth:`Client.on_request`), in a worker thread:
+#: ``handler(method, params)`` → the result sent to codex.
+RequestHandler = Callable[[str, Dict[str, Any]], Any]
+#: ``before_step(messages)`` before each of the agent's steps, in a worker
+#: thread: ``None`` lets the step run as it is, a list (of messages or texts)
+#: replaces its messages, a :class:`~codexmini.Blocked` vetoes it.
+PreStepHook = Callable[[List[Message]], Union[None, Sequence[Union[str, Message]], Blocked]]
+
+#: The async agent's own ``new_id`` default (a fresh uuid4 hex), the same object.
+_NEW_ID: Callable[[], str] = (_agent.Agent.__init__.__kwdefaults__ or {})["new_id"]
+
+
+class _End:
+    """The end of an async iterator (a sentinel: StopAsyncIteration must not cross threads)."""
+
+
+_END = _End()
+
+
+async def _step(events: AsyncIterator[T]) -> Union[T, _End]:
+    try:
+        return await events.__anext__()
+    except StopAsyncIteration:
+        return _END
+
+
+async def _aclose(events: "collections.abc.AsyncGenerator[Any, Any]") -> None:
+    await events.aclose()
+
+
+def _blocking(portal: Portal, events: AsyncIterator[T]) -> Iterator[T]:
+    """``events`` (an async iterator of the core) as a plain iterator: each
+    step one blocking call on ``portal``.  Left early (a ``break``, an
+    exception, the iterator dropped), an async generator is closed on the loop."""
+    ended = False
+    try:
+        while True:
+            item = portal.call(_step(events))
+            if isinstance(item, _End):
+                ended = True
+                return
+            yield item
+    finally:
+        if not ended and isinstance(events, collections.abc.AsyncGenerator):
+            try:
+                portal.call(_aclose(events))
+            except CodexminiError as exc:  # closed meanwhile, or dropped on the loop's thread: the loop's close ends it
+                log.debug("closing an async iterator: %s", exc)
+
+
+def _off_loop_handler(handler: RequestHandler) -> Handler:
+    async def answer(method: str, params: Dict[str, Any]) -> Any:
+        return await off_loop(handler, method, params, name="codexmini-handler", what=f"the handler of {method}")
+
+    return answer
+
+
+def _off_loop_hook(hook: PreStepHook) -> _agent.PreStepHook:
+    async def before_step(messages: List[Message]) -> Union[None, Sequence[Union[str, Message]], Blocked]:
+        return await off_loop(hook, messages, name="codexmini-pre-step", what="the pre-step hook")
+
+    return before_step
 
 
 # ---------------------------------------------------------------------------
-# The client, its threads and turns
+# The client
 
 
 async def _start(
-    launch: Optional[Launch], connect: Optional[Union[str, Connect]], approvals: Optional[ApprovalHandler]
+    launch: Optional[Launch], connect: Optional[Union[str, Connect]], token: Optional[str], options: Dict[str, Any]
 ) -> AppServerClient:
-    if connect is not None:
-        if launch is not None:
-            raise ConfigError("launch and connect: a Client starts codex or connects to one, not both")
-        client = await AppServerClient.connect(connect)
-    else:
-        client = await AppServerClient.start(launch)
+    if connect is None:
+        if token is not None:
+            raise ConfigError("token: a capability token goes with connect (a running server), not a launch")
+        return await AppServerClient.start(launch, **options)
+    if launch is not None:
+        raise ConfigError("launch and connect: a Client starts codex or connects to one, not both")
+    return await AppServerClient.connect(connect, token=token, **options)
+
+
+async def _with_approvals(
+    opening: Coroutine[Any, Any, AppServerClient], approvals: Optional[ApprovalHandler]
+) -> AppServerClient:
+    client = await opening
     handler = worker(approvals)
     if handler is not None:
         install_approvals(client, handler)
@@ -78,47 +210,283 @@ async def _start(
 class Client:
     """``codex app-server`` for synchronous code: ``with sync.Client() as client:``.
 
-    Starts and initializes the process ``launch`` describes (a
-    :class:`~codexmini.Launch`) at once, or connects to a running server
-    (``connect``: a ``ws://`` or ``unix://`` URL, or a
-    :class:`~codexmini.Connect`); ``approvals`` is a plain function,
-    run in a worker thread; ``timeout`` bounds the start.  :meth:`close` ends
-    the process and the loop thread.  :attr:`aio` is the
-    underlying :class:`~codexmini.AppServerClient`: use it only in coroutines
-    given to :meth:`call`.
+    The constructor is the blocking :meth:`AppServerClient.start
+    <codexmini.AppServerClient.start>`: it starts and initializes the process
+    ``launch`` describes (a :class:`~codexmini.Launch`) at once -- or, with
+    ``connect`` (a ``ws://`` or ``unix://`` URL, or a
+    :class:`~codexmini.Connect`; ``token`` beside a URL), is
+    :meth:`AppServerClient.connect <codexmini.AppServerClient.connect>` --
+    with the same options (``initialize``, ``client_name``,
+    ``experimental_api``, ``opt_out_notifications``, ``tap``, ``retry``).
+    ``approvals`` is a plain function, run in a worker thread; ``timeout``
+    bounds the start.  :meth:`close` ends the process and the loop thread.
+    Every method of the async client is here, blocking; threads are
+    :class:`Thread` objects (``sync.Thread.start(client)``, or
+    :meth:`thread`).  :attr:`aio` is the underlying
+    :class:`~codexmini.AppServerClient`: use it only in coroutines given to
+    :meth:`call`.
     """
+
+    #: :meth:`subscribe` key: every notification.
+    ALL = ALL
+    #: :meth:`subscribe` key: notifications that name no thread.
+    GLOBAL = GLOBAL
 
     def __init__(
         self,
         launch: Optional[Launch] = None,
         *,
         connect: Optional[Union[str, Connect]] = None,
+        token: Optional[str] = None,
         approvals: Optional[ApprovalHandler] = None,
+        initialize: bool = True,
+        client_name: str = "codexmini",
+        experimental_api: bool = True,
+        opt_out_notifications: Iterable[str] = (),
+        tap: Optional[Tap] = None,
+        retry: Optional[RetryPolicy] = None,
         timeout: Optional[float] = None,
+    ) -> None:
+        options: Dict[str, Any] = {
+            "initialize": initialize,
+            "client_name": client_name,
+            "experimental_api": experimental_api,
+            "opt_out_notifications": opt_out_notifications,
+            "tap": tap,
+            "retry": retry,
+        }
+        self._open(functools.partial(_start, launch, connect, token, options), approvals, timeout)
+
+    def _open(
+        self,
+        opening: Callable[[], Coroutine[Any, Any, AppServerClient]],
+        approvals: Optional[ApprovalHandler],
+        timeout: Optional[float],
     ) -> None:
         self.portal = Portal()
         try:
-            self.aio: AppServerClient = self.portal.call(_start(launch, connect, approvals), timeout)
+            self.aio: AppServerClient = self.portal.call(_with_approvals(opening(), approvals), timeout)
         except BaseException:
             self.portal.close()
             raise
         hold(self)
+
+    @classmethod
+    def _adopt(
+        cls,
+        opening: Callable[[], Coroutine[Any, Any, AppServerClient]],
+        approvals: Optional[ApprovalHandler],
+        timeout: Optional[float],
+    ) -> "Client":
+        """A client around what ``opening()`` opens on the new client's loop (:func:`connect_daemon`)."""
+        client = cls.__new__(cls)
+        client._open(opening, approvals, timeout)
+        return client
+
+    # -- what the async client says about itself
 
     @property
     def pid(self) -> Optional[int]:
         return self.aio.pid
 
     @property
+    def returncode(self) -> Optional[int]:
+        return self.aio.returncode
+
+    @property
+    def stderr_tail(self) -> str:
+        return self.aio.stderr_tail
+
+    @property
     def closed(self) -> bool:
-        return self.portal.closed
+        """True once :meth:`close` was called or the process ended."""
+        return self.portal.closed or self.aio.closed
+
+    @property
+    def healthy(self) -> bool:
+        return self.aio.healthy and not self.portal.closed
+
+    @property
+    def rate_limits(self) -> Optional[RateLimitSnapshot]:
+        return self.aio.rate_limits
+
+    @property
+    def argv(self) -> List[str]:
+        """What was started (``codex app-server …``); empty for a connection."""
+        return self.aio.argv
+
+    @property
+    def url(self) -> Optional[str]:
+        """Where the client connected; ``None`` for a child it started."""
+        return self.aio.url
+
+    @property
+    def timeouts(self) -> Timeouts:
+        return self.aio.timeouts
+
+    @property
+    def limits(self) -> Limits:
+        return self.aio.limits
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self.aio.retry
+
+    @property
+    def stats(self) -> Dict[str, int]:
+        return self.aio.stats
+
+    @property
+    def server_info(self) -> Dict[str, Any]:
+        """The ``initialize`` result."""
+        return self.aio.server_info
+
+    @property
+    def protocol_errors(self) -> Deque[ProtocolError]:
+        """The last few lines and frames that broke the rules (logged and skipped)."""
+        return self.aio.protocol_errors
+
+    # -- calls
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: Optional[float] = None) -> T:
-        """Run a coroutine of the async API (on :attr:`aio`) on this client's loop."""
+        """Run a coroutine of the async API (on :attr:`aio`) on this client's
+        loop; e.g. a typed request of :attr:`AppServerClient.call
+        <codexmini.AppServerClient.call>`:
+        ``client.call(client.aio.call.thread_fork({"threadId": tid}))``."""
         return self.portal.call(coro, timeout)
+
+    def initialize(
+        self,
+        *,
+        client_name: str = "codexmini",
+        experimental_api: bool = True,
+        opt_out_notifications: Iterable[str] = (),
+        timeout: Optional[float] = None,
+    ) -> Dict[str, Any]:
+        """The handshake, for a client made with ``initialize=False``
+        (:meth:`AppServerClient.initialize <codexmini.AppServerClient.initialize>`)."""
+        return self.portal.call(
+            self.aio.initialize(
+                client_name=client_name,
+                experimental_api=experimental_api,
+                opt_out_notifications=opt_out_notifications,
+                timeout=timeout,
+            )
+        )
+
+    def wait_closed(self, timeout: Optional[float] = None) -> None:
+        """Wait until the conversation has ended (process exit or close)."""
+        self.portal.call(self.aio.wait_closed(), timeout)
 
     def request(self, method: str, params: Optional[Mapping[str, Any]] = None, timeout: Optional[float] = None) -> Any:
         """Send a JSON-RPC request; its result (see :meth:`AppServerClient.request`)."""
         return self.portal.call(self.aio.request(method, params, timeout))
+
+    def notify(self, method: str, params: Optional[Mapping[str, Any]] = None) -> None:
+        self.portal.call(self.aio.notify(method, params))
+
+    def on_request(self, method: str, handler: Optional[RequestHandler]) -> None:
+        """Register (or with ``None`` remove) the handler for a server-request
+        method: a plain function ``handler(method, params)`` → the result,
+        run in a worker thread each call (:meth:`AppServerClient.on_request
+        <codexmini.AppServerClient.on_request>`: one that raises or misses
+        ``Timeouts.handler`` gets the fail-closed answer)."""
+        wrapped = None if handler is None else _off_loop_handler(handler)
+        self.portal.call(call_soon(self.aio.on_request, method, wrapped))
+
+    def on_answer(self, observer: AnswerObserver) -> Callable[[], None]:
+        """Be told of every answer to a server request, just before it is sent
+        (:meth:`AppServerClient.on_answer <codexmini.AppServerClient.on_answer>`).
+        ``observer`` runs on the loop's thread: it must return quickly and not
+        call back into this module.  Returns a function that unregisters it
+        (from any thread; once the client is closed there is nothing to do)."""
+        remove = self.portal.call(call_soon(self.aio.on_answer, observer))
+
+        def unregister() -> None:
+            if not self.portal.closed:
+                self.portal.call(call_soon(remove))
+
+        return unregister
+
+    def subscribe(
+        self, key: Optional[str] = GLOBAL, maxsize: Optional[int] = None, overflow: Optional[Overflow] = None
+    ) -> "Subscription":
+        """Subscribe to one thread's notifications (``key`` = thread id), to the
+        global ones (:attr:`GLOBAL`) or to all (:attr:`ALL`): a
+        :class:`Subscription` read with blocking calls
+        (:meth:`AppServerClient.subscribe <codexmini.AppServerClient.subscribe>`).
+        Close one you stop reading: with the default ``overflow="wait"`` a full
+        queue holds the client up."""
+        made = self.portal.call(call_soon(self.aio.subscribe, key, maxsize, overflow))
+        return Subscription(self.portal, made)
+
+    def forget_thread(self, thread_id: str) -> None:
+        self.portal.call(call_soon(self.aio.forget_thread, thread_id))
+
+    def models(
+        self,
+        *,
+        include_hidden: Optional[bool] = None,
+        limit: Optional[int] = None,
+        provider: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> Iterator[Model]:
+        """Every model codex offers (``model/list``), page after page: a plain
+        iterator, each page fetched when the one before is used up."""
+        listed = self.aio.models(include_hidden=include_hidden, limit=limit, provider=provider, timeout=timeout)
+        return _blocking(self.portal, listed)
+
+    def read_config(
+        self, *, cwd: Optional[str] = None, include_layers: Optional[bool] = None, timeout: Optional[float] = None
+    ) -> ConfigReadResponse:
+        return self.portal.call(self.aio.read_config(cwd=cwd, include_layers=include_layers, timeout=timeout))
+
+    def write_config(
+        self,
+        key_path: str,
+        value: Any,
+        *,
+        merge: MergeStrategy = "replace",
+        file_path: Optional[str] = None,
+        expected_version: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> ConfigWriteResponse:
+        written = self.aio.write_config(
+            key_path, value, merge=merge, file_path=file_path, expected_version=expected_version, timeout=timeout
+        )
+        return self.portal.call(written)
+
+    def read_account(
+        self, *, refresh_token: Optional[bool] = None, timeout: Optional[float] = None
+    ) -> GetAccountResponse:
+        return self.portal.call(self.aio.read_account(refresh_token=refresh_token, timeout=timeout))
+
+    def read_rate_limits(self, *, timeout: Optional[float] = None) -> GetAccountRateLimitsResponse:
+        return self.portal.call(self.aio.read_rate_limits(timeout=timeout))
+
+    def exec(
+        self,
+        command: Sequence[str],
+        *,
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, Optional[str]]] = None,
+        timeout_ms: Optional[int] = None,
+        sandbox_policy: Optional[SandboxPolicy] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> CommandExecResponse:
+        running = self.aio.exec(
+            command,
+            cwd=cwd,
+            env=env,
+            timeout_ms=timeout_ms,
+            sandbox_policy=sandbox_policy,
+            params=params,
+            timeout=timeout,
+        )
+        return self.portal.call(running)
+
+    # -- shorthands of the blocking API alone
 
     def thread(
         self,
@@ -128,12 +496,18 @@ class Client:
         sandbox: Optional[SandboxMode] = None,
         approval_policy: Optional[ApprovalPolicy] = None,
         params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
     ) -> "Thread":
-        """Start a thread (``thread/start``)."""
-        started = _threads.Thread.start(
-            self.aio, cwd=cwd, model=model, sandbox=sandbox, approval_policy=approval_policy, params=params
+        """Start a thread (``thread/start``): ``sync.Thread.start(client, …)``."""
+        return Thread.start(
+            self,
+            cwd=cwd,
+            model=model,
+            sandbox=sandbox,
+            approval_policy=approval_policy,
+            params=params,
+            timeout=timeout,
         )
-        return Thread(self.portal, self.portal.call(started))
 
     def run(
         self,
@@ -146,13 +520,14 @@ class Client:
         output_schema: Optional[Mapping[str, Any]] = None,
         thread_params: Optional[Mapping[str, Any]] = None,
         turn_params: Optional[Mapping[str, Any]] = None,
-        idle_timeout: Optional[float] = None,
+        idle_timeout: Optional[float] = 600.0,
         interrupt_grace: float = 5.0,
         on_event: Optional[EventListener] = None,
         raise_on_failure: bool = True,
         timeout: Optional[float] = None,
     ) -> RunResult:
-        """:func:`codexmini.run` on this client: one turn on a new thread."""
+        """:func:`codexmini.run` on this client: one turn on a new thread
+        (``sync.run(prompt, client=client, …)``)."""
         return self.portal.call(
             _run.run(
                 prompt,
@@ -183,12 +558,180 @@ class Client:
         self.close()
 
 
-class Thread:
-    """One codex thread (:meth:`Client.thread`)."""
+class Subscription:
+    """A bounded queue of a client's notifications (:meth:`Client.subscribe`),
+    read with blocking calls: :meth:`get` waits for the next frame, iterating
+    gives every frame until the client ends, :meth:`events` the same as
+    codexmini events (how a caller hears of
+    :class:`~codexmini.RateLimitsUpdated`).  Once the client has ended and
+    the queue is empty, :meth:`get` raises the client's terminal error."""
 
-    def __init__(self, portal: Portal, aio: _threads.Thread) -> None:
+    def __init__(self, portal: Portal, aio: _subscriptions.Subscription) -> None:
         self.portal = portal
         self.aio = aio
+
+    @property
+    def key(self) -> Optional[str]:
+        """The thread id, :attr:`Client.GLOBAL` or :attr:`Client.ALL`."""
+        return self.aio.key
+
+    @property
+    def maxsize(self) -> int:
+        """The queue's size (``Limits.queue_size`` unless :meth:`Client.subscribe` said)."""
+        return self.aio.maxsize
+
+    @property
+    def overflow(self) -> Overflow:
+        """What the queue does over ``maxsize``: ``"wait"`` or ``"drop"``."""
+        return self.aio.overflow
+
+    @property
+    def full(self) -> bool:
+        """True while the client waits for this queue to drain (``"wait"``)."""
+        return self.aio.full
+
+    @property
+    def dropped(self) -> int:
+        """How many notifications this queue dropped (``"drop"``)."""
+        return self.aio.dropped
+
+    def pending(self) -> int:
+        """How many frames are queued."""
+        return self.portal.call(call_soon(self.aio.pending))
+
+    def get_nowait(self) -> Optional[Frame]:
+        """The next frame if one is queued, else ``None`` (raises once ended and empty)."""
+        return self.portal.call(call_soon(self.aio.get_nowait))
+
+    def get(self, timeout: Optional[float] = None) -> Frame:
+        """Wait for the next frame; :class:`~codexmini.CodexTimeout` after ``timeout`` seconds."""
+        return self.portal.call(self.aio.get(timeout))
+
+    def events(self) -> Iterator[Event]:
+        """The queued notifications as codexmini events, until the client ends."""
+        return _blocking(self.portal, self.aio.events())
+
+    def close(self) -> None:
+        """Stop receiving (idempotent); a client waiting for this queue reads on."""
+        self.portal.call(call_soon(self.aio.close))
+
+    def __iter__(self) -> Iterator[Frame]:
+        """Every frame, each step one blocking call, until the client ends."""
+        return _blocking(self.portal, self.aio)
+
+
+# ---------------------------------------------------------------------------
+# Threads and turns
+
+
+class Thread:
+    """One codex thread: :meth:`start` a new one (or :meth:`Client.thread`),
+    :meth:`resume` or :meth:`fork` a stored one, :meth:`list` them; then
+    :meth:`turn` it, :meth:`read` it, :meth:`rollback`, :meth:`compact`,
+    :meth:`review`, :meth:`archive`, name it -- :class:`codexmini.Thread`,
+    blocking."""
+
+    def __init__(self, client: Client, aio: _threads.Thread) -> None:
+        self.client = client
+        self.portal = client.portal
+        self.aio = aio
+
+    @classmethod
+    def start(
+        cls,
+        client: Client,
+        *,
+        cwd: Optional[str] = None,
+        model: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> "Thread":
+        started = _threads.Thread.start(
+            client.aio,
+            cwd=cwd,
+            model=model,
+            sandbox=sandbox,
+            approval_policy=approval_policy,
+            params=params,
+            timeout=timeout,
+        )
+        return cls(client, client.portal.call(started))
+
+    @classmethod
+    def resume(
+        cls,
+        client: Client,
+        thread_id: str,
+        *,
+        cwd: Optional[str] = None,
+        model: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> "Thread":
+        resumed = _threads.Thread.resume(
+            client.aio,
+            thread_id,
+            cwd=cwd,
+            model=model,
+            sandbox=sandbox,
+            approval_policy=approval_policy,
+            params=params,
+            timeout=timeout,
+        )
+        return cls(client, client.portal.call(resumed))
+
+    @classmethod
+    def fork(
+        cls,
+        client: Client,
+        thread_id: str,
+        *,
+        last_turn_id: Optional[str] = None,
+        ephemeral: Optional[bool] = None,
+        cwd: Optional[str] = None,
+        model: Optional[str] = None,
+        sandbox: Optional[SandboxMode] = None,
+        approval_policy: Optional[ApprovalPolicy] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> "Thread":
+        forked = _threads.Thread.fork(
+            client.aio,
+            thread_id,
+            last_turn_id=last_turn_id,
+            ephemeral=ephemeral,
+            cwd=cwd,
+            model=model,
+            sandbox=sandbox,
+            approval_policy=approval_policy,
+            params=params,
+            timeout=timeout,
+        )
+        return cls(client, client.portal.call(forked))
+
+    @staticmethod
+    def list(
+        client: Client,
+        *,
+        limit: Optional[int] = None,
+        archived: Optional[bool] = None,
+        cwd: Optional[str] = None,
+        search: Optional[str] = None,
+        params: Optional[Mapping[str, Any]] = None,
+        timeout: Optional[float] = None,
+    ) -> Iterator[protocol.Thread]:
+        """Every stored thread (``thread/list``, newest first), as the wire's
+        ``Thread`` objects: a plain iterator, each page (``limit`` per page)
+        fetched when the one before is used up.  ``archived=True`` lists the
+        archived ones."""
+        listed = _threads.Thread.list(
+            client.aio, limit=limit, archived=archived, cwd=cwd, search=search, params=params, timeout=timeout
+        )
+        return _blocking(client.portal, listed)
 
     @property
     def id(self) -> str:
@@ -196,8 +739,12 @@ class Thread:
 
     @property
     def info(self) -> Mapping[str, Any]:
-        """The ``thread/start`` result."""
+        """The response the thread was opened with (``thread/start``, ``resume`` or ``fork``)."""
         return self.aio.info
+
+    @property
+    def history_mode(self) -> Optional[str]:
+        return self.aio.history_mode
 
     def turn(
         self,
@@ -217,7 +764,7 @@ class Thread:
             idle_timeout=idle_timeout,
             keep_items=keep_items,
         )
-        return Turn(self.portal, self.portal.call(call_soon(make)))  # built on the loop, like everything it touches
+        return Turn(self, self.portal.call(call_soon(make)))  # built on the loop, like everything it touches
 
     def run(
         self,
@@ -243,6 +790,45 @@ class Thread:
         )
         return self.portal.call(running, timeout)
 
+    def review(
+        self,
+        target: ReviewTarget,
+        *,
+        delivery: Optional[ReviewDelivery] = None,
+        interrupt_grace: float = 5.0,
+        idle_timeout: Optional[float] = None,
+    ) -> "Turn":
+        """A code review (``review/start``) as a :class:`Turn` like any other:
+        iterate it or :meth:`Turn.run` it (:meth:`codexmini.Thread.review`)."""
+        make = functools.partial(
+            self.aio.review, target, delivery=delivery, interrupt_grace=interrupt_grace, idle_timeout=idle_timeout
+        )
+        return Turn(self, self.portal.call(call_soon(make)))
+
+    def compact(
+        self, *, idle_timeout: Optional[float] = None, interrupt_grace: float = 5.0, timeout: Optional[float] = None
+    ) -> TurnCompleted:
+        """Compact the thread's history (``thread/compact/start``) and wait for
+        the compaction turn to end; ``timeout`` bounds the whole call (the
+        turn is interrupted)."""
+        compacting = self.aio.compact(idle_timeout=idle_timeout, interrupt_grace=interrupt_grace)
+        return self.portal.call(compacting, timeout)
+
+    def read(self, *, include_turns: bool = True, timeout: Optional[float] = None) -> protocol.Thread:
+        return self.portal.call(self.aio.read(include_turns=include_turns, timeout=timeout))
+
+    def rollback(self, turns: int = 1, *, timeout: Optional[float] = None) -> None:
+        self.portal.call(self.aio.rollback(turns, timeout=timeout))
+
+    def archive(self, *, timeout: Optional[float] = None) -> None:
+        self.portal.call(self.aio.archive(timeout=timeout))
+
+    def unarchive(self, *, timeout: Optional[float] = None) -> protocol.Thread:
+        return self.portal.call(self.aio.unarchive(timeout=timeout))
+
+    def set_name(self, name: str, *, timeout: Optional[float] = None) -> None:
+        self.portal.call(self.aio.set_name(name, timeout=timeout))
+
     def steer(self, input: Input, expected_turn_id: str) -> str:
         return self.portal.call(self.aio.steer(input, expected_turn_id))
 
@@ -252,13 +838,6 @@ class Thread:
     def close(self) -> None:
         """Stop listening to this thread."""
         self.portal.call(call_soon(self.aio.close))
-
-
-class _End:
-    """The end of a turn's events (a sentinel: StopAsyncIteration must not cross threads)."""
-
-
-_END = _End()
 
 
 class Turn:
@@ -274,11 +853,20 @@ class Turn:
     exception) before the end interrupts the turn.
     """
 
-    def __init__(self, portal: Portal, aio: _threads.Turn) -> None:
-        self.portal = portal
+    def __init__(self, thread: Thread, aio: _threads.Turn) -> None:
+        self.portal = thread.portal
         self.aio = aio
+        self._thread = thread
         self._stop = False  # interrupt() was asked for
         self._stop_sent = False
+
+    @property
+    def thread(self) -> Thread:
+        """The thread the turn runs in: the one it was made from, or (a
+        detached :meth:`Thread.review`) the new thread codex reviews in."""
+        if self.aio.thread is not self._thread.aio:
+            self._thread = Thread(self._thread.client, self.aio.thread)
+        return self._thread
 
     @property
     def id(self) -> Optional[str]:
@@ -299,6 +887,24 @@ class Turn:
     @property
     def completed(self) -> Optional[TurnCompleted]:
         return self.aio.completed
+
+    @property
+    def input(self) -> List[InputItem]:
+        """The input items the turn starts with."""
+        return self.aio.input
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The raw ``turn/start`` fields it adds."""
+        return self.aio.params
+
+    @property
+    def interrupt_grace(self) -> float:
+        return self.aio.interrupt_grace
+
+    @property
+    def idle_timeout(self) -> Optional[float]:
+        return self.aio.idle_timeout
 
     def __iter__(self) -> Iterator[Event]:
         try:
@@ -351,7 +957,7 @@ class Turn:
         return self.portal.call(consume(), timeout)
 
     def close(self) -> None:
-        """Stop early: interrupt the turn if it still runs and wait briefly."""
+        """Stop early: interrupt the turn if it still runs and wait briefly (``Turn.aclose``)."""
         self.portal.call(self.aio.aclose())
 
     def _close_quietly(self) -> None:
@@ -368,6 +974,10 @@ class Turn:
 
     def __exit__(self, *exc: Any) -> None:
         self._close_quietly()
+
+
+# ---------------------------------------------------------------------------
+# One call, and codex's managed daemon
 
 
 def run(
@@ -426,6 +1036,31 @@ def run(
             portal.close()
 
 
+def connect_daemon(
+    launch: Optional[Launch] = None,
+    *,
+    start: bool = True,
+    approvals: Optional[ApprovalHandler] = None,
+    timeout: Optional[float] = None,
+    **options: Any,
+) -> Client:
+    """:func:`codexmini.connect_daemon`, blocking: a :class:`Client` of codex's
+    managed daemon for ``launch``'s ``CODEX_HOME``, started first unless
+    ``start`` is false.  ``options`` go to the connection as
+    :class:`Client`'s do (``token``, ``client_name``, ``tap``, ``retry`` …);
+    ``approvals`` is a plain function, run in a worker thread; ``timeout``
+    bounds the whole call.  The daemon outlives the client: :func:`stop_daemon` stops it."""
+    opening = functools.partial(_daemon.connect_daemon, launch, start=start, **options)
+    return Client._adopt(opening, approvals, timeout)
+
+
+def stop_daemon(launch: Optional[Launch] = None, *, timeout: Optional[float] = None) -> Dict[str, Any]:
+    """:func:`codexmini.stop_daemon`, blocking: stop codex's managed daemon for
+    ``launch``'s ``CODEX_HOME`` and its updater; the daemon's status."""
+    with Portal() as portal:
+        return portal.call(_daemon.stop_daemon(launch), timeout)
+
+
 # ---------------------------------------------------------------------------
 # The agent
 
@@ -433,29 +1068,39 @@ def run(
 class Agent:
     """:class:`codexmini.Agent`, blocking: ``with sync.Agent(log, config) as agent: agent.run("...")``.
 
-    ``approvals`` is a plain function (run in a worker thread); ``on_event``
-    runs on the loop's thread.  :meth:`cancel` and :meth:`steer` may be called
-    from another thread while :meth:`run` blocks.
+    ``approvals`` and ``before_step`` (the pre-step hook: ``None``, a list of
+    messages or texts, or a :class:`~codexmini.Blocked`) are plain functions,
+    each call run in a worker thread; ``on_event`` runs on the loop's thread.
+    :meth:`cancel` and :meth:`steer` may be called from another thread while
+    :meth:`run` blocks.  Every call of the async agent is here: the knobs
+    (:meth:`set_model`, :meth:`set_endpoint`, :meth:`set_knob`), the inbox
+    (:meth:`followup`, :meth:`steer`, :meth:`inject`), :meth:`cancel`,
+    :meth:`wait_idle`, :meth:`start`, :meth:`close`.
     """
 
     def __init__(
         self,
         log_: SessionLog,
-        config: _agent.AgentConfig,
+        config: AgentConfig,
         *,
         approvals: Optional[ApprovalHandler] = None,
         on_event: Optional[EventListener] = None,
-        new_id: Optional[Callable[[], str]] = None,
+        before_step: Optional[PreStepHook] = None,
+        new_id: Callable[[], str] = _NEW_ID,
     ) -> None:
         self.portal = Portal()
-        options: Dict[str, Any] = {"approvals": worker(approvals), "on_event": on_event}
-        if new_id is not None:
-            options["new_id"] = new_id
+        made = functools.partial(
+            _agent.Agent,
+            log_,
+            config,
+            approvals=worker(approvals),
+            on_event=on_event,
+            before_step=None if before_step is None else _off_loop_hook(before_step),
+            new_id=new_id,
+        )
         try:
             # Built on the loop: on Python 3.9 asyncio primitives bind to the loop current at creation.
-            self.aio: _agent.Agent = self.portal.call(
-                call_soon(functools.partial(_agent.Agent, log_, config, **options))
-            )
+            self.aio: _agent.Agent = self.portal.call(call_soon(made))
         except BaseException:
             self.portal.close()
             raise
@@ -466,6 +1111,10 @@ class Agent:
         return self.aio.log
 
     @property
+    def config(self) -> AgentConfig:
+        return self.aio.config
+
+    @property
     def phase(self) -> str:
         return self.aio.phase
 
@@ -474,22 +1123,23 @@ class Agent:
         return self.aio.stats
 
     @property
-    def last_turn_end(self) -> Optional[_agent.TurnEnd]:
+    def last_turn_end(self) -> Optional[TurnEnd]:
         return self.aio.last_turn_end
 
     def start(self) -> None:
         """Start the codex child and write the session header (:meth:`codexmini.Agent.start`)."""
         self.portal.call(self.aio.start())
 
-    def run(self, content: Content, timeout: Optional[float] = None) -> _agent.TurnEnd:
+    def run(self, content: Content, timeout: Optional[float] = None) -> TurnEnd:
         """Queue ``content``, run until idle, return the last ``turn/end`` data.
-        A ``KeyboardInterrupt`` or the ``timeout`` aborts the turn (logged as
-        ``aborted``) before it propagates."""
+        A ``KeyboardInterrupt`` (logged ``abortedBy: interrupt``, as the CLI's
+        Ctrl-C) or the ``timeout`` (``abortedBy: cancel``) aborts the turn
+        before it propagates."""
         try:
             return self.portal.call(self.aio.run(content), timeout)
-        except (KeyboardInterrupt, CodexTimeout):
-            # agent.run waits for a driver task of its own: stop that too (as the CLI's Ctrl-C does).
-            self.cancel()
+        except (KeyboardInterrupt, CodexTimeout) as exc:
+            # agent.run waits for a driver task of its own: stop that too.
+            self.cancel(cause="interrupt" if isinstance(exc, KeyboardInterrupt) else "cancel")
             self.wait_idle(self.portal.cancel_grace)
             raise
 
@@ -502,15 +1152,21 @@ class Agent:
     def inject(self, content: Content) -> None:
         self.portal.call(call_soon(self.aio.inject, content))
 
-    def cancel(self, keep_inbox: bool = False) -> None:
-        """Abort the running turn (from any thread)."""
-        self.portal.call(call_soon(self.aio.cancel, keep_inbox))
+    def cancel(self, keep_inbox: bool = False, *, cause: str = "cancel") -> None:
+        """Abort the running turn (from any thread); ``cause`` is logged as the turn's ``abortedBy``."""
+        self.portal.call(call_soon(functools.partial(self.aio.cancel, keep_inbox, cause=cause)))
 
     def wait_idle(self, timeout: Optional[float] = None) -> None:
         self.portal.call(self.aio.wait_idle(), timeout)
 
     def set_knob(self, kind: str, value: str) -> None:
         self.portal.call(call_soon(self.aio.set_knob, kind, value))
+
+    def set_model(self, model: str) -> None:
+        self.portal.call(call_soon(self.aio.set_model, model))
+
+    def set_endpoint(self, endpoint: Optional[ModelEndpoint], api_key_env: Optional[str] = None) -> None:
+        self.portal.call(call_soon(self.aio.set_endpoint, endpoint, api_key_env))
 
     def close(self) -> None:
         """Cancel anything running, end the child and the loop thread.  Idempotent."""
@@ -523,4 +1179,19 @@ class Agent:
         self.close()
 
 
-__all__ = ["Agent", "ApprovalHandler", "Client", "Portal", "Thread", "Turn", "close_all", "in_worker_thread", "run"]
+__all__ = [
+    "Agent",
+    "ApprovalHandler",
+    "Client",
+    "Portal",
+    "PreStepHook",
+    "RequestHandler",
+    "Subscription",
+    "Thread",
+    "Turn",
+    "close_all",
+    "connect_daemon",
+    "in_worker_thread",
+    "run",
+    "stop_daemon",
+]
