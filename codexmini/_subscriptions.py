@@ -129,9 +129,15 @@ class Subscription:
             note = self._next()
             if note is not None:
                 return note
-            self._waiter = asyncio.get_running_loop().create_future()
+            self._waiter = waiter = asyncio.get_running_loop().create_future()
+            if timeout is None:  # no deadline: the future itself (no frame of within() to resume each wake)
+                try:
+                    await waiter
+                finally:
+                    self._waiter = None
+                continue
             try:
-                await within(self._waiter, timeout)
+                await within(waiter, timeout)
             except asyncio.TimeoutError:
                 raise CodexTimeout(
                     f"no notification for {self.key!r} within {timeout:g}s", float(timeout or 0)

@@ -92,7 +92,9 @@ def test_bench_tiny_run_writes_every_figure(tmp_path, capsys):
     table = capsys.readouterr().out
     figures = doc["figures"]
     live_only = {"e2e_overhead", "concurrent_threads_8_vs_1", "concurrent_connections_8_vs_1"}
-    for name in set(TARGETS) - live_only:
+    # the concurrency section's (skipped above: it runs the real codex too), and the tiny mode has no 128 turns
+    concurrency = {n for n in TARGETS if n.startswith("concurrent_")}
+    for name in set(TARGETS) - live_only - concurrency:
         assert name in figures and name in table
     assert figures["all_deltas_delivered"] is True
     assert isinstance(figures["mapping_imports_asyncio"], bool)
@@ -137,17 +139,51 @@ def test_bench_concurrency_runs_turns_at_once_on_one_codex_server(tmp_path):
         assert result["events"] >= result["n"] * bench.MODES["tiny"].concurrency_deltas
     for way in ("threads", "connections"):
         assert isinstance(doc["figures"][f"concurrent_{way}_8_vs_1"], float)
+    # The fake over stdio: 8 turns in all, n at a time, and 8 at once without their items.
+    fake = doc["sections"]["concurrency"]["fake_runs"]
+    assert sorted(fake) == sorted([f"fake {n}" for n in ns] + ["fake streaming"])
+    for (result,) in fake.values():
+        assert (result["turns"], result["all_delivered"], result["dropped"]) == (8, True, 0)
+    for name in ("concurrent_fake_threads_8_vs_1", "concurrent_rss_per_turn_mb", "concurrent_threads_rss_per_turn_mb"):
+        assert isinstance(doc["figures"][name], float)
 
 
-def test_bench_fake_frames_each_line_as_one_text_frame():
+def test_bench_concurrency_fake_runs_turns_at_once_over_stdio(tiny):
+    from tools.benchlib import concurrency
+
+    options = dict(tiny, n=4, turns=8, deltas=tiny["meta"]["deltas"])
+    result = asyncio.run(concurrency.CONTENDERS["fake_threads"](options))
+    assert (result["n"], result["turns"], result["all_delivered"], result["dropped"]) == (4, 8, True, 0)
+    assert result["events"] >= 8 * tiny["meta"]["deltas"]
+    assert result["first_peak_rss_mb"] > 0
+
+
+def test_bench_fake_interleaves_the_open_turns_a_line_each():
+    import io
+
     from tools.benchlib import fake_appserver
 
-    lines = b'{"a":1}\n' + b'{"b":"' + b"x" * 200 + b'"}\n' + b'{"c":"' + b"y" * 70000 + b'"}\n'
-    framed = fake_appserver.text_frames(lines)
-    assert framed.startswith(b"\x81\x07" + b'{"a":1}')
-    assert b"\x81\x7e\x00\xd0" in framed  # 208 bytes: a 16-bit length
-    assert b"\x81\x7f" + (70008).to_bytes(8, "big") in framed  # a 64-bit length
-    assert len(framed) == len(lines) - 3 + 2 + 4 + 10
+    spec = workload.server_spec(SHAPES)
+    spec["thread_placeholder_bytes"] = spec["thread_placeholder"].encode()
+    spec["turn_placeholder_bytes"] = spec["turn_placeholder"].encode()
+    body = b"".join(workload.encode(f) for f in workload.stream_turn(SHAPES, 200)[0])
+    out = io.BytesIO()
+    server = fake_appserver.FakeServer(spec, body, out, interleave=True)
+    for rid, thread in ((1, "t-one"), (2, "t-two")):
+        server.handle({"id": rid, "method": "turn/start", "params": {"threadId": thread}})
+    answers = out.getvalue()
+    assert answers.count(b"\n") == 2  # the two answers, no turn yet
+    while server.streams:
+        server.round_robin()
+    streamed = out.getvalue()[len(answers) :].splitlines()
+
+    def turn(thread: str, number: int) -> list:
+        text = body.replace(workload.THREAD_PLACEHOLDER.encode(), thread.encode())
+        return text.replace(workload.TURN_PLACEHOLDER.encode(), fake_appserver.turn_id(number).encode()).splitlines()
+
+    # A line of one, a line of the other, each turn whole and in order.
+    assert len(streamed) == 400
+    assert streamed[::2] == turn("t-one", 1) and streamed[1::2] == turn("t-two", 2)
 
 
 def test_instructions_reads_cachegrinds_total_and_refuses_output_without_one():

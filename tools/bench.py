@@ -16,9 +16,11 @@ behind the ratios.  Sections (issue 11):
 4. **serialize** -- prompt serialization of a 10k vs a 100k-event log;
 5. **e2e** -- one scripted turn against the real codex binary, codexmini vs a
    minimal raw JSON-RPC client;
-6. **concurrency** -- 1, 8 and 32 turns streaming at once on one real codex
-   server (``--listen ws://``) with the scripted model: on one connection and
-   on as many connections, events/s and the client's peak RSS.
+6. **concurrency** -- 1, 8, 32 and 128 turns streaming at once on one client:
+   threads of the bench's fake over stdio (the client the bottleneck), and of
+   one real codex server (``--listen ws://``) with the scripted model (and up
+   to 32 on as many connections); events/s of all turns together, the
+   client's peak RSS and what each turn added to it.
 
 The stream section also reads the same turn over WebSocket (TCP and a unix
 socket: the fake served by ``--listen``), as ratios to the stdio client.
@@ -88,17 +90,18 @@ class Mode:
     concurrency_runs: int
     concurrency_deltas: int
     concurrency_ns: Sequence[int]
+    concurrency_notifications: int = 2_000  # a turn of the fake's, in the concurrency section
 
 
 MODES = {
     "full": Mode(
-        5, 200_000, 5, 200_000, 3, 100, 2_000, 7, 8 << 20, 9, 3, 5, (10_000, 100_000), True, 11, 3, 2_000, (1, 8, 32)
+        5, 200_000, 5, 200_000, 3, 100, 2_000, 7, 8 << 20, 9, 3, 5, (10_000, 100_000), True, 11, 3, 300, (1, 8, 32, 128)
     ),
     "quick": Mode(
-        2, 200_000, 1, 50_000, 1, 100, 2_000, 3, 8 << 20, 5, 1, 2, (10_000, 100_000), False, 2, 1, 1_000, (1, 8, 32)
+        2, 200_000, 1, 50_000, 1, 100, 2_000, 3, 8 << 20, 5, 1, 2, (10_000, 100_000), False, 2, 1, 300, (1, 8, 32, 128)
     ),
     # The tests' workload: every building block once, in seconds.
-    "tiny": Mode(1, 200, 1, 200, 1, 4, 200, 1, 64 << 10, 1, 1, 1, (500, 5_000), True, 1, 1, 20, (1, 8)),
+    "tiny": Mode(1, 200, 1, 200, 1, 4, 200, 1, 64 << 10, 1, 1, 1, (500, 5_000), True, 1, 1, 20, (1, 8), 200),
 }
 
 
@@ -121,6 +124,7 @@ class Bench:
             "turns": ("turns", lambda: workload.stream_turn(shapes, m.turns_notifications)),
             "session": ("session", lambda: workload.stream_turn(shapes, m.session_notifications)),
             "large": ("large", lambda: workload.large_frame_turn(shapes, m.large_bytes)),
+            "concurrency": ("concurrency", lambda: workload.stream_turn(shapes, m.concurrency_notifications)),
         }
         todo = {name: build for s, (name, build) in wanted.items() if s in sections}
         self.turns = workload.prepare(self.scratch, self.python, {n: b() for n, b in todo.items()})
@@ -473,14 +477,71 @@ def e2e_section(b: Bench) -> Section:
 
 def concurrency_section(b: Bench) -> Section:
     m = b.mode
+    ns, top = m.concurrency_ns, max(m.concurrency_ns)
+    t = b.turns["concurrency"]
     s = Section(
-        f"6. turns at once — one real codex server (--listen ws://) on the scripted model, {m.concurrency_deltas:,} "
-        f"deltas a turn; {m.concurrency_runs} run(s) each, interleaved, medians; events/s of all turns together"
+        f"6. turns at once — on one client, 1 to {top} at once; {m.concurrency_runs} run(s) each, interleaved, "
+        "medians; events/s of all turns together"
+    )
+    # The fake over stdio, the client the bottleneck: every n runs the same
+    # `top` turns, n at a time (so every n does the same work); RSS is read
+    # with the first n turns at once, their books held.  The streaming
+    # contender (keep_items=False) runs `top` at once only: what a turn at
+    # once costs beside its history.
+    fake = {f"fake {n}": ("concurrency", "fake_threads", b.opts("concurrency", n=n, turns=top)) for n in ns}
+    fake["fake streaming"] = ("concurrency", "fake_threads", b.opts("concurrency", n=top, keep_items=False))
+    for options in (o for _, _, o in fake.values()):
+        options["deltas"] = t["deltas"]
+    fruns = b.runner.interleave("concurrency", fake, m.concurrency_runs)
+    frate = {k: median(r["rate"] for r in v) for k, v in fruns.items()}
+    fcpu = {k: median(r["cpu_rate"] for r in v) for k, v in fruns.items()}
+    frss = {k: median(r["first_peak_rss_mb"] for r in v) for k, v in fruns.items()}
+    b.raw["concurrency"] = {"fake_runs": fruns, "fake_median_rate": frate, "fake_median_first_peak_rss_mb": frss}
+    s.add(
+        "concurrent_fake_1_rate",
+        frate["fake 1"],
+        f"fake over stdio: {top} turns one at a time",
+        "{:,.0f}/s",
+        f"cpu {kfmt(fcpu['fake 1'])}/s · a turn: {t['notifications']:,} notifications, {t['bytes'] / 1e6:.2f} MB",
+    )
+    for n in ns[1:]:
+        key = f"fake {n}"
+        s.add(
+            f"concurrent_fake_threads_{n}_vs_1",
+            frate[key] / frate["fake 1"],
+            f"  {n} at a time (threads of one client) / one at a time",
+            detail=f"{kfmt(frate[key])}/s, cpu {kfmt(fcpu[key])}/s · peak RSS {frss[key]:.1f} MB · "
+            f"delivered {all(r['all_delivered'] and not r['dropped'] for r in fruns[key])}",
+        )
+    s.add(
+        f"concurrent_fake_threads_{top}_vs_1_cpu",
+        fcpu[f"fake {top}"] / fcpu["fake 1"],
+        f"  {top} at a time / one at a time, CPU time",
+    )
+    per_turn = (frss[f"fake {top}"] - frss["fake 1"]) / (top - 1)
+    s.add(
+        "concurrent_rss_per_turn_mb",
+        per_turn,
+        "  peak RSS per turn added at once, history kept",
+        "{:.3f} MB",
+        f"{frss['fake 1']:.1f} MB with one, {frss[f'fake {top}']:.1f} MB with {top} · "
+        f"{per_turn * 1e6 / t['bytes']:.2f} × a turn's bytes on the wire",
+    )
+    s.add(
+        "concurrent_streaming_rss_per_turn_mb",
+        (frss["fake streaming"] - frss["fake 1"]) / (top - 1),
+        "  the same, keep_items=False (the turn's own cost, beside its history)",
+        "{:.3f} MB",
+        f"{frss['fake streaming']:.1f} MB with {top} (the baseline: one turn with its history)",
+    )
+    s.notes.append(
+        f"fake: {top} turns of {t['notifications']:,} notifications in all, n at a time on n threads of one client "
+        "over stdio; the fake interleaves the open turns a line each (--interleave) and writes prepared bytes"
     )
     codex = find_native_codex()
     if codex is None:
         s.skipped = "the codex binary is not installed (make setup installs it, or set CODEXMINI_CODEX_BIN)"
-        for name in ("concurrent_threads_8_vs_1", "concurrent_connections_8_vs_1"):
+        for name in ("concurrent_threads_8_vs_1", "concurrent_connections_8_vs_1", "concurrent_threads_128_vs_1"):
             s.add(name, None, name)
         return s
     from codexmini.testing.live import LiveCodex
@@ -491,28 +552,37 @@ def concurrency_section(b: Bench) -> Section:
         base = {"url": url, "cwd": live.ws, "deltas": m.concurrency_deltas}
         plan = {
             f"{way} {n}": ("concurrency", way, dict(base, n=n))
-            for n in m.concurrency_ns
+            for n in ns
             for way in ("threads", "connections")
+            if way == "threads" or n <= 32  # a connection each: up to 32
         }
         runs = b.runner.interleave("concurrency", plan, m.concurrency_runs)
     rate = {k: median(r["rate"] for r in v) for k, v in runs.items()}
     rss = {k: median(r["peak_rss_mb"] for r in v) for k, v in runs.items()}
-    b.raw["concurrency"] = {"runs": runs, "median_rate": rate, "median_peak_rss_mb": rss}
-    ns = m.concurrency_ns
+    b.raw["concurrency"].update(runs=runs, median_rate=rate, median_peak_rss_mb=rss)
     for way, label in (("threads", "on one connection"), ("connections", "on as many connections")):
-        for n in ns:
+        for n in (n for n in ns if f"{way} {n}" in runs):
             key = f"{way} {n}"
             s.add(
                 f"concurrent_{way}_{n}_rate",
                 rate[key],
-                f"{n} turn(s) at once {label}",
+                f"real codex: {n} turn(s) at once {label}",
                 "{:,.0f}/s",
                 f"peak RSS {rss[key]:.1f} MB · delivered {all(r['all_delivered'] for r in runs[key])}",
             )
-        if 8 in ns and 1 in ns:
-            s.add(f"concurrent_{way}_8_vs_1", rate[f"{way} 8"] / rate[f"{way} 1"], f"  8 at once / 1, {label}")
+        for n in (n for n in ns[1:] if f"{way} {n}" in runs and n in (8, top)):
+            s.add(f"concurrent_{way}_{n}_vs_1", rate[f"{way} {n}"] / rate[f"{way} 1"], f"  {n} at once / 1, {label}")
+    s.add(
+        "concurrent_threads_rss_per_turn_mb",
+        (rss[f"threads {top}"] - rss["threads 1"]) / (top - 1),
+        "  real codex: peak RSS per turn added at once, one connection",
+        "{:.3f} MB",
+        f"a turn: {m.concurrency_deltas:,} deltas",
+    )
     s.notes.append(
-        f"{os.cpu_count()} cores shared by codex, the scripted model and the client: past a few turns the CPU is full"
+        f"real codex: one codex app-server --listen ws:// on the scripted model, {m.concurrency_deltas:,} deltas a turn; "
+        f"{os.cpu_count()} cores shared by codex, the scripted model (in the bench's process) and the client: "
+        "codex is the bottleneck and past a few turns the CPU is full, so these rates say little of the client"
     )
     return s
 

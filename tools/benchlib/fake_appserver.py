@@ -16,6 +16,14 @@ at the first notification, so it is not measured.  Any other request gets the
 It never outlives its reader: stdin EOF ends it, a broken pipe ends it, and an
 alarm ends it after ``--lifetime`` seconds whatever happens.
 
+``--interleave`` (stdio only) streams the turns that are open at once as codex
+does, a line of each in turn, instead of one whole turn after the other: the
+bodies queue up, and between reads of stdin (``select``, not waiting while a
+turn streams) it writes one chunk of about :data:`CHUNK` bytes made of the
+next line of every open turn, round after round.  A client running many turns
+at once then sees every one of them advance in every read, and the per-read
+work of routing frames to many subscriptions is what it measures.
+
 ``--listen ws`` or ``--listen unix:PATH`` serves the same over WebSocket, as
 ``codex app-server --listen`` does: one JSON-RPC message per text frame, a
 fresh server per connection, the unix listener's 101 announcing codex's
@@ -31,6 +39,8 @@ import asyncio
 import base64
 import hashlib
 import json
+import os
+import select
 import signal
 import struct
 import sys
@@ -44,13 +54,20 @@ def turn_id(n: int) -> str:
     return f"019a22cd-86f6-7ad1-910f-{n:012x}"
 
 
+#: About how many bytes ``--interleave`` writes at once (a pipe read takes 32 KiB).
+CHUNK = 32 << 10
+
+
 class FakeServer:
-    def __init__(self, spec: dict, turn: bytes, out) -> None:
+    def __init__(self, spec: dict, turn: bytes, out, interleave: bool = False) -> None:
         self.spec = spec
         self.turn = turn
         self.out = out
         self.threads = 0
         self.turns = 0
+        self.interleave = interleave
+        #: ``--interleave``: the open turns' lines not written yet, each reversed (pop() takes the next).
+        self.streams: list[list[bytes]] = []
 
     def _ids(self, text: str, thread: str, turn: str = "") -> str:
         text = text.replace(self.spec["thread_placeholder"], thread)
@@ -86,7 +103,12 @@ class FakeServer:
             body = self.turn.replace(self.spec["thread_placeholder_bytes"], tid.encode())
             body = body.replace(self.spec["turn_placeholder_bytes"], uid.encode())
             self._write(self._result(rid, method, tid, uid))
-            self._write(body)
+            if self.interleave:
+                lines = body.splitlines(keepends=True)
+                lines.reverse()
+                self.streams.append(lines)
+            else:
+                self._write(body)
         elif method == "thread/unsubscribe":
             self._write(b'{"id":%s,"result":{"status":"unsubscribed"}}\n' % json.dumps(rid).encode())
         elif method == "turn/interrupt":
@@ -94,6 +116,42 @@ class FakeServer:
         else:
             error = {"code": -32600, "message": f"unsupported by the bench's fake: {method}"}
             self._write(json.dumps({"id": rid, "error": error}).encode() + b"\n")
+
+    def round_robin(self) -> None:
+        """``--interleave``: write the next chunk, a line of each open turn in turn."""
+        chunk: list[bytes] = []
+        size = 0
+        streams = self.streams
+        while streams and size < CHUNK:
+            for lines in streams:
+                line = lines.pop()
+                chunk.append(line)
+                size += len(line)
+            if not all(streams):
+                streams[:] = [lines for lines in streams if lines]
+        self._write(b"".join(chunk))
+
+
+def serve_stdio(server: FakeServer) -> None:
+    """Answer stdin's requests until EOF; with ``--interleave``, stream the
+    open turns between reads, never blocking on stdin while one streams."""
+    if not server.interleave:
+        for line in sys.stdin.buffer:
+            if line.strip():
+                server.handle(json.loads(line))
+        return
+    fd, pending = sys.stdin.fileno(), b""
+    while True:
+        if not server.streams or select.select([fd], [], [], 0)[0]:
+            data = os.read(fd, 1 << 16)
+            if not data:
+                return
+            *lines, pending = (pending + data).split(b"\n")
+            for line in lines:
+                if line.strip():
+                    server.handle(json.loads(line))
+        if server.streams:
+            server.round_robin()
 
 
 # -- the same server over WebSocket (--listen), as codex app-server --listen serves ----------
@@ -217,17 +275,16 @@ def main(argv=None) -> int:
     parser.add_argument("--turn", required=True)
     parser.add_argument("--lifetime", type=int, default=900)
     parser.add_argument("--listen", help="serve WebSocket instead of stdio: ws (127.0.0.1, a free port) or unix:PATH")
+    parser.add_argument("--interleave", action="store_true", help="stdio: stream the open turns a line each in turn")
     args, _codex_args = parser.parse_known_args(argv)
     signal.alarm(args.lifetime)  # default action: terminate
     spec, turn = load(args)
     if args.listen:
         asyncio.run(listen(args.listen, spec, turn))
         return 0
-    server = FakeServer(spec, turn, sys.stdout.buffer)
+    server = FakeServer(spec, turn, sys.stdout.buffer, args.interleave)
     try:
-        for line in sys.stdin.buffer:
-            if line.strip():
-                server.handle(json.loads(line))
+        serve_stdio(server)
     except (BrokenPipeError, ConnectionResetError):
         return 0
     return 0
