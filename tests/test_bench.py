@@ -237,3 +237,8 @@ def test_bench_summary_gives_each_interpreter_its_median_range_and_targets_met(t
     assert "raw_rate" not in rows  # no target: only with --all
     assert summary.main([*paths, "--all"]) == 0
     assert "| `raw_rate` |  | 160,000 (150,000–170,000) | 120,000 |" in capsys.readouterr().out
+    assert summary.main([*paths, "--only", "raw_rate,agent_vs_raw"]) == 0
+    assert [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines()[2:]] == [
+        "| `raw_rate`",
+        "| `agent_vs_raw`",
+    ]

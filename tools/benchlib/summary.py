@@ -1,6 +1,6 @@
 """Several ``make bench`` runs as one table: median and range per interpreter.
 
-    python -m tools.benchlib.summary RUN.json [RUN.json ...] [--all] [--markdown]
+    python -m tools.benchlib.summary RUN.json [RUN.json ...] [--all] [--only a,b,c]
 
 One bench run on a shared machine says little (the stream figures move by
 10-20% from run to run); the README shows, for each figure with a target,
@@ -8,7 +8,8 @@ the median and the range (lowest–highest) of at least three runs per
 interpreter, and how many of them met the target.  Runs are grouped by the
 interpreter they measured (``python.version``, to the minor version); a
 figure a run did not measure (a section skipped) is left out of its count.
-``--all`` adds the figures without a target.
+``--all`` adds the figures without a target; ``--only`` picks figures, in
+its order (the README's table).
 """
 
 from __future__ import annotations
@@ -59,16 +60,18 @@ def cell(name: str, docs: list[dict[str, Any]]) -> str:
     return body
 
 
-def table(runs: dict[str, list[dict[str, Any]]], include_all: bool = False) -> list[list[str]]:
+def table(
+    runs: dict[str, list[dict[str, Any]]], include_all: bool = False, only: Sequence[str] = ()
+) -> list[list[str]]:
     versions = sorted(runs, key=lambda v: tuple(map(int, v.split("."))), reverse=True)
-    names: list[str] = []
-    for version in versions:
+    names: list[str] = list(only)
+    for version in versions if not only else ():
         for doc in runs[version]:
             names += [n for n in doc["figures"] if n not in names]
     rows = [["figure", "target", *(f"{v} ({len(runs[v])} runs)" for v in versions)]]
     for name in names:
         texts = {target_text(name, targets_for(runs[v][0]["python"]["version"])): v for v in versions}
-        if not include_all and set(texts) == {""}:
+        if not include_all and not only and set(texts) == {""}:
             continue
         # One target, or each interpreter's: "≥ 0.9 (3.11); ≥ 0.8 (3.9)".
         target = next(iter(texts)) if len(texts) == 1 else "; ".join(f"{t} ({v})" for t, v in texts.items())
@@ -87,8 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="JSON files written by make bench JSON=FILE")
     parser.add_argument("--all", action="store_true", help="also the figures without a target")
+    parser.add_argument("--only", default="", help="comma-separated figures, in this order")
     args = parser.parse_args(argv)
-    print(markdown(table(load(args.runs), args.all)))
+    only = [name for name in args.only.split(",") if name]
+    print(markdown(table(load(args.runs), args.all, only)))
     return 0
 
 
