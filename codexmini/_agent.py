@@ -30,7 +30,10 @@ codex's output brought is folded without an await, written with one ``write``
 and one flush, then shown to ``on_event`` in order, each event after the
 writes it speaks of; a listener that raises ends the turn in ``error``.
 Every answer codex gets to a server request is logged as
-``approval/decision``.
+``approval/decision``, and told to the step fold: a call codex then completes
+``declined`` names that answer in its ``tool/result`` (``approval``).  The
+fold times the tools with the agent's monotonic clock, so a tool still
+running when its codex turn ends says for how long (``elapsedMs``).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import uuid
 from dataclasses import dataclass, replace
 from typing import (
@@ -94,6 +98,10 @@ from ._version import CODEX_VERSION, __version__
 from ._wire import check_encodable
 
 log = logging.getLogger("codexmini.agent")
+
+#: How the step fold times a tool that was still running when its codex turn
+#: ended (``tool/result.elapsedMs``); a module attribute, so a test can set it.
+_clock = time.monotonic
 
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
 
@@ -526,7 +534,7 @@ class Agent:
         for message in messages:
             self._append("user/message", message)
         permissions = self._knobs.permissions(self.config.sandbox, self.config.approval_policy)
-        folder = self._folder = StepFold(step=self._step, model=self._model_label(), new_id=self.new_id)
+        folder = self._folder = StepFold(step=self._step, model=self._model_label(), new_id=self.new_id, clock=_clock)
         generation = self.inbox.generation
         try:
             if unavailable is not None:
@@ -608,7 +616,7 @@ class Agent:
         step, then show the listener the fold's last stream events (unless
         ``show`` is false: the listener or the fold just raised)."""
         if turn is not None:
-            self._apply(folder.finish(turn.books, completed), folder, show=False)
+            self._apply(folder.finish(turn.books, completed, reason), folder, show=False)
             # The turn also counts usage it drained after an interrupt.
             self._turn_usage = self._turn_usage + turn.usage
         self.stats["ignored_items"] += sum(folder.ignored.values())
@@ -715,12 +723,15 @@ class Agent:
     def _log_answer(self, method: str, params: Dict[str, Any], frame: Dict[str, Any], by: str) -> None:
         self.stats["approvals"] += 1
         item = params.get("itemId") or params.get("callId") or params.get("serverName")
-        data: Dict[str, Any] = {"method": method, "itemId": item, "decision": decision_of(frame), "by": by}
+        decision = decision_of(frame)
+        data: Dict[str, Any] = {"method": method, "itemId": item, "decision": decision, "by": by}
         left = unanswered(method, params, frame)
         if left:  # nobody answered these: say so, in the log and to the operator
             data["unanswered"] = left
             log.warning("%d question(s) of %s went unanswered: %s", len(left), item, ", ".join(left))
         self._append("approval/decision", data, step=self._step or None)
+        if self._folder is not None and isinstance(item, str):  # a call codex declines links to this answer
+            self._folder.approval(item, decision, by)
 
     # -- log helpers -----------------------------------------------------------
 

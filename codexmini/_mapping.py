@@ -474,6 +474,7 @@ class ToolResult:
     text: str
     is_error: bool
     status: str
+    exit_code: Optional[int] = None  # a command's, as codex reports it (none when it never ran)
 
 
 #: Tool arguments and structured results as text: ``json.dumps(value,
@@ -491,7 +492,7 @@ def _command(item: "CommandExecutionThreadItem") -> ToolResult:
     status: Optional[str] = item.get("status")
     output: Optional[str] = item.get("aggregatedOutput")
     error = _failed(status) or (exit_code is not None and exit_code != 0)
-    return ToolResult(item["id"], output or "", error, status or "completed")
+    return ToolResult(item["id"], output or "", error, status or "completed", exit_code)
 
 
 def _patch(item: "FileChangeThreadItem") -> ToolResult:

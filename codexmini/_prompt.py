@@ -15,7 +15,14 @@ Two stages:
   ``tool/result``); ``tool/call`` is not, because the assistant message that
   precedes it already carries the same call as a ``tool-call`` block.  The
   projection looks at one event at a time, so
-  ``derive(a + b) == derive(a) + derive(b)``.
+  ``derive(a + b) == derive(a) + derive(b)``.  A tool result's message is
+  its blocks after one bracketed line saying how the call ended when it did
+  not simply run and succeed (:func:`result_note`: who declined it, a
+  non-zero exit code, a failure, how long it ran before the turn ended
+  without it), with ``(no output)`` for the empty output of a call that ran:
+  the four ends the next step must tell apart read differently, and each is
+  derived from the logged ``status``, ``exitCode``, ``approval``,
+  ``stepEnd`` and ``elapsedMs`` alone.
 * :func:`serialize` renders each message as one tagged section and joins the
   sections with a blank line.  Reasoning blocks are not transcribed (the model
   reasons afresh on every query); images become a placeholder naming the file
@@ -88,8 +95,88 @@ def _assistant(data: Mapping[str, Any]) -> Message:
     return Message("assistant", _content(data), source=data.get("source"))
 
 
+#: Shown instead of the empty output of a tool that ran (``completed`` or
+#: ``failed``): the model tells "ran, printed nothing" from "did not run".
+NO_OUTPUT = "(no output)"
+
+#: Who declined a call (``tool/result.approval.by``, the ``by`` of its
+#: ``approval/decision``) → how its result says so.
+_DECLINED_BY = {
+    "handler": "declined by the user",
+    "default": "declined by default: no one was asked",
+    "timeout": "declined: no answer in time",
+    "error": "declined: the approval handler failed",
+    "close": "declined: the client closed before anyone answered",
+}
+
+#: How the step of an abandoned tool ended (``tool/result.stepEnd``) → what
+#: happened to the tool, and why.
+_ABANDONED_BY = {
+    "completed": ("timed out", "still running when the turn ended"),
+    "aborted": ("interrupted", "the turn was cancelled"),
+    "blocked": ("interrupted", "an approval was answered cancel"),
+    "error": ("cut short", "the turn ended in an error"),
+}
+
+
+def _declined(approval: Any) -> str:
+    if not isinstance(approval, Mapping):
+        return "declined"
+    by, decision = approval.get("by"), approval.get("decision")
+    said = _DECLINED_BY.get(by) if isinstance(by, str) else None
+    said = said or (f"declined ({by})" if by else "declined")
+    return f"{said} (approval: {decision})" if decision else said
+
+
+def _abandoned(data: Mapping[str, Any]) -> Optional[str]:
+    elapsed = data.get("elapsedMs")
+    after = f" after {elapsed / 1000:.1f} s" if type(elapsed) is int else ""
+    step_end = data.get("stepEnd")
+    what, why = _ABANDONED_BY.get(step_end if isinstance(step_end, str) else "", ("did not finish", ""))
+    if not why:  # an older log: the result's text says all it knows
+        return f"{what}{after}" if after else None
+    return f"{what}{after}: {why}"
+
+
+def result_note(data: Mapping[str, Any]) -> Optional[str]:
+    """The one line that says how a tool call ended, from its ``tool/result``
+    data: who declined it, how long it ran before the turn ended without it,
+    a non-zero exit code, a failure -- ``None`` for a call that ran and
+    succeeded.  Shown in brackets above the result's output."""
+    status = data.get("status")
+    if status == "declined":
+        return _declined(data.get("approval"))
+    if status == "abandoned":
+        return _abandoned(data)
+    code = data.get("exitCode")
+    if type(code) is int and code != 0:
+        return f"exit code {code}"
+    return "failed" if status == "failed" else None
+
+
+#: The statuses of a call that ran: its empty output is shown as NO_OUTPUT.
+_RAN = frozenset({"completed", "failed"})
+
+
+def _has_output(content: Tuple[Block, ...]) -> bool:
+    for block in content:
+        if block.get("type") != "text" or block.get("text"):
+            return True
+    return False
+
+
 def _tool(data: Mapping[str, Any]) -> Message:
-    return Message("tool", _content(data), call_id=data.get("callId"), is_error=bool(data.get("isError")))
+    # The content the model reads: the note (how the call ended), then the
+    # output -- or, for a call that ran and printed nothing, NO_OUTPUT.  The
+    # common case (ran, exit code 0 or none, some output) costs two lookups.
+    content = _content(data)
+    status = data.get("status")
+    note = None if status == "completed" and not data.get("exitCode") else result_note(data)
+    if status in _RAN and not _has_output(content):
+        content = (text_block(NO_OUTPUT),)
+    if note is not None:
+        content = (text_block(f"[{note}]"), *content)
+    return Message("tool", content, data.get("callId"), bool(data.get("isError")))
 
 
 #: The projected event types; every other type is not part of the conversation.
@@ -216,6 +303,7 @@ class Transcript:
 
 __all__ = [
     "NO_CONTENT",
+    "NO_OUTPUT",
     "Message",
     "Transcript",
     "derive_messages",
@@ -223,6 +311,7 @@ __all__ = [
     "iter_messages",
     "reasoning_block",
     "render_section",
+    "result_note",
     "serialize",
     "text_block",
     "tool_call_block",

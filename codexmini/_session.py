@@ -122,7 +122,7 @@ EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
         "user/message": ("id", "content", "source"),
         "assistant/message": ("id", "content", "source", "usage?"),
         "tool/call": ("callId", "name", "arguments", "kind"),
-        "tool/result": ("callId", "content", "isError", "status"),
+        "tool/result": ("callId", "content", "isError", "status", "exitCode?", "approval?", "stepEnd?", "elapsedMs?"),
         "approval/decision": ("method", "itemId", "decision", "by", "unanswered?"),
         "turn/end": ("reason", "error?", "usage?", "abortedBy?", "blocked?"),
         "agent/error": ("message", "code", "cause?"),

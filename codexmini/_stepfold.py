@@ -6,7 +6,8 @@ log wants that cut into *steps*, one per assistant segment: a segment is the
 reasoning and text of one model answer followed by its tool calls.
 :class:`StepFold` consumes :mod:`._events` in order and returns the log
 writes they imply, as :class:`Write` values; the agent appends them.  It never
-reads a clock or touches a file.
+touches a file, and reads no clock but the one it is given (``clock``: when a
+tool starts, and at the end of a turn that left tools running).
 
 The rules, each pinned by the recorded scenarios (``docs/session-log.md``
 states them as the log's format):
@@ -23,8 +24,15 @@ states them as the log's format):
   completion: a model call's usage races with the tool items it started;
 * steered input is logged where codex echoes it, after the answer it
   interrupted;
+* a tool result carries what codex reported of the call: its status, a
+  command's exit code, and for a declined call the approval answer that
+  declined it (:meth:`StepFold.approval`: the agent tells the fold each
+  answer it logs as ``approval/decision``);
 * a tool item started and never completed gets an explicit ``abandoned``
-  error result.
+  error result, with how the step ended and -- when the fold was given a
+  ``clock`` -- how long the tool had run by then (codex has no timed-out
+  status: a command that outlives its wait keeps running, and the codex turn
+  may end first).
 
 Streamed agent text is announced as :class:`~._events.MessageDelta` with the
 id of the durable message it is becoming and ends with
@@ -42,6 +50,7 @@ from ._events import (
     AgentMessageDelta,
     Event,
     ItemCompleted,
+    ItemStarted,
     MessageDelta,
     MessageStreamEnd,
     PlanDelta,
@@ -70,6 +79,9 @@ class Write(NamedTuple):
     step: int
 
 
+#: The text of an abandoned tool's result.
+ABANDONED = "the tool call did not finish (the turn ended first)"
+
 #: Item types that are neither tools nor message content; counted, not logged.
 _CONTENT_ITEMS = frozenset({"agentMessage", "reasoning", "userMessage", "plan"})
 
@@ -77,10 +89,22 @@ _CONTENT_ITEMS = frozenset({"agentMessage", "reasoning", "userMessage", "plan"})
 class StepFold:
     """Folds one codex turn into session-log writes, starting at ``step``."""
 
-    def __init__(self, *, step: int, model: str, new_id: Callable[[], str] = lambda: os.urandom(16).hex()) -> None:
+    def __init__(
+        self,
+        *,
+        step: int,
+        model: str,
+        new_id: Callable[[], str] = lambda: os.urandom(16).hex(),
+        clock: Optional[Callable[[], float]] = None,
+    ) -> None:
         self.step = step
         self.model = model
         self.new_id = new_id
+        #: Seconds, read when a tool item starts and when the turn ends with
+        #: tools still running (their ``elapsedMs``); ``None``: not timed.
+        self.clock = clock
+        self._tool_started: Dict[str, float] = {}  # tool item id → clock() at its first item/started
+        self._approvals: Dict[str, Dict[str, str]] = {}  # item id → the last approval answer logged for it
         self.held: Optional[Dict[str, Any]] = None
         self.pending_reasoning: List[str] = []
         self.streamed: Dict[Tuple[str, str], Dict[int, str]] = {}  # (item, summary|content) → parts
@@ -120,6 +144,10 @@ class StepFold:
 
     def _plan_delta(self, event: PlanDelta, out: List[Write]) -> None:
         self._begin_segment(out)
+
+    def _item_started(self, event: ItemStarted, out: List[Write]) -> None:
+        if self.clock is not None and event.item_type in TOOL_ITEMS and event.item_id not in self._tool_started:
+            self._tool_started[event.item_id] = self.clock()  # its first start
 
     def _item_completed(self, event: ItemCompleted, out: List[Write]) -> None:
         self._completed(event.item, out)
@@ -196,20 +224,36 @@ class StepFold:
             return True
         return False
 
+    def approval(self, item_id: str, decision: str, by: str) -> None:
+        """codexmini answered an approval for ``item_id`` (logged as
+        ``approval/decision``): a call codex then reports ``declined`` links
+        to it in its result (``approval``: the last answer for the item)."""
+        self._approvals[item_id] = {"decision": decision, "by": by}
+
     def unechoed(self) -> List[Dict[str, Any]]:
         """Steered messages codex never echoed (the turn ended first)."""
         pending, self._steered = self._steered, []
         return [message for group in pending for message in group]
 
-    def finish(self, books: TurnFold, completed: bool = True) -> List[Write]:
+    def finish(self, books: TurnFold, completed: bool = True, ended: Optional[str] = None) -> List[Write]:
         """The turn is over: settle the tools it started that never finished
         here, flush what is held -- with the turn's usage when the turn was
         consumed to its ``turn/completed`` (``completed``; not after a cancel
-        or a dead child, where the usage is not certain)."""
+        or a dead child, where the usage is not certain).  ``ended`` is the
+        reason of the ``step/end`` that follows (``completed``, ``aborted``,
+        ``blocked``, ``error``): an abandoned tool's result says it."""
         out: List[Write] = []
+        now: Optional[float] = None
         for call in books.started_tools():
             if call.call_id not in self._tools_seen:
-                self._tool(call, "the tool call did not finish (the turn ended first)", True, "abandoned", out)
+                extra: Dict[str, Any] = {}
+                if ended is not None:
+                    extra["stepEnd"] = ended
+                started = self._tool_started.get(call.call_id)
+                if started is not None and self.clock is not None:
+                    now = self.clock() if now is None else now
+                    extra["elapsedMs"] = max(0, round((now - started) * 1000))
+                self._tool(call, ABANDONED, True, "abandoned", out, extra)
         self._flush(out)
         self._abandon_streams()  # streamed, never completed: the turn ended first
         if completed and books.done and books.usage != Usage():
@@ -239,7 +283,12 @@ class StepFold:
             call = tool_call(item)
             result = tool_result(item)
             assert call is not None and result is not None
-            self._tool(call, result.text, result.is_error, result.status, out)
+            extra: Dict[str, Any] = {}
+            if result.exit_code is not None:
+                extra["exitCode"] = result.exit_code
+            if result.status == "declined" and call.call_id in self._approvals:
+                extra["approval"] = dict(self._approvals[call.call_id])
+            self._tool(call, result.text, result.is_error, result.status, out, extra)
         elif kind not in _CONTENT_ITEMS:
             self.ignored[kind] += 1
 
@@ -263,7 +312,9 @@ class StepFold:
             self._text_at[item_id] = len(held["content"])
             held["content"].append(text_block(str(text)))
 
-    def _tool(self, call: ToolCall, text: str, is_error: bool, status: str, out: List[Write]) -> None:
+    def _tool(
+        self, call: ToolCall, text: str, is_error: bool, status: str, out: List[Write], extra: Dict[str, Any]
+    ) -> None:
         self._tools_seen.add(call.call_id)
         self._begin_segment(out)
         held = self._held()
@@ -278,13 +329,9 @@ class StepFold:
             )
         )
         content = [text_block(text)] if text else []
-        out.append(
-            Write(
-                "tool/result",
-                {"callId": call.call_id, "content": content, "isError": is_error, "status": status},
-                self.step,
-            )
-        )
+        data = {"callId": call.call_id, "content": content, "isError": is_error, "status": status}
+        data.update(extra)  # exitCode, approval, stepEnd, elapsedMs: when known
+        out.append(Write("tool/result", data, self.step))
         self.settled += 1
         self.tool_calls += 1
 
@@ -361,6 +408,7 @@ _FOLDS: Dict[type, Callable[[StepFold, Any, List[Write]], None]] = {
     ReasoningSummaryDelta: StepFold._summary_delta,
     ReasoningTextDelta: StepFold._text_delta,
     PlanDelta: StepFold._plan_delta,
+    ItemStarted: StepFold._item_started,
     ItemCompleted: StepFold._item_completed,
     AgentMessageDelta: StepFold._message_delta,
     RetryingError: StepFold._retrying,

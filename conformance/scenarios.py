@@ -155,7 +155,7 @@ def _check_cmd_ok(result: ScenarioResult) -> None:
     (call,) = result.of_type("tool/call")
     assert call["data"]["name"] == "bash" and "echo hello-stream" in call["data"]["arguments"]
     (res,) = result.of_type("tool/result")
-    assert res["data"]["isError"] is False and res["data"]["status"] == "completed"
+    assert res["data"]["isError"] is False and res["data"]["status"] == "completed" and res["data"]["exitCode"] == 0
     # One line from each stream: both are captured into aggregatedOutput.
     assert res["data"]["content"] == [{"type": "text", "text": "hello-stream\nhello-stream\n"}]
     steps = [(e["type"], e["step"]) for e in result.session if e["type"] in ("step/start", "step/end")]
@@ -357,7 +357,7 @@ def _check_cmd_fail(result: ScenarioResult) -> None:
     call, res = _tool(result)
     assert call["name"] == "bash" and "exit 3" in call["arguments"]
     # A non-zero exit is a failed item, not a failed turn.
-    assert res["isError"] is True and res["status"] == "failed"
+    assert res["isError"] is True and res["status"] == "failed" and res["exitCode"] == 3
     assert res["content"] == [{"type": "text", "text": "about-to-fail\n"}]
     (item,) = _items(result, "commandExecution")
     assert item["exitCode"] == 3 and item["status"] == "failed"
@@ -495,8 +495,9 @@ def _check_approval_decline(result: ScenarioResult) -> None:
     _check_command_request(result)
     assert _decisions(result) == [("item/commandExecution/requestApproval", "decline", "handler")]
     _, res = _tool(result)
-    # Declined: no output, no exit code; the model is told and goes on.
+    # Declined: no output, no exit code, the answer that declined it; the model is told and goes on.
     assert res["isError"] is True and res["status"] == "declined" and res["content"] == []
+    assert "exitCode" not in res and res["approval"] == {"decision": "decline", "by": "handler"}
     (item,) = _items(result, "commandExecution")
     assert item["status"] == "declined" and item["exitCode"] is None
     assert texts(result) == ["The command was declined."]
@@ -519,6 +520,7 @@ def _check_approval_cancel(result: ScenarioResult) -> None:
     assert _decisions(result) == [("item/commandExecution/requestApproval", "cancel", "handler")]
     _, res = _tool(result)
     assert res["isError"] is True and res["status"] == "declined"
+    assert res["approval"] == {"decision": "cancel", "by": "handler"}
     # Cancel interrupts the turn; no further model call, so no answer.
     assert _completed(result).status == "interrupted"
     assert texts(result) == []
@@ -556,6 +558,7 @@ def _check_approval_deadline(result: ScenarioResult) -> None:
     assert answer_["result"] == {"decision": "decline"}
     _, res = _tool(result)
     assert res["isError"] is True and res["status"] == "declined"
+    assert res["approval"] == {"decision": "decline", "by": "timeout"}
     assert texts(result) == ["Nobody approved the command."]
     _completed_turn_end(result)
 
@@ -669,6 +672,7 @@ def _check_patch_approval_decline(result: ScenarioResult) -> None:
         "content": [{"type": "text", "text": "patch declined"}],
         "isError": True,
         "status": "declined",
+        "approval": {"decision": "decline", "by": "handler"},  # the answer that declined it
     }
     assert texts(result) == ["The patch was rejected."]
     _completed_turn_end(result)
@@ -779,7 +783,7 @@ def _check_permissions_grant(result: ScenarioResult) -> None:
     # The granted write then works inside the sandbox: exit 0 (a denied one
     # fails with "Read-only file system").
     _, res = _tool(result)
-    assert res == {"callId": "call_cmd_1", "content": [], "isError": False, "status": "completed"}
+    assert res == {"callId": "call_cmd_1", "content": [], "isError": False, "status": "completed", "exitCode": 0}
     (item,) = _items(result, "commandExecution")
     assert item["exitCode"] == 0
     assert texts(result) == ["Wrote the report."]
@@ -1033,6 +1037,8 @@ def _check_interrupt_command(result: ScenarioResult) -> None:
     call, res = _tool(result)
     assert "sleep 30" in call["arguments"]
     assert res["isError"] is True and res["status"] == "abandoned"
+    # The result says how the step ended and how long the command had run (by the agent's clock).
+    assert res["stepEnd"] == "aborted" and type(res["elapsedMs"]) is int and res["elapsedMs"] >= 0
     (end,) = turn_ends(result)
     assert end["reason"] == "aborted" and "error" not in end
     assert result.of_type("step/end")[-1]["data"]["reason"] == "aborted"

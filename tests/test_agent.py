@@ -19,6 +19,7 @@ plugin like everywhere else.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import os
@@ -687,6 +688,113 @@ async def test_agent_approval_answers_are_logged_in_memory(offline, handler, dec
     assert (logged["turn"], logged["step"]) == (1, 1)
     assert s.of_type("tool/result")[0]["data"]["status"] == status
     assert agent.stats["approvals"] == 1
+
+
+#: What the step after each kind of command end reads of it (issue 30): a
+#: declined command, one that failed with an exit code and no output, one still
+#: running when the turn ended, one that printed nothing.
+REASON_SECTIONS = [
+    """<assistant>
+[tool call: bash({"command":"/bin/bash -lc 'touch ok.txt'"})]
+</assistant>
+
+<tool-result-error>
+[declined by the user (approval: decline)]
+</tool-result-error>""",
+    """<assistant>
+[tool call: bash({"command":"/bin/bash -lc 'exit 1'"})]
+</assistant>
+
+<tool-result-error>
+[exit code 1]
+(no output)
+</tool-result-error>""",
+    """<assistant>
+ok
+[tool call: bash({"command":"/bin/bash -lc 'sleep 3'"})]
+</assistant>
+
+<tool-result-error>
+[timed out after 2.5 s: still running when the turn ended]
+the tool call did not finish (the turn ended first)
+</tool-result-error>""",
+    """<assistant>
+[tool call: bash({"command":"/bin/bash -lc true"})]
+</assistant>
+
+<tool-result>
+(no output)
+</tool-result>""",
+]
+
+REASONS_SCRIPT = {
+    # One command a turn, in this order (the prompt holds every earlier
+    # message, so the turns are told apart by count, not by text); the
+    # command's output is always answered "ok".
+    "rules": [
+        {"when": {"last_item": "function_call_output"}, "respond": reply("ok")},
+        {
+            "times": 1,
+            "respond": command(
+                "touch ok.txt", "call_decline", sandbox_permissions="require_escalated", justification="test"
+            ),
+        },
+        {"times": 1, "respond": command("exit 1", "call_fail")},
+        {"times": 1, "respond": command("sleep 3", "call_timeout", yield_time_ms=500)},
+        {"times": 1, "respond": command("true", "call_empty")},
+    ],
+    "default": reply("ok"),
+}
+
+
+@BOTH
+async def test_agent_the_next_prompt_tells_each_end_of_a_command_apart(kind, twin, monkeypatch):
+    # The same four turns on the fake and on codex itself: the log keeps what
+    # codex reported (status, exit code, the approval that declined), the
+    # next step's prompt says it in one line each.  The fold's clock moves
+    # 2.5 s a reading: the command that outlived the turn ran one step of it.
+    s = twin(tb.Reasons, REASONS_SCRIPT)
+    monkeypatch.setattr(agent_mod, "_clock", itertools.count(0.0, 2.5).__next__)
+
+    async def decline(request: Any) -> Reply:
+        return Reply("decline")
+
+    async with s.agent(approvals=decline) as agent:
+        agent.set_knob("approval/policy", "ask")
+        ends = [await agent.run(said) for said in ("decline it", "fail it", "timeout it", "empty it", "and now?")]
+    assert [end["reason"] for end in ends] == ["completed"] * 5
+    results = [e["data"] for e in s.of_type("tool/result")]
+    assert [(r["callId"], r["status"], r.get("exitCode")) for r in results] == [
+        ("call_decline", "declined", None),
+        ("call_fail", "failed", 1),
+        ("call_timeout", "abandoned", None),
+        ("call_empty", "completed", 0),
+    ]
+    assert results[0]["approval"] == {"decision": "decline", "by": "handler"}
+    assert (results[2]["stepEnd"], results[2]["elapsedMs"]) == ("completed", 2500)
+    prompt = s.sent("turn/start")[-1]["params"]["input"][0]["text"]
+    last_user = max(i for i, e in enumerate(s.log.events) if e["type"] == "user/message")
+    assert prompt == serialize(derive_messages(s.log.events[: last_user + 1]))  # a pure function of the log
+    for section in REASON_SECTIONS:
+        assert section in prompt
+
+
+def test_agent_an_answer_links_to_the_call_of_the_running_step_only(offline):
+    # The client answers a request when no step runs (it closed with one
+    # pending: `close`), or one that names no item: logged, linked to no call.
+    s = offline(tb.AgentTurns)
+    agent = s.agent()
+    method, frame = "item/commandExecution/requestApproval", {"result": {"decision": "decline"}}
+    agent._log_answer(method, {"itemId": "call_1"}, frame, "close")
+    folder = agent._folder = agent_mod.StepFold(step=1, model="m")
+    agent._log_answer(method, {}, frame, "default")
+    agent._log_answer(method, {"itemId": "call_2"}, frame, "handler")
+    assert [(e["data"]["itemId"], e["data"]["by"]) for e in s.of_type("approval/decision")] == [
+        ("call_1", "close"),
+        (None, "default"),
+        ("call_2", "handler"),
+    ]
+    assert folder._approvals == {"call_2": {"decision": "decline", "by": "handler"}}
 
 
 @pytest.mark.parametrize("transport", ["memory", "pipes"])

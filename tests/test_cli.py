@@ -426,6 +426,7 @@ def test_cli_run_refuses_an_image_that_is_not_a_readable_file(scratch, image):
     path = os.path.join(scratch, image)
     code, out, err = call(offline_run(scratch, "--image", path, "--codex-bin", dying_codex(scratch)))
     assert (code, out, err) == (2, "", f"codexmini: --image {path}: not a readable file\n")
+    assert not os.path.exists(os.path.join(scratch, "s.jsonl"))  # refused before anything is logged or sent
 
 
 def test_cli_a_typed_error_is_one_line_and_exit_1():

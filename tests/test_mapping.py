@@ -720,11 +720,11 @@ def test_tool_command_completed():
     assert call == ToolCall(
         "call_cmd_1", "bash", json.dumps({"command": COMMAND}, separators=(",", ":")), "commandExecution"
     )
-    assert tool_result(CMD_COMPLETED) == ToolResult("call_cmd_1", "done\n", False, "completed")
+    assert tool_result(CMD_COMPLETED) == ToolResult("call_cmd_1", "done\n", False, "completed", 0)
 
 
 def test_tool_command_nonzero_exit_is_an_error():
-    assert tool_result(CMD_EXIT_3) == ToolResult("call_cmd_1", "about-to-fail\n", True, "failed")
+    assert tool_result(CMD_EXIT_3) == ToolResult("call_cmd_1", "about-to-fail\n", True, "failed", 3)
 
 
 def test_tool_command_nonzero_exit_is_an_error_whatever_the_status():
@@ -732,12 +732,12 @@ def test_tool_command_nonzero_exit_is_an_error_whatever_the_status():
     assert tool_result(dict(CMD_EXIT_3, status="completed")).is_error is True
 
 
-def test_tool_command_declined_has_empty_text():
-    assert tool_result(CMD_DECLINED) == ToolResult("call_cmd_1", "", True, "declined")
+def test_tool_command_declined_has_empty_text_and_no_exit_code():
+    assert tool_result(CMD_DECLINED) == ToolResult("call_cmd_1", "", True, "declined", None)
 
 
 def test_tool_command_failed_without_exit_code():
-    assert tool_result(CMD_FAILED_NO_EXIT) == ToolResult("call_cmd_1", "", True, "failed")
+    assert tool_result(CMD_FAILED_NO_EXIT) == ToolResult("call_cmd_1", "", True, "failed", None)
 
 
 def test_tool_command_started_item_maps_to_the_same_call():
@@ -746,7 +746,7 @@ def test_tool_command_started_item_maps_to_the_same_call():
 
 def test_tool_command_missing_status():
     item = {k: v for k, v in CMD_COMPLETED.items() if k != "status"}
-    assert tool_result(item) == ToolResult("call_cmd_1", "done\n", False, "completed")
+    assert tool_result(item) == ToolResult("call_cmd_1", "done\n", False, "completed", 0)
 
 
 def test_tool_patch_completed():

@@ -132,7 +132,8 @@ cat c.txt
 </assistant>
 
 <tool-result-error>
-(no content)
+[failed]
+(no output)
 </tool-result-error>
 
 <assistant>

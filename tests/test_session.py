@@ -453,7 +453,7 @@ def test_event_types_document_the_data_keys_of_spec_section_5_and_its_extensions
         "user/message": ("id", "content", "source"),
         "assistant/message": ("id", "content", "source", "usage?"),
         "tool/call": ("callId", "name", "arguments", "kind"),
-        "tool/result": ("callId", "content", "isError", "status"),
+        "tool/result": ("callId", "content", "isError", "status", "exitCode?", "approval?", "stepEnd?", "elapsedMs?"),
         "approval/decision": ("method", "itemId", "decision", "by", "unanswered?"),
         "turn/end": ("reason", "error?", "usage?", "abortedBy?", "blocked?"),
         "agent/error": ("message", "code", "cause?"),

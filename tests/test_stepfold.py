@@ -184,9 +184,12 @@ def tool_call(call_id: str, name: str, arguments: str, kind: str, step: int) -> 
     return Write("tool/call", {"callId": call_id, "name": name, "arguments": arguments, "kind": kind}, step)
 
 
-def tool_result(call_id: str, out: str, step: int, *, is_error: bool = False, status: str = "completed") -> Write:
+def tool_result(
+    call_id: str, out: str, step: int, *, is_error: bool = False, status: str = "completed", **more: Any
+) -> Write:
     content = [text(out)] if out else []
-    return Write("tool/result", {"callId": call_id, "content": content, "isError": is_error, "status": status}, step)
+    data = {"callId": call_id, "content": content, "isError": is_error, "status": status, **more}
+    return Write("tool/result", data, step)
 
 
 def rotate(step: int) -> List[Write]:
@@ -403,7 +406,7 @@ def test_stepfold_tool_then_final_message_rotates_the_step():
     assert writes == [
         message("id-1", [call_block("call_cmd_1", "bash", CMD_ARGS)], 1),
         tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
-        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1),
+        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1, exitCode=0),
     ]
     rest = fold([usage_event(U1), *streamed_message("msg_final", ["Command ", "finished."]), usage_event(U2)], f=f)
     assert rest == [
@@ -421,7 +424,7 @@ def test_stepfold_message_then_tool_makes_one_message_with_the_call():
     assert fold(events) == [
         message("id-1", [text("Let me look."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1),
         tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
-        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1),
+        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1, exitCode=0),
     ]
 
 
@@ -441,11 +444,11 @@ def test_stepfold_two_consecutive_tools_get_two_steps():
     assert fold(events, f=f) == [
         message("id-1", [call_block("call_cmd_1", "bash", CMD_ARGS)], 1),
         tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
-        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1),
+        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1, exitCode=0),
         *rotate(1),
         message("id-2", [call_block("call_cmd_2", "bash", second_args)], 2),
         tool_call("call_cmd_2", "bash", second_args, "commandExecution", 2),
-        tool_result("call_cmd_2", "a\n", 2),
+        tool_result("call_cmd_2", "a\n", 2, exitCode=0),
     ]
     # The turn ended right after a tool: no message carries the usage, the
     # folder still has it for turn/end.
@@ -481,7 +484,7 @@ def test_stepfold_tool_with_pending_reasoning_and_no_held_message():
     assert fold(events) == [
         message("id-1", [thought("I should list files."), call_block("call_cmd_1", "bash", CMD_ARGS)], 1),
         tool_call("call_cmd_1", "bash", CMD_ARGS, "commandExecution", 1),
-        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1),
+        tool_result("call_cmd_1", "hello-stdout\nhello-stderr\n", 1, exitCode=0),
     ]
 
 
@@ -490,12 +493,46 @@ def test_stepfold_failed_command_is_an_error_result():
         status="failed", output="about-to-fail\n", exit_code=3, cmd="/bin/bash -lc 'echo about-to-fail; exit 3'"
     )
     writes = fold(tool_events(failed))
-    assert writes[-1] == tool_result("call_cmd_1", "about-to-fail\n", 1, is_error=True, status="failed")
+    assert writes[-1] == tool_result("call_cmd_1", "about-to-fail\n", 1, is_error=True, status="failed", exitCode=3)
 
 
 def test_stepfold_declined_command_has_no_result_text():
     declined = command(status="declined", output=None, exit_code=None)
     assert fold(tool_events(declined))[-1] == tool_result("call_cmd_1", "", 1, is_error=True, status="declined")
+
+
+def test_stepfold_declined_call_links_the_last_approval_answer_for_it():
+    f = folder()
+    f.approval("call_cmd_1", "accept", "handler")  # answered again later: the last answer wins
+    f.approval("call_cmd_1", "cancel", "handler")
+    f.approval("call_other", "decline", "default")  # another call's
+    declined = command(status="declined", output=None, exit_code=None)
+    writes = fold(tool_events(declined), f=f)
+    assert writes[-1] == tool_result(
+        "call_cmd_1", "", 1, is_error=True, status="declined", approval={"decision": "cancel", "by": "handler"}
+    )
+    # A copy: the fold's own record does not travel in the log's data.
+    writes[-1].data["approval"]["by"] = "changed"
+    assert f.steps._approvals["call_cmd_1"] == {"decision": "cancel", "by": "handler"}
+
+
+def test_stepfold_a_call_that_ran_carries_no_approval():
+    f = folder()
+    f.approval("call_cmd_1", "accept", "handler")
+    assert "approval" not in fold(tool_events(command()), f=f)[-1].data
+
+
+def test_stepfold_declined_patch_links_its_approval_and_has_no_exit_code():
+    f = folder()
+    f.approval("call_patch_1", "decline", "timeout")
+    assert fold(tool_events(patch(status="declined")), f=f)[-1] == tool_result(
+        "call_patch_1",
+        "patch declined",
+        1,
+        is_error=True,
+        status="declined",
+        approval={"decision": "decline", "by": "timeout"},
+    )
 
 
 def test_stepfold_file_change_tool():
@@ -555,6 +592,82 @@ def test_stepfold_abandoned_tool_after_a_settled_tool_gets_its_own_step():
         ("tool/result", 2),
     ]
     assert writes[-1].data["status"] == "abandoned"
+
+
+class Clock:
+    """A clock for the fold: ``readings`` in order, each read counted."""
+
+    def __init__(self, *readings: float) -> None:
+        self.readings = list(readings)
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.readings.pop(0)
+
+
+def timed(clock: Clock) -> Folded:
+    counter = itertools.count(1)
+    return Folded(1, StepFold(step=1, model=MODEL, new_id=lambda: f"id-{next(counter)}", clock=clock))
+
+
+def test_stepfold_abandoned_tool_says_how_the_step_ended_and_how_long_it_ran():
+    clock = Clock(10.0, 10.5, 13.0004)
+    f = timed(clock)
+    events = [
+        *PROLOGUE,  # not a tool: no reading
+        ItemStarted(command(status="inProgress")),  # 10.0
+        ItemStarted(command(status="inProgress")),  # started again: the first start counts
+        *tool_events(command("call_cmd_2")),  # 10.5, settled: no elapsedMs
+        ItemStarted(reasoning("rs_9")),
+    ]
+    for event in events:
+        f.feed(event)
+    assert clock.reads == 2
+    writes = f.steps.finish(f.books, True, "completed")  # 13.0004: read once
+    assert clock.reads == 3
+    assert writes[-1] == tool_result(
+        "call_cmd_1", ABANDONED_TEXT, 2, is_error=True, status="abandoned", stepEnd="completed", elapsedMs=3000
+    )
+
+
+def test_stepfold_several_abandoned_tools_share_one_reading():
+    clock = Clock(1.0, 2.0, 5.0)
+    f = timed(clock)
+    for event in [
+        ItemStarted(command("call_a", status="inProgress")),
+        ItemStarted(command("call_b", status="inProgress")),
+    ]:
+        f.feed(event)
+    writes = f.steps.finish(f.books, False, "aborted")
+    results = [w.data for w in writes if w.type == "tool/result"]
+    assert [(r["callId"], r["stepEnd"], r["elapsedMs"]) for r in results] == [
+        ("call_a", "aborted", 4000),
+        ("call_b", "aborted", 3000),
+    ]
+    assert clock.reads == 3
+
+
+def test_stepfold_a_clock_that_went_back_gives_zero_and_nothing_abandoned_reads_nothing():
+    clock = Clock(5.0, 4.0)
+    f = timed(clock)
+    f.feed(ItemStarted(command(status="inProgress")))
+    assert f.steps.finish(f.books, True, "error")[-1].data["elapsedMs"] == 0
+    quiet = Clock(1.0)
+    g = timed(quiet)
+    for event in tool_events(command()):
+        g.feed(event)
+    g.steps.finish(g.books, True, "completed")
+    assert quiet.reads == 1  # the start only
+
+
+def test_stepfold_abandoned_tool_the_fold_never_saw_start_has_no_elapsed_time():
+    # The books saw it start (a burst cut short), the fold did not: no reading to subtract.
+    clock = Clock()
+    f = timed(clock)
+    f.books.book(ItemStarted(command(status="inProgress")))
+    data = f.steps.finish(f.books, True, "aborted")[-1].data
+    assert (data["stepEnd"], "elapsedMs" in data, clock.reads) == ("aborted", False, 0)
 
 
 def test_stepfold_finish_without_turn_completed_attaches_no_usage():

@@ -178,7 +178,7 @@ def reasoning(item_id: str, summary: Sequence[str] = (), content: Sequence[str] 
 
 
 def command(item_id: str, status: str, command: str = COMMAND) -> Dict[str, Any]:
-    done = status != "inProgress"
+    done = status in ("completed", "failed")  # it ran; one declined (or in progress) has no process, output, code
     return {
         "type": "commandExecution",
         "id": item_id,

@@ -38,6 +38,7 @@ TIME_KEYS = frozenset(
         "startedAt",
         "completedAt",
         "durationMs",
+        "elapsedMs",  # tool/result: how long an abandoned tool ran, by the agent's clock
         "ts",
     }
 )

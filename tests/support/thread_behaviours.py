@@ -395,6 +395,65 @@ class Approving(AgentTurns):
         self.reply(f"decision: {decision}")
 
 
+class Reasons(AgentTurns):
+    """One command per step, ending each way codex 0.171.0 ends one (shapes
+    from the real binary: fixtures/0.171.0/approval_decline.frames.jsonl, and
+    ``exit 1`` / ``true`` / a command outliving its ``yield_time_ms`` run
+    through exec_command), then the answer ``ok``:
+
+    * ``decline …`` -- codex asks to run ``touch ok.txt`` outside the sandbox
+      and completes it ``declined`` unless the answer is ``accept``;
+    * ``fail …`` -- ``exit 1``: ``failed``, exit code 1, no output (null);
+    * ``timeout …`` -- ``sleep 3`` still runs when the model answers: the turn
+      completes and the command never does (within it);
+    * ``empty …`` -- ``true``: ``completed``, exit code 0, no output (null).
+    """
+
+    asked = 0
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        said = last_user_text(params)
+        word = said.split(" ", 1)[0]
+        if word not in ("decline", "fail", "timeout", "empty"):
+            return await super().script(params)
+        shell = {
+            "decline": "/bin/bash -lc 'touch ok.txt'",
+            "fail": "/bin/bash -lc 'exit 1'",
+            "timeout": "/bin/bash -lc 'sleep 3'",
+            "empty": "/bin/bash -lc true",
+        }[word]
+        item_id = f"call_{word}"
+        self.started(command(item_id, "inProgress", shell))
+        if word == "decline":
+            decision = await self.ask(item_id, shell)
+            self.completed(command(item_id, "completed" if decision == "accept" else "declined", shell))
+        elif word == "fail":
+            self.completed(dict(command(item_id, "failed", shell), aggregatedOutput=None, exitCode=1))
+        elif word == "empty":
+            self.completed(dict(command(item_id, "completed", shell), aggregatedOutput=None))
+        self.reply("ok")  # "timeout": the command is still running
+
+    async def ask(self, item_id: str, shell: str) -> Any:
+        rid, self.asked = self.asked, self.asked + 1
+        ask = {
+            "availableDecisions": ["accept", "cancel"],
+            "command": shell,
+            "commandActions": [{"command": shell.split(" ", 2)[-1], "type": "unknown"}],
+            "cwd": "/var/tmp/ws",
+            "environmentId": "local",
+            "itemId": item_id,
+            "proposedExecpolicyAmendment": None,
+            "reason": "test",
+            "startedAtMs": 1,
+            "threadId": THREAD,
+            "turnId": self.tid(None),
+        }
+        self.write({"id": rid, "method": "item/commandExecution/requestApproval", "params": ask})
+        answer = await self.server.recv(30)
+        self.note("serverRequest/resolved", {"threadId": THREAD, "requestId": rid})
+        return ((answer or {}).get("result") or {}).get("decision")
+
+
 class AskUser(AgentTurns):
     """``ask …``: codex asks the user two questions and a third with no text
     (``item/tool/requestUserInput``, user_input shapes), then says which
