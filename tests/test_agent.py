@@ -33,6 +33,7 @@ from support.fake_client import agent_config, reconfigured
 
 from codexmini import Agent, AgentConfig, Blocked, Launch, ModelEndpoint
 from codexmini import _agent as agent_mod
+from codexmini import _client as client_mod
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError, RpcError
 from codexmini._events import AgentMessageDelta, Event, ItemStarted, MessageDelta, MessageStreamEnd, Usage
@@ -592,9 +593,12 @@ async def test_agent_writes_what_codex_sent_at_once_with_one_write(offline):
     assert any({"tool/call", "tool/result", "step/start"} <= set(batch) for batch in batches), batches
 
 
-async def test_agent_folds_one_read_at_a_time(offline):
+async def test_agent_folds_one_read_at_a_time(offline, monkeypatch):
     # Frame by frame (the in-memory fake: one read a frame), each read is its
-    # own burst: the consumer runs after each read, before the next is decoded.
+    # own burst when the reader lets the consumer run after each read: as it
+    # does once a read brought FRAMES_PER_WAKE frames (a pipe's read brings a
+    # hundred), here after every frame.
+    monkeypatch.setattr(client_mod, "FRAMES_PER_WAKE", 1)
     s = offline(tb.AgentTurns)
     batches = write_batches(s)
     assert (await one_turn(s, "tool please", on_event=s.watch))["reason"] == "completed"
