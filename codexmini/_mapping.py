@@ -264,13 +264,11 @@ def delta_row(cls: Type[AgentMessageDelta]) -> Callable[[Any], Event]:
         # The hot path (nine frames in ten of a turn): two type checks and a
         # frozen event built without dataclass __init__'s per-field
         # object.__setattr__.
-        item_id: Any = p.get("itemId")
-        delta: Any = p.get("delta")
+        item_id: Optional[str] = p.get("itemId")
+        delta: Optional[str] = p.get("delta")
         if type(item_id) is not str or type(delta) is not str:  # the long way: checked, or a ProtocolError
-            item_id, delta = (
-                str(_str(p.get("itemId", _MISSING), "itemId")),
-                str(_str(p.get("delta", _MISSING), "delta")),
-            )
+            item_id = str(_str(p.get("itemId", _MISSING), "itemId"))
+            delta = str(_str(p.get("delta", _MISSING), "delta"))
         event = _object_new(cls)
         fields = event.__dict__
         fields["item_id"] = item_id
