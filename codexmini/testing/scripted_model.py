@@ -756,9 +756,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     # One wait, no polling loop: a signal that lands before the wait starts
     # only sets the event early (lock waits resume after a handler on POSIX).
     stopped = threading.Event()
-    previous = {
-        sig: signal.signal(sig, lambda signum, frame: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
+    previous = {sig: signal.signal(sig, lambda signum, frame: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         with model:
             print(model.url, flush=True)

@@ -31,6 +31,13 @@ TARGETS: dict[str, tuple[str, Any]] = {
     "client_unix_vs_stdio": (">=", 0.9),
     "concurrent_threads_8_vs_1": (">=", 1.0),
     "concurrent_connections_8_vs_1": (">=", 1.0),
+    # issue 29: a session log of any length
+    "log_open_growth_mb": ("<=", 64.0),
+    "log_open_mb_s": (">=", 100.0),
+    "log_read_growth_mb": ("<=", 64.0),
+    "log_read_mb_s": (">=", 100.0),
+    "log_iter_growth_mb": ("<=", 64.0),
+    "log_next_prompt_vs_small": ("<=", 2.0),
 }
 
 
