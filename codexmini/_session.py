@@ -167,8 +167,10 @@ def _number(value: Any) -> str:
     return _encode(value)
 
 
-def _check(event: Any, expected_seq: int) -> Optional[str]:
-    """Why ``event`` is not the next well-formed event, or None."""
+def _problem(event: Any, expected_seq: int) -> str:
+    """Why ``event``, which is not the next well-formed event, is not: not an
+    object, a key missing, another ``v``, a ``seq`` out of order (or a
+    boolean), or (what is left) a ``data`` that is not an object."""
     if not isinstance(event, dict):
         return f"not a JSON object ({type(event).__name__})"
     missing = [k for k in REQUIRED_KEYS if k not in event]
@@ -178,9 +180,7 @@ def _check(event: Any, expected_seq: int) -> Optional[str]:
         return f"unsupported log version {event['v']!r}"
     if event["seq"] != expected_seq or isinstance(event["seq"], bool):
         return f"seq {event['seq']!r} where {expected_seq} was expected"
-    if not isinstance(event["data"], dict):
-        return "data is not an object"
-    return None
+    return "data is not an object"
 
 
 # -- reading ------------------------------------------------------------------
@@ -285,7 +285,7 @@ class _Pass:
         seq, offset, skip = self.seq, self.end, self._skip
         pos, size = offset, READ_FIRST  # where the next read starts, and how much it takes
         parts: List[bytes] = []  # the start of a line whose newline is not read yet
-        scan, loads, check, fields, dict_, bool_, type_ = _scan_once, json.loads, _check, _FIELDS, dict, bool, type
+        scan, loads, fields, dict_, bool_, type_ = _scan_once, json.loads, _FIELDS, dict, bool, type
         try:
             while seq != stop:
                 want = size if limit is None else min(size, limit - pos)
@@ -340,12 +340,10 @@ class _Pass:
                         and type_(data) is dict_
                         and type_(event) is dict_
                         and type_(number) is not bool_
-                    ):  # _check says what is wrong (this is what it accepts, faster)
-                        problem = check(event, seq)
-                        if problem is not None:
-                            raise SessionLogError(
-                                f"{path}:{seq + 1}: bad session log event: {problem}", path=path, line=seq + 1
-                            )
+                    ):
+                        raise SessionLogError(
+                            f"{path}:{seq + 1}: bad session log event: {_problem(event, seq)}", path=path, line=seq + 1
+                        )
                     if marks is not None and not seq % INDEX_STRIDE:
                         marks.append(offset)
                     offset += len(line) + 1
@@ -380,26 +378,27 @@ def _torn(path: str, number: int, why: str) -> str:
 def _reopened(path: str, identity: Tuple[int, int]) -> Iterator[Read]:
     """Read the log at ``path`` again, provided it is still the file ``identity``
     (``st_dev``, ``st_ino``) names."""
-    file = _open_for_reading(path)
+    file, there = _open_for_reading(path)
     try:
-        try:
-            there = os.fstat(file.fileno())
-        except OSError as exc:
-            raise SessionLogError(f"{path}: cannot read the session log: {exc}", path=path) from exc
-        if (there.st_dev, there.st_ino) != identity:
+        if there != identity:
             raise SessionLogError(
-                f"{path}: the session log was replaced since it was read: its events cannot be read back", path=path
+                f"{path}: the session log is not the file that was read any more (replaced, or removed and "
+                "created again): its events cannot be read back",
+                path=path,
             )
         yield _read_at(file, path, "")
     finally:
         file.close()
 
 
-def _open_for_reading(path: str) -> io.FileIO:
+def _open_for_reading(path: str) -> Tuple[io.FileIO, Tuple[int, int]]:
+    """The log at ``path`` opened for reading, and its identity (``st_dev``, ``st_ino``)."""
     try:
-        return io.FileIO(path, "r")
+        file = io.FileIO(path, "r")
     except OSError as exc:
         raise SessionLogError(f"{path}: cannot read the session log: {exc}", path=path) from exc
+    there = os.fstat(file.fileno())  # (FileIO's open has just done the same: it does not fail now)
+    return file, (there.st_dev, there.st_ino)
 
 
 class LogEvents(Sequence[LogEntry]):
@@ -444,10 +443,10 @@ class LogEvents(Sequence[LogEntry]):
         return len(self._range())
 
     @overload
-    def __getitem__(self, key: int) -> LogEntry: ...
+    def __getitem__(self, key: int) -> LogEntry: ...  # pragma: no cover - a typing stub: never runs
 
     @overload
-    def __getitem__(self, key: slice) -> "LogEvents": ...
+    def __getitem__(self, key: slice) -> "LogEvents": ...  # pragma: no cover - a typing stub: never runs
 
     def __getitem__(self, key: Union[int, slice]) -> Union[LogEntry, "LogEvents"]:
         span = self._range()
@@ -462,14 +461,16 @@ class LogEvents(Sequence[LogEntry]):
         raise AssertionError("unreachable: _read yields the event or raises")  # pragma: no cover
 
     def __iter__(self) -> Iterator[LogEntry]:
-        span = self._range()
-        if span.step < 0:
-            return self._backwards(span)
-        events = self._read(span.start, span.stop)
-        return events if span.step == 1 else itertools.islice(events, 0, None, span.step)
+        return self._iterate(self._range())
 
     def __reversed__(self) -> Iterator[LogEntry]:
-        return self._backwards(self._range()[::-1])
+        return self._iterate(self._range()[::-1])
+
+    def _iterate(self, span: range) -> Iterator[LogEntry]:
+        if span.step < 0:
+            return self._backwards(span)
+        events = self._read(span.start, span[-1] + 1 if span else span.start)
+        return events if span.step == 1 else itertools.islice(events, 0, None, span.step)
 
     def _backwards(self, span: range) -> Iterator[LogEntry]:
         """The events of the descending ``span``, reading one stride at a time."""
@@ -538,24 +539,15 @@ def read_log(path: str) -> ReadResult:
     through a log once -- to show or export it -- :func:`iter_log` does it in
     one pass."""
     path = os.fspath(path)
-    file = _open_for_reading(path)
+    file, identity = _open_for_reading(path)
     index = _Index()
     try:
-        identity = _identity(file, path)
         scan = _Pass(path, _read_at(file, path, ""), marks=index.marks)
         collections.deque(scan, maxlen=0)  # checks every line, keeps none
     finally:
         file.close()
     index.count, index.end = scan.seq, scan.end
     return ReadResult(LogEvents(path, index, functools.partial(_reopened, path, identity)), scan.warnings)
-
-
-def _identity(file: io.FileIO, path: str) -> Tuple[int, int]:
-    try:
-        there = os.fstat(file.fileno())
-    except OSError as exc:
-        raise SessionLogError(f"{path}: cannot read the session log: {exc}", path=path) from exc
-    return there.st_dev, there.st_ino
 
 
 class LogStream(Iterator[LogEntry]):
@@ -570,11 +562,12 @@ class LogStream(Iterator[LogEntry]):
 
     def __init__(self, path: str) -> None:
         self.path = os.fspath(path)
-        self._file: Optional[io.FileIO] = _open_for_reading(self.path)
-        scan = _Pass(self.path, _read_at(self._file, self.path, ""))
+        self._file: Optional[io.FileIO] = None  # (for __del__, if the open fails)
+        self._file = file = _open_for_reading(self.path)[0]
+        scan = _Pass(self.path, _read_at(file, self.path, ""))
         #: Warnings about the file: a torn last line dropped (known at the end).
         self.warnings = scan.warnings
-        self._events = _closing(iter(scan), self._file)
+        self._events = _closing(iter(scan), file)
 
     def __iter__(self) -> "LogStream":
         return self
@@ -660,17 +653,18 @@ class SessionLog:
         log._file = file
         try:
             log._lock(file)  # before reading: only the writer may cut a torn tail
-            log._read_back(file)
+            log._read_back()
         except BaseException:
             with contextlib.suppress(SessionLogError):
                 log.close()
             raise
         return log
 
-    def _read_back(self, file: io.FileIO) -> None:
+    def _read_back(self) -> None:
         """One streaming pass over the file: check every line, index the
         events, fold what resuming needs; then cut a torn tail off."""
-        path, index = self.path, self._index
+        path, index, file = self.path, self._index, self._file
+        assert file is not None  # (open() has just opened it)
         scan = _Pass(path, _read_at(file, path, " back"), marks=index.marks)
         top, header, knobs = 0, False, self._knobs
         feed, knob_types = knobs.feed, knobs.TYPES
