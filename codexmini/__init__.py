@@ -35,6 +35,10 @@ _EXPORTS: Dict[str, str] = {
     "ModelEndpoint": "_endpoint",
     "SessionLog": "_session",
     "read_log": "_session",
+    "iter_log": "_session",
+    "ReadResult": "_session",
+    "LogEvents": "_session",
+    "LogStream": "_session",
     # how codex is started
     "Launch": "_launch",
     "Timeouts": "_launch",
@@ -217,7 +221,11 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._retry import NO_RETRY as NO_RETRY
     from ._retry import RetryPolicy as RetryPolicy
     from ._run import run as run
+    from ._session import LogEvents as LogEvents
+    from ._session import LogStream as LogStream
+    from ._session import ReadResult as ReadResult
     from ._session import SessionLog as SessionLog
+    from ._session import iter_log as iter_log
     from ._session import read_log as read_log
     from ._threads import RunResult as RunResult
     from ._threads import Thread as Thread

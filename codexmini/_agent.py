@@ -88,7 +88,7 @@ from ._permission import (
     unanswered,
 )
 from ._prompt import Transcript
-from ._session import SessionLog, has_header, next_turn_number
+from ._session import SessionLog
 from ._skills import SkillProvider, inject_skills
 from ._stepfold import StepFold, Write
 from ._structured import OutputSchema
@@ -276,14 +276,17 @@ class Agent:
         self._turn_usage = Usage()
         self._cancelled = False
         self._abort_cause = "cancel"
+        # Filled from the log file at the first step (streaming: a resumed log
+        # is never held as events), then with each step's new events.
         self._transcript = Transcript()
         self._seen = 0  # events fed to the transcript
-        self._turn_no = next_turn_number(log_.events)
+        self._turn_no = log_.next_turn
         self._step = 0
         self._header_written = False
-        #: The log's knobs (sandbox, approval, model, endpoint), fed as they are
-        #: appended, so each step folds them without rescanning the log.
-        self._knobs = Knobs(log_.events)
+        #: The log's knobs (sandbox, approval, model, endpoint): folded by the
+        #: log as it is read back and appended to, so each step folds them
+        #: without rescanning the log.
+        self._knobs: Knobs = log_._knobs
         self._endpoint_key: Tuple[Optional[str], str] = (None, "")  # (base URL, key) given in memory
         self.last_turn_end: Optional[TurnEnd] = None
         self.stats: Dict[str, int] = {"steps": 0, "tool_calls": 0, "approvals": 0, "ignored_items": 0}
@@ -386,7 +389,7 @@ class Agent:
             self._append(
                 "session/header",
                 {
-                    "reason": "resume" if has_header(self.log.events) else "initial",
+                    "reason": "resume" if self.log.has_header else "initial",
                     "provider": "codex",
                     "model": self._model_label(),
                     "codexVersion": self._codex_version(),
@@ -475,7 +478,7 @@ class Agent:
             log.warning("cannot start codex for turn %d: %s", self._turn_no, exc)
             unavailable = exc
             self._write_header()
-        turn_no = self._turn_no = max(self._turn_no, next_turn_number(self.log.events))
+        turn_no = self._turn_no = max(self._turn_no, self.log.next_turn)
         self._step = 0
         self._append("turn/start", {}, step=None)
         outcome = _Outcome("completed")
@@ -696,8 +699,12 @@ class Agent:
                 listener(signal)
 
     def _step_input(self, messages: List[Message]) -> List[Dict[str, Any]]:
-        self._transcript.extend(self.log.events[self._seen :])
-        self._seen = len(self.log.events)
+        # The events logged since the last step, streamed from the file (all of
+        # them at a resumed session's first step): what the model sees is what
+        # the log holds, and only what is new is read.
+        new = self.log.events[self._seen :]
+        self._transcript.extend(new)
+        self._seen += len(new)
         return [text_input(self._transcript.text()), *message_images(messages)]
 
     def _inject_skills(self, messages: List[Message]) -> List[Message]:
@@ -766,13 +773,12 @@ class Agent:
         return ModelEndpoint(url, key, wire if isinstance(wire, str) else "responses")
 
     def _append(self, type_: str, data: Dict[str, Any], *, turn: Optional[int] = -1, step: Optional[int] = -1) -> None:
-        event = self.log.append(
+        self.log.append(
             type_,
             data,
             turn=self._turn_no if turn == -1 else turn,
             step=(self._step or None) if step == -1 else step,
         )
-        self._knobs.feed(event)  # a knob is kept, anything else ignored
 
     def _user_message(self, content: Content) -> Message:
         """The message for ``content``; :class:`~codexmini.UnencodableInput`

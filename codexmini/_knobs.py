@@ -17,7 +17,7 @@ The permission fold: full access wins; ``ask`` means ``workspace-write`` with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Mapping, Optional, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, cast
 
 from ._errors import ConfigError
 from ._permission import APPROVAL_POLICIES, SANDBOX_MODES, ApprovalPolicy, SandboxMode
@@ -111,21 +111,35 @@ def last_endpoint(entries: Iterable[Mapping[str, Any]]) -> Optional[Mapping[str,
 
 
 class Knobs:
-    """A session's knob entries, in log order: fed every appended entry
-    (:meth:`feed` keeps the knobs, ignores the rest), asked what they amount to."""
+    """A session's knobs: fed every entry of the log in order (:meth:`feed`
+    ignores all but the knobs), asked what they amount to.  It keeps the last
+    valid entry of each kind only -- the one each answer comes from -- so a
+    log of any length costs it the same memory."""
+
+    #: The entry types it keeps (a caller may skip feeding it any other).
+    TYPES = KNOB_TYPES
 
     def __init__(self, entries: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._entries: List[Mapping[str, Any]] = []
+        self._last: Dict[str, Mapping[str, Any]] = {}
+        self._fed = 0
         for entry in entries:
             self.feed(entry)
 
     def feed(self, entry: Mapping[str, Any]) -> None:
-        """Keep ``entry`` if it is a knob."""
-        if entry.get("type") in KNOB_TYPES:
-            self._entries.append(entry)
+        """Take ``entry`` into account if it is a knob."""
+        kind = entry.get("type")
+        if kind in KNOB_TYPES:
+            self._fed += 1
+            if _VALID[kind]([entry]) is not None:
+                self._last[kind] = entry
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """How many knob entries it was fed (valid or not)."""
+        return self._fed
+
+    @property
+    def _entries(self) -> List[Mapping[str, Any]]:
+        return list(self._last.values())
 
     @property
     def model(self) -> Optional[str]:
@@ -140,6 +154,15 @@ class Knobs:
     def permissions(self, pin_sandbox: Optional[str] = None, pin_approval: Optional[str] = None) -> ThreadPermissions:
         """The thread's (sandbox, approval policy), the pins over the knobs."""
         return resolve_permissions(self._entries, pin_sandbox, pin_approval)
+
+
+#: Each knob kind's fold: a single entry that folds to something is valid.
+_VALID: Dict[str, Callable[[Iterable[Mapping[str, Any]]], Any]] = {
+    "sandbox/mode": lambda entries: last_knob(entries, "sandbox/mode"),
+    "approval/policy": lambda entries: last_knob(entries, "approval/policy"),
+    "model/choice": last_model,
+    "model/endpoint": last_endpoint,
+}
 
 
 __all__ = [

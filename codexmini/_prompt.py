@@ -30,10 +30,13 @@ Two stages:
 
 Because both stages work message by message, an appended event can never
 change an earlier section.  :class:`Transcript` exploits that: it renders each
-message once and keeps the section, so a long session costs linear work in
-the log rather than quadratic.
+message once and appends it to the text it keeps (and keeps nothing else), so
+a long session costs linear work in the log rather than quadratic, a resumed
+log is rendered as it streams from the file, and the next step's prompt costs
+what its new events add.
 
-No I/O, no clock, no environment: events are plain dicts, as read from the log.
+No I/O, no clock, no environment: events are plain dicts, as read from the
+log (the agent streams them from the file: ``SessionLog.events``).
 """
 
 from __future__ import annotations
@@ -255,37 +258,57 @@ def serialize(messages: Iterable[Message]) -> str:
     return SEPARATOR.join(render_section(m) for m in messages)
 
 
+#: A transcript joins the pieces rendered since it last did once this many
+#: are pending (a few hundred KB of text, still in the cache).
+JOIN_PIECES = 512
+
+
 class Transcript:
     """An append-only, incrementally rendered :func:`serialize`.
 
     ``Transcript().extend(events).text() == serialize(derive_messages(events))``
     for every event list, however it is split across ``extend`` calls: each
-    message is rendered exactly once, when its event is appended, and its
-    pieces are kept.  Feed it the log as it grows (``extend(new_events)``);
-    never feed an event twice.
+    message is rendered exactly once, when its event is appended.  Feed it the
+    log as it grows (``extend(new_events)``); never feed an event twice.
+
+    It holds the text itself and nothing else: the rendered pieces are joined
+    a block at a time (every :data:`JOIN_PIECES`, while they are fresh) and the
+    block appended to the text.  The text grows in place when nothing else
+    holds it (CPython resizes a string only its owner refers to; for a large
+    one the C library moves its pages instead of copying them), so a session
+    costs memory for its text once, a resumed log is rendered as it streams
+    from the file, and the next step's prompt costs what the new events add.
+    A caller still holding the last :meth:`text` makes the next append a copy:
+    the same text, at the cost of a join.
     """
 
     def __init__(self) -> None:
-        # The sections' pieces only, whose texts are the log's own strings: no
-        # message and no copy of a text is kept, so a long session is held
-        # once, and ``text()`` copies each text once (into the prompt).
-        self._pieces: List[str] = []
+        self._text = ""
+        self._pending: List[str] = []  # the pieces rendered since the last join
         self._sections = 0
-        self._text: Optional[str] = ""
 
     def extend(self, events: Iterable[LogEntry]) -> "Transcript":
         # Message by message, never a list of them: a message is dropped as
         # soon as its pieces exist, so a long log leaves no trail of live
         # tuples for the collector to walk (``make bench``: serialize_scaling).
-        before = self._sections
+        pending = self._pending
         for message in iter_messages(events):
             if self._sections:
-                self._pieces.append(SEPARATOR)
-            self._pieces += self.render(message)
+                pending.append(SEPARATOR)
+            pending += self.render(message)
             self._sections += 1
-        if self._sections != before:
-            self._text = None  # joined lazily: several extends, one join
+            if len(pending) >= JOIN_PIECES:
+                self._join()
+                pending = self._pending
         return self
+
+    def _join(self) -> None:
+        """Append the pending pieces to the text."""
+        block = "".join(self._pending)
+        self._pending = []
+        text, self._text = self._text, ""  # this local is then the text's only owner ...
+        text += block  # ... so CPython appends in place
+        self._text = text
 
     def render(self, message: Message) -> List[str]:
         """One section's pieces; called once per message (a hook for tests)."""
@@ -296,12 +319,13 @@ class Transcript:
         return self._sections
 
     def text(self) -> str:
-        if self._text is None:
-            self._text = "".join(self._pieces)
+        if self._pending:
+            self._join()
         return self._text
 
 
 __all__ = [
+    "JOIN_PIECES",
     "NO_CONTENT",
     "NO_OUTPUT",
     "Message",

@@ -64,23 +64,33 @@ pure queries over a list of events; the knob fold lives in :mod:`._knobs`.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import io
+import itertools
 import json
 import logging
+import operator
 import os
 import time
+from array import array
 from types import MappingProxyType, ModuleType
 from typing import (
     Any,
     Callable,
+    ContextManager,
     Dict,
     Iterable,
+    Iterator,
     List,
     Mapping,
     NamedTuple,
     Optional,
+    Sequence,
     Tuple,
+    Union,
+    overload,
 )
 
 from ._errors import SessionLogChanged, SessionLogError, SessionLogLocked
@@ -133,11 +143,6 @@ EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
 REQUIRED_KEYS = ("v", "seq", "ts", "type", "turn", "step", "data")
 
 
-class ReadResult(NamedTuple):
-    events: List[LogEntry]
-    warnings: List[str]
-
-
 #: The session log's lines: ``json.dumps(…, ensure_ascii=False, separators=(",", ":"))``.
 _encode = encoder()
 
@@ -162,8 +167,10 @@ def _number(value: Any) -> str:
     return _encode(value)
 
 
-def _check(event: Any, expected_seq: int) -> Optional[str]:
-    """Why ``event`` is not the next well-formed event, or None."""
+def _problem(event: Any, expected_seq: int) -> str:
+    """Why ``event``, which is not the next well-formed event, is not: not an
+    object, a key missing, another ``v``, a ``seq`` out of order (or a
+    boolean), or (what is left) a ``data`` that is not an object."""
     if not isinstance(event, dict):
         return f"not a JSON object ({type(event).__name__})"
     missing = [k for k in REQUIRED_KEYS if k not in event]
@@ -173,63 +180,434 @@ def _check(event: Any, expected_seq: int) -> Optional[str]:
         return f"unsupported log version {event['v']!r}"
     if event["seq"] != expected_seq or isinstance(event["seq"], bool):
         return f"seq {event['seq']!r} where {expected_seq} was expected"
-    if not isinstance(event["data"], dict):
-        return "data is not an object"
-    return None
+    return "data is not an object"
 
 
-def _scan(path: str) -> Tuple[List[LogEntry], List[str], int]:
-    """Parse the log at ``path``: (events, warnings, end of the last good line)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        raise SessionLogError(f"{path}: cannot read the session log: {exc}", path=path) from exc
-    return _parse(path, raw)
+# -- reading ------------------------------------------------------------------
+
+#: ``read(offset, size)``: up to ``size`` bytes of a log file from ``offset``
+#: (fewer only at its end); a storage fault is a :class:`SessionLogError`.
+Read = Callable[[int, int], bytes]
+
+#: A pass reads this much first, then twice as much each time up to
+#: :data:`READ_MAX`: one event costs a small read, a whole log large ones.
+READ_FIRST, READ_MAX = 64 << 10, 1 << 20
+#: The byte offset of every ``INDEX_STRIDE``-th event is kept (8 bytes per
+#: stride: 256 KiB for a million events); any other event is found by reading
+#: on from the offset before it, at most ``INDEX_STRIDE - 1`` lines.
+INDEX_STRIDE = 32
+
+#: An event's envelope, in REQUIRED_KEYS order (a KeyError if one is missing).
+_FIELDS = operator.itemgetter(*REQUIRED_KEYS)
+#: CPython's C scanner, which parses one JSON value at an index of a string
+#: (what ``json.loads`` runs, without its per-call wrapping).
+_scan_once: Callable[[str, int], Tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
 
 
-def _parse(path: str, raw: bytes) -> Tuple[List[LogEntry], List[str], int]:
-    """Parse the bytes of the log at ``path``: (events, warnings, end of the last good line)."""
-    lines = raw.split(b"\n")
-    # After the final newline split() yields b"": nothing torn.  Anything else
-    # there is an unterminated line: its write never completed.
-    tail = lines.pop()
-    events: List[LogEntry] = []
-    warnings: List[str] = []
-    offset = 0
-    for number, line in enumerate(lines, start=1):
+def _read_at(file: io.FileIO, path: str, what: str) -> Read:
+    """A :data:`Read` of ``file`` (which may be the writer's, opened for
+    appending: appends go to the end wherever this one seeks)."""
+
+    def read(offset: int, size: int) -> bytes:
         try:
-            event = json.loads(line.decode("utf-8"))
-        except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-            if number == len(lines) and not tail:
-                warnings.append(_torn(path, number, f"invalid JSON ({exc})"))
-                return events, _warn(warnings), offset
-            raise SessionLogError(f"{path}:{number}: corrupt session log line: {exc}", path=path, line=number) from None
-        problem = _check(event, len(events))
-        if problem is not None:
-            raise SessionLogError(f"{path}:{number}: bad session log event: {problem}", path=path, line=number)
-        events.append(event)
-        offset += len(line) + 1
-    if tail:
-        warnings.append(_torn(path, len(lines) + 1, "no trailing newline"))
-    return events, _warn(warnings), offset
+            file.seek(offset)
+            return file.read(size) or b""
+        except OSError as exc:
+            raise SessionLogError(f"{path}: cannot read the session log{what}: {exc}", path=path) from exc
+
+    return read
+
+
+class _Index:
+    """Where a log's events are in its file: how many, where the last one
+    ends, and the offset of every :data:`INDEX_STRIDE`-th one."""
+
+    __slots__ = ("count", "end", "marks")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.end = 0
+        self.marks = array("q")
+
+    def add(self, length: int) -> None:
+        """One more event, of ``length`` bytes (its newline included), at the end."""
+        if not self.count % INDEX_STRIDE:
+            self.marks.append(self.end)
+        self.count += 1
+        self.end += length
+
+
+class _Pass:
+    """One streaming pass over the lines of a log file, checking each line as
+    it is parsed: iterating it yields the events.
+
+    From ``offset`` (the start of the event ``seq``): ``skip`` lines are
+    passed over unparsed, then events are yielded until ``stop`` (exclusive;
+    ``None``: the end of the file) and no byte past ``limit`` is read.  With
+    ``marks``, the offset of every :data:`INDEX_STRIDE`-th event is appended
+    to it.  Afterwards ``seq`` is the number of the next event, ``end`` the
+    end of the last good line, and ``warnings`` names a torn last line that
+    was dropped (only when reading to the end of the file; anywhere else a
+    bad line is an error).
+
+    Each line is decoded and parsed on its own (the C scanner straight away;
+    ``json.loads`` again only for a line that it does not take whole, so a
+    line is accepted or refused -- and with which message -- exactly as
+    ``json.loads(line.decode())`` would); the memory a pass holds is one
+    read (at most :data:`READ_MAX`, or the longest line), whatever the log's
+    length.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        read: Read,
+        *,
+        offset: int = 0,
+        seq: int = 0,
+        skip: int = 0,
+        stop: Optional[int] = None,
+        limit: Optional[int] = None,
+        marks: Optional["array[int]"] = None,
+    ) -> None:
+        self.path = path
+        self._read = read
+        self.end = offset
+        self.seq = seq
+        self._skip = skip
+        self._stop = stop
+        self._limit = limit
+        self._marks = marks
+        self.warnings: List[str] = []
+
+    def __iter__(self) -> Iterator[LogEntry]:
+        path, read, stop, limit, marks = self.path, self._read, self._stop, self._limit, self._marks
+        seq, offset, skip = self.seq, self.end, self._skip
+        pos, size = offset, READ_FIRST  # where the next read starts, and how much it takes
+        parts: List[bytes] = []  # the start of a line whose newline is not read yet
+        scan, loads, fields, dict_, bool_, type_ = _scan_once, json.loads, _FIELDS, dict, bool, type
+        try:
+            while seq != stop:
+                want = size if limit is None else min(size, limit - pos)
+                chunk = read(pos, want) if want > 0 else b""
+                if not chunk:
+                    break
+                pos += len(chunk)
+                size = min(size * 2, READ_MAX)
+                lines = chunk.split(b"\n")
+                if len(lines) == 1:  # the middle of a long line
+                    parts.append(chunk)
+                    continue
+                if parts:  # the line the last read began
+                    parts.append(lines[0])
+                    lines[0] = b"".join(parts)
+                    parts = []
+                last = lines.pop()  # after the last newline: the start of the next line, if any
+                if last:
+                    parts.append(last)
+                if skip:
+                    passed = lines[:skip]
+                    offset += sum(map(len, passed)) + len(passed)
+                    seq += len(passed)
+                    skip -= len(passed)
+                    del lines[: len(passed)]
+                for line in lines:
+                    if seq == stop:
+                        return
+                    try:
+                        text = line.decode("utf-8")
+                        try:
+                            event, end = scan(text, 0)
+                        except StopIteration:  # not a value at 0: json.loads says why (or skips the blanks)
+                            end = -1
+                        if end != len(text):
+                            event = loads(text)  # the same value, or the error json.loads gives
+                    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+                        if stop is None and offset + len(line) + 1 == pos and not read(pos, 1):
+                            # The file's last line: the write that was cut short.
+                            self.warnings.append(_torn(path, seq + 1, f"invalid JSON ({exc})"))
+                            return
+                        raise SessionLogError(
+                            f"{path}:{seq + 1}: corrupt session log line: {exc}", path=path, line=seq + 1
+                        ) from None
+                    try:
+                        version, number, _, _, _, _, data = fields(event)
+                    except (KeyError, TypeError):  # not an object, or a key missing
+                        version = None
+                    if not (
+                        version == LOG_VERSION
+                        and number == seq
+                        and type_(data) is dict_
+                        and type_(event) is dict_
+                        and type_(number) is not bool_
+                    ):
+                        raise SessionLogError(
+                            f"{path}:{seq + 1}: bad session log event: {_problem(event, seq)}", path=path, line=seq + 1
+                        )
+                    if marks is not None and not seq % INDEX_STRIDE:
+                        marks.append(offset)
+                    offset += len(line) + 1
+                    seq += 1
+                    yield event
+            if seq == stop:
+                return
+            if parts:  # an unterminated line: its write never completed
+                if stop is not None:
+                    raise self._changed(seq, "it ends in the middle of a line")
+                self.warnings.append(_torn(path, seq + 1, "no trailing newline"))
+            elif stop is not None:
+                raise self._changed(seq, "it is shorter")
+        finally:
+            self.seq, self.end = seq, offset
+
+    def _changed(self, seq: int, how: str) -> SessionLogError:
+        return SessionLogError(
+            f"{self.path}:{seq + 1}: the session log changed since it was read ({how}): event {seq} is not there",
+            path=self.path,
+            line=seq + 1,
+        )
 
 
 def _torn(path: str, number: int, why: str) -> str:
-    return f"{path}:{number}: dropped a torn last line: {why}"
+    warning = f"{path}:{number}: dropped a torn last line: {why}"
+    logger.warning("%s", warning)
+    return warning
 
 
-def _warn(warnings: List[str]) -> List[str]:
-    for w in warnings:
-        logger.warning("%s", w)
-    return warnings
+@contextlib.contextmanager
+def _reopened(path: str, identity: Tuple[int, int]) -> Iterator[Read]:
+    """Read the log at ``path`` again, provided it is still the file ``identity``
+    (``st_dev``, ``st_ino``) names."""
+    file, there = _open_for_reading(path)
+    try:
+        if there != identity:
+            raise SessionLogError(
+                f"{path}: the session log is not the file that was read any more (replaced, or removed and "
+                "created again): its events cannot be read back",
+                path=path,
+            )
+        yield _read_at(file, path, "")
+    finally:
+        file.close()
+
+
+def _open_for_reading(path: str) -> Tuple[io.FileIO, Tuple[int, int]]:
+    """The log at ``path`` opened for reading, and its identity (``st_dev``, ``st_ino``)."""
+    try:
+        file = io.FileIO(path, "r")
+    except OSError as exc:
+        raise SessionLogError(f"{path}: cannot read the session log: {exc}", path=path) from exc
+    there = os.fstat(file.fileno())  # (FileIO's open has just done the same: it does not fail now)
+    return file, (there.st_dev, there.st_ino)
+
+
+class LogEvents(Sequence[LogEntry]):
+    """A session log's events, read from its file when they are asked for:
+    :attr:`SessionLog.events` and :attr:`ReadResult.events`.
+
+    A read-only sequence: ``len()`` and ``bool()`` cost nothing; iterating
+    streams the events from the file (one read at a time, parsed as it
+    goes); an index reads one event (on from the nearest of the offsets kept
+    every :data:`INDEX_STRIDE` events); a slice is another ``LogEvents``,
+    read when it is used; ``reversed()`` reads a stride at a time.  It holds
+    no event, so a log of any length costs the same memory.  Each event read
+    is a fresh dict, equal to the line written.  It compares equal to a list
+    (or another ``LogEvents``) holding equal events in the same order, so
+    ``list(events)`` is the list :func:`read_log` used to return.
+
+    The events it reads are those there were when it was made (a slice, or
+    :attr:`ReadResult.events`) or, for :attr:`SessionLog.events` itself, those
+    the writer has appended so far.  Reading is checked as it goes: a file
+    that no longer holds what was read (replaced, truncated, rewritten) is a
+    :class:`~codexmini.SessionLogError`.
+    """
+
+    __slots__ = ("_path", "_index", "_reading", "_span")
+
+    def __init__(
+        self,
+        path: str,
+        index: _Index,
+        reading: Callable[[], ContextManager[Read]],
+        span: Optional[range] = None,
+    ) -> None:
+        self._path = path
+        self._index = index
+        self._reading = reading
+        self._span = span  # None: every event the index holds, however many that becomes
+
+    def _range(self) -> range:
+        return range(self._index.count) if self._span is None else self._span
+
+    def __len__(self) -> int:
+        return len(self._range())
+
+    @overload
+    def __getitem__(self, key: int) -> LogEntry: ...  # pragma: no cover - a typing stub: never runs
+
+    @overload
+    def __getitem__(self, key: slice) -> "LogEvents": ...  # pragma: no cover - a typing stub: never runs
+
+    def __getitem__(self, key: Union[int, slice]) -> Union[LogEntry, "LogEvents"]:
+        span = self._range()
+        if isinstance(key, slice):
+            return LogEvents(self._path, self._index, self._reading, span[key])
+        try:
+            seq = span[key]
+        except IndexError:
+            raise IndexError("session log index out of range") from None
+        for event in self._read(seq, seq + 1):
+            return event
+        raise AssertionError("unreachable: _read yields the event or raises")  # pragma: no cover
+
+    def __iter__(self) -> Iterator[LogEntry]:
+        return self._iterate(self._range())
+
+    def __reversed__(self) -> Iterator[LogEntry]:
+        return self._iterate(self._range()[::-1])
+
+    def _iterate(self, span: range) -> Iterator[LogEntry]:
+        if span.step < 0:
+            return self._backwards(span)
+        events = self._read(span.start, span[-1] + 1 if span else span.start)
+        return events if span.step == 1 else itertools.islice(events, 0, None, span.step)
+
+    def _backwards(self, span: range) -> Iterator[LogEntry]:
+        """The events of the descending ``span``, reading one stride at a time."""
+        if not span:
+            return
+        seq, last, step = span.start, span[-1], -span.step
+        while seq >= last:
+            low = max(last, seq - seq % INDEX_STRIDE)
+            events = list(self._read(low, seq + 1))
+            while seq >= low:
+                yield events[seq - low]
+                seq -= step
+
+    def _read(self, start: int, stop: int) -> Iterator[LogEntry]:
+        """The events ``start`` to ``stop`` (exclusive), streamed from the file."""
+        if start >= stop:
+            return
+        index = self._index
+        mark = start // INDEX_STRIDE
+        first = mark * INDEX_STRIDE
+        with self._reading() as read:
+            yield from _Pass(
+                self._path,
+                read,
+                offset=index.marks[mark],
+                seq=first,
+                skip=start - first,
+                stop=stop,
+                limit=index.end,
+            )
+
+    def index(self, value: Any, start: int = 0, stop: Optional[int] = None) -> int:
+        """The first position of an event equal to ``value`` (``ValueError`` if none), streaming."""
+        positions = range(len(self))[start:stop]
+        for at, event in zip(positions, self[start:stop]):
+            if event == value:
+                return at
+        raise ValueError(f"{value!r} is not in the session log")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (list, LogEvents)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a list: not hashable
+
+    def __repr__(self) -> str:
+        return f"<LogEvents of {self._path}: {len(self)} event(s)>"
+
+
+class ReadResult(NamedTuple):
+    """What :func:`read_log` returns: the events (read from the file as they
+    are used: :class:`LogEvents`) and the warnings (a torn last line dropped)."""
+
+    events: LogEvents
+    warnings: List[str]
 
 
 def read_log(path: str) -> ReadResult:
     """Read a session log back.  A torn last line is dropped with a warning
-    (logged and returned); any other bad line raises :class:`SessionLogError`."""
-    events, warnings, _ = _scan(os.fspath(path))
-    return ReadResult(events, warnings)
+    (logged and returned); any other bad line raises :class:`SessionLogError`.
+
+    The whole file is read and checked here, in one streaming pass that holds
+    no event; ``events`` then reads the events again from the file when they
+    are used (it is a :class:`LogEvents`, equal to the list of them).  To go
+    through a log once -- to show or export it -- :func:`iter_log` does it in
+    one pass."""
+    path = os.fspath(path)
+    file, identity = _open_for_reading(path)
+    index = _Index()
+    try:
+        scan = _Pass(path, _read_at(file, path, ""), marks=index.marks)
+        collections.deque(scan, maxlen=0)  # checks every line, keeps none
+    finally:
+        file.close()
+    index.count, index.end = scan.seq, scan.end
+    return ReadResult(LogEvents(path, index, functools.partial(_reopened, path, identity)), scan.warnings)
+
+
+class LogStream(Iterator[LogEntry]):
+    """The events of a session log, read and checked as they are iterated
+    (:func:`iter_log`): one pass over the file, one read at a time.
+
+    A bad line raises :class:`~codexmini.SessionLogError` when the iteration
+    reaches it (the events before it were yielded); a torn last line is
+    dropped with a warning, logged and added to :attr:`warnings`, when the
+    iteration reaches the end.  The file is closed at the end, on an error,
+    or by :meth:`close` (also a context manager)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.fspath(path)
+        self._file: Optional[io.FileIO] = None  # (for __del__, if the open fails)
+        self._file = file = _open_for_reading(self.path)[0]
+        scan = _Pass(self.path, _read_at(file, self.path, ""))
+        #: Warnings about the file: a torn last line dropped (known at the end).
+        self.warnings = scan.warnings
+        self._events = _closing(iter(scan), file)
+
+    def __iter__(self) -> "LogStream":
+        return self
+
+    def __next__(self) -> LogEntry:
+        return next(self._events)
+
+    def close(self) -> None:
+        """Stop reading and close the file; idempotent."""
+        file, self._file = self._file, None
+        if file is not None:
+            self._events = iter(())
+            file.close()
+
+    def __enter__(self) -> "LogStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _closing(events: Iterator[LogEntry], file: io.FileIO) -> Iterator[LogEntry]:
+    try:
+        yield from events
+    finally:
+        file.close()
+
+
+def iter_log(path: str) -> LogStream:
+    """Go through a session log once, each event read, checked and yielded
+    in turn -- to show a log, export it, or fold it -- in memory that does not
+    grow with the log.  The file is opened here (a fault is a
+    :class:`~codexmini.SessionLogError` now); the lines are checked as
+    :func:`read_log` checks them, the same errors at the same lines, raised
+    when the iteration reaches them; a torn last line is dropped at the end
+    with a warning (:attr:`LogStream.warnings`)."""
+    return LogStream(path)
 
 
 class SessionLog:
@@ -240,12 +618,18 @@ class SessionLog:
         self.fsync = fsync
         self._clock = clock
         self._file: Optional[io.FileIO] = None  # set by open(); None again once closed
-        self._events: List[LogEntry] = []
+        self._index = _Index()  # where the events are; its end: the file's length as this writer left it
         self._listeners: List[Listener] = []
         #: Warnings from reading the existing file back (a dropped torn line).
         self.warnings: List[str] = []
         self._identity = (0, 0)  # (st_dev, st_ino) of the file open()ed
-        self._size = 0  # its length as this writer left it
+        # What resuming needs, folded from every event read back or appended:
+        self._top_turn = 0  # the highest turn number
+        self._header = False  # a session/header was written
+        from ._knobs import Knobs  # (here: reading a log needs no knob)
+
+        #: The knobs' fold (:class:`._knobs.Knobs`): the agent's settings.
+        self._knobs = Knobs()
         self._pid_path: Optional[str] = None  # the pid file written while holding the lock
         self._failure: Optional[SessionLogError] = None  # what closed it, raised again by every append
 
@@ -269,23 +653,39 @@ class SessionLog:
         log._file = file
         try:
             log._lock(file)  # before reading: only the writer may cut a torn tail
-            try:
-                file.seek(0)
-                raw = file.readall()
-                log._events, log.warnings, good_end = _parse(path, raw)
-                if good_end < len(raw):
-                    file.truncate(good_end)
-                    _sync(file, fsync)
-                opened = os.fstat(file.fileno())
-            except OSError as exc:
-                raise SessionLogError(f"{path}: cannot read the session log back: {exc}", path=path) from exc
+            log._read_back()
         except BaseException:
             with contextlib.suppress(SessionLogError):
                 log.close()
             raise
-        log._identity = (opened.st_dev, opened.st_ino)
-        log._size = good_end
         return log
+
+    def _read_back(self) -> None:
+        """One streaming pass over the file: check every line, index the
+        events, fold what resuming needs; then cut a torn tail off."""
+        path, index, file = self.path, self._index, self._file
+        assert file is not None  # (open() has just opened it)
+        scan = _Pass(path, _read_at(file, path, " back"), marks=index.marks)
+        top, header, knobs = 0, False, self._knobs
+        feed, knob_types = knobs.feed, knobs.TYPES
+        for event in scan:
+            turn, type_ = event["turn"], event["type"]
+            if type(turn) is int and turn > top:  # (not a bool)
+                top = turn
+            if type_ in knob_types:
+                feed(event)
+            elif type_ == "session/header":
+                header = True
+        index.count, index.end = scan.seq, scan.end
+        self.warnings, self._top_turn, self._header = scan.warnings, top, header
+        try:
+            opened = os.fstat(file.fileno())
+            if scan.end < opened.st_size:
+                file.truncate(scan.end)
+                _sync(file, self.fsync)
+        except OSError as exc:
+            raise SessionLogError(f"{path}: cannot read the session log back: {exc}", path=path) from exc
+        self._identity = (opened.st_dev, opened.st_ino)
 
     def _lock(self, file: io.FileIO) -> None:
         """Take the writer's lock on ``file`` and write this process's pid beside it."""
@@ -303,9 +703,41 @@ class SessionLog:
         _write_pid(pid_path)
 
     @property
-    def events(self) -> List[LogEntry]:
-        """Every event of the log, in order.  The live list: do not mutate it."""
-        return self._events
+    def events(self) -> LogEvents:
+        """Every event of the log, in order, read from the file when asked for
+        (a :class:`LogEvents`: nothing is held in memory), the events this
+        writer appends included.  After :meth:`close` they are read from the
+        path again, which must still lead to the same file."""
+        return LogEvents(self.path, self._index, self._reading)
+
+    @property
+    def next_turn(self) -> int:
+        """The next turn's number: one more than the highest ``turn`` in the
+        log (1 for a log without turns), as :func:`next_turn_number` gives."""
+        return self._top_turn + 1
+
+    @property
+    def has_header(self) -> bool:
+        """Whether the log holds a ``session/header`` (the next one is a resume)."""
+        return self._header
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Read]:
+        """Read the file: through the writer's descriptor while it is open,
+        else (closed meanwhile, or before) by its path, if it still leads to
+        the file this writer had."""
+        reopened: List[Read] = []
+        with contextlib.ExitStack() as stack:
+
+            def read(offset: int, size: int) -> bytes:
+                file = self._file
+                if file is not None:
+                    return _read_at(file, self.path, "")(offset, size)
+                if not reopened:
+                    reopened.append(stack.enter_context(_reopened(self.path, self._identity)))
+                return reopened[0](offset, size)
+
+            yield read
 
     @property
     def closed(self) -> bool:
@@ -355,7 +787,7 @@ class SessionLog:
                 raise SessionLogError(f"unknown session log event type {type_!r}", path=self.path)
             if not isinstance(data, dict):
                 raise SessionLogError(f"event data must be a dict, not {data.__class__.__name__}", path=self.path)
-            seq = len(self._events) + len(events)
+            seq = self._index.count + len(events)
             event: LogEntry = {
                 "v": LOG_VERSION,
                 "seq": seq,
@@ -377,7 +809,7 @@ class SessionLog:
                 raise SessionLogError(f"{type_} event is not JSON or not UTF-8: {exc}", path=self.path) from exc
             lines.append(line)
             events.append(event)
-        first = len(self._events)
+        first = self._index.count
         self._check_unchanged(first)
         payload = b"".join(encoded)
         try:
@@ -390,8 +822,16 @@ class SessionLog:
             self._cut(file)
             self._fail(error)
             raise error from exc
-        self._size += len(payload)
-        self._events.extend(events)
+        index, knobs = self._index, self._knobs
+        for event, written in zip(events, encoded):
+            index.add(len(written))
+            turn, type_ = event["turn"], event["type"]
+            if isinstance(turn, int) and not isinstance(turn, bool) and turn > self._top_turn:
+                self._top_turn = turn
+            if type_ in knobs.TYPES:
+                knobs.feed(event)
+            elif type_ == "session/header":
+                self._header = True
         for event, line in zip(events, lines) if self._listeners else ():
             for listener in list(self._listeners):
                 try:
@@ -419,12 +859,12 @@ class SessionLog:
             raise missing from exc
         if (there.st_dev, there.st_ino) != self._identity:
             change, what = "replaced", "its path leads to another file than the one this writer opened"
-        elif there.st_size < self._size:
-            change, what = "truncated", f"{there.st_size} bytes where its writer left {self._size}"
-        elif there.st_size > self._size:
+        elif there.st_size < self._index.end:
+            change, what = "truncated", f"{there.st_size} bytes where its writer left {self._index.end}"
+        elif there.st_size > self._index.end:
             change, what = (
                 "appended",
-                f"{there.st_size} bytes where its writer left {self._size}: someone else wrote to it",
+                f"{there.st_size} bytes where its writer left {self._index.end}: someone else wrote to it",
             )
         else:
             return
@@ -441,8 +881,8 @@ class SessionLog:
     def _cut(self, file: io.FileIO) -> None:
         """A write failed: cut off what it left after the last acknowledged line."""
         try:
-            if os.fstat(file.fileno()).st_size > self._size:
-                file.truncate(self._size)
+            if os.fstat(file.fileno()).st_size > self._index.end:
+                file.truncate(self._index.end)
                 _sync(file, self.fsync)
         except OSError as exc:
             logger.warning(
@@ -556,12 +996,16 @@ def has_header(events: Iterable[Mapping[str, Any]]) -> bool:
 
 __all__ = [
     "EVENT_TYPES",
+    "INDEX_STRIDE",
     "LOG_VERSION",
+    "LogEvents",
+    "LogStream",
     "PID_SUFFIX",
     "ReadResult",
     "SessionLog",
     "encode_event",
     "has_header",
+    "iter_log",
     "next_turn_number",
     "read_log",
 ]

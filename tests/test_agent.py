@@ -25,6 +25,7 @@ import logging
 import os
 import shutil
 import signal
+import tracemalloc
 from typing import Any, Callable, Dict, List, Optional, cast
 
 import pytest
@@ -34,6 +35,7 @@ from support.fake_client import agent_config, reconfigured
 from codexmini import Agent, AgentConfig, Blocked, Launch, ModelEndpoint
 from codexmini import _agent as agent_mod
 from codexmini import _client as client_mod
+from codexmini import _session as session_mod
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError, RpcError
 from codexmini._events import AgentMessageDelta, Event, ItemStarted, MessageDelta, MessageStreamEnd, Usage
@@ -359,6 +361,58 @@ async def test_agent_resume_writes_a_resume_header_and_continues_turn_numbers(tw
         await agent.run("two")
     assert [e["data"]["reason"] for e in s.of_type("session/header")] == ["initial", "resume"]
     assert [e["turn"] for e in s.of_type("turn/end")] == [1, 2]
+
+
+async def test_agent_resumed_from_a_reopened_log_streams_its_prompt_from_the_file(offline, monkeypatch):
+    # A log of a few MB, closed and opened again: the agent is built without
+    # reading it (what resuming needs was folded by SessionLog.open), its
+    # first step streams the whole log into the prompt, a later step reads
+    # only the events logged since.
+    s = offline(tb.AgentTurns)
+    async with s.agent(config=s.config(model=None)) as agent:
+        await agent.run("one")
+        agent.set_model("chosen")
+    result = {"callId": "c", "content": [{"type": "text", "text": "r" * 2_000}], "isError": False, "status": "done"}
+    s.log.append_many([("tool/result", result, 1, 1)] * 1_500)
+    s.log.close()
+    before = list(read_log(s.log.path).events)
+    s.log = SessionLog.open(s.log.path)
+    assert os.path.getsize(s.log.path) > 3_000_000
+
+    tracemalloc.start()
+    try:
+        agent = s.agent(config=s.config(model=None))
+        built, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert built < 64_000  # no event, and not the log
+    read: List[int] = []
+    real = session_mod._read_at
+
+    def counted(file: Any, path: str, what: str) -> Callable[[int, int], bytes]:
+        def read_counted(offset: int, size: int) -> bytes:
+            data = real(file, path, what)(offset, size)
+            read.append(len(data))
+            return data
+
+        return read_counted
+
+    monkeypatch.setattr(session_mod, "_read_at", counted)
+    async with agent:
+        await agent.run("two")
+        first = sum(read)
+        read.clear()
+        await agent.run("three")
+        third = sum(read)
+    prompts = [f["params"]["input"][0]["text"] for f in s.sent("turn/start")]
+    assert prompts[1].startswith(serialize(derive_messages(before)))
+    events = list(s.log.events)
+    (three,) = [i for i, e in enumerate(events) if e["type"] == "user/message" and e["turn"] == 3]
+    assert prompts[2] == serialize(derive_messages(events[: three + 1]))  # what the model sees is what is logged
+    assert first >= os.path.getsize(s.log.path) - 10_000 and third < 2 * session_mod.READ_FIRST
+    assert [h["data"] for h in s.of_type("session/header")][1]["reason"] == "resume"
+    assert [e["turn"] for e in s.of_type("turn/start")] == [1, 2, 3]
+    assert [f["params"].get("model") for f in s.sent("thread/start")] == [None, "chosen", "chosen"]
 
 
 @BOTH

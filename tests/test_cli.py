@@ -707,7 +707,7 @@ def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch)
         assert code == 0, err
         bodies = [r["body"] for r in model.requests]
     assert [b["model"] for b in bodies] == ["gpt-fake", "gpt-fake"]
-    events = read_log(session).events
+    events = list(read_log(session).events)
     assert [e["data"] for e in events if e["type"] == "model/choice"] == [{"model": "gpt-fake"}]
     (endpoint,) = [e["data"] for e in events if e["type"] == "model/endpoint"]
     assert endpoint["apiKeyEnv"] == "CODEXMINI_CLI_TEST_KEY" and "sk-cli" not in json.dumps(events)

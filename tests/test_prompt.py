@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import pytest
 
 from codexmini._prompt import (
+    JOIN_PIECES,
     NO_CONTENT,
     Message,
     Transcript,
@@ -315,14 +317,36 @@ def test_render_section_a_block_missing_a_field_shows_it_empty(block, shown):
     assert render_section(Message("assistant", (block,))) == f"<assistant>\n{shown}\n</assistant>"
 
 
-def test_transcript_keeps_the_logs_own_texts_not_copies():
-    # The prompt copies each text once, when it is joined: the transcript holds
-    # the log's string objects themselves, so a long session is held once.
-    text = "x" * 10_000
-    events = [ev(0, "user/message", {"content": [text_block(text)]})]
-    t = Transcript().extend(events)
-    assert any(piece is text for piece in t._pieces)
-    assert t.text() == render_section(derive_messages(events)[0])
+def test_transcript_holds_its_text_once():
+    # The events are read from the log file and dropped once rendered: the
+    # transcript keeps the prompt's text and nothing else (no pieces, no
+    # second copy), so a long session costs its prompt's memory once.
+    tracemalloc.start()
+    try:
+        events = [ev(i, "user/message", {"content": [text_block(f"{i:06d}" + "x" * 20_000)]}) for i in range(200)]
+        t = Transcript().extend(events[:70]).extend(events[70:])
+        size = len(t.text())  # UCS-1: a byte a character
+        del events
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert size > 4_000_000
+    assert size <= held < size * 1.05
+    assert t.text() == serialize(
+        derive_messages(
+            [ev(i, "user/message", {"content": [text_block(f"{i:06d}" + "x" * 20_000)]}) for i in range(200)]
+        )
+    )
+
+
+def test_transcript_joins_its_pieces_a_block_at_a_time():
+    # More than JOIN_PIECES pending pieces are joined during extend(), so a
+    # whole log fed at once never holds all its pieces.
+    t = CountingTranscript()
+    events = [ev(i, "user/message", {"content": [text_block(str(i))]}) for i in range(JOIN_PIECES)]
+    t.extend(events)
+    assert len(t._pending) < JOIN_PIECES and t._text  # joined on the way
+    assert t.text() == serialize(derive_messages(events)) and t._pending == []
 
 
 def test_two_empty_blocks_are_a_body_of_one_newline():

@@ -207,3 +207,27 @@ def test_session_faults_an_append_failing_and_then_closing_badly_reports_the_app
     with pytest.raises(SessionLogError, match="cannot append event 0: .*File too large"):
         log.append("turn/start", {})
     assert log.closed and read_log(path) == ([], [])
+
+
+def test_session_faults_a_torn_tail_that_cannot_be_cut_fails_the_open(tmp_path, monkeypatch):
+    # Appending after a torn tail left in place would bury it mid-file: the
+    # open fails instead, with the real error, and releases the lock.
+    path = tmp_path / "s.jsonl"
+    before = written(path, 2) + b'{"v":1,"seq":2'
+    path.write_bytes(before)
+    lock = SessionLog._lock
+
+    def lock_then_fault(log, file):
+        lock(log, file)
+        faulty(log, uncuttable=True)
+
+    monkeypatch.setattr(SessionLog, "_lock", lock_then_fault)
+    with pytest.raises(
+        SessionLogError, match=r"s\.jsonl: cannot read the session log back: .*Input/output error"
+    ) as info:
+        SessionLog.open(path)
+    assert cause_of(info).errno == errno.EIO
+    assert path.read_bytes() == before and sorted(os.listdir(tmp_path)) == ["s.jsonl"]
+    monkeypatch.undo()
+    with SessionLog.open(path) as log:  # the lock went with the failed open
+        assert len(log.events) == 2 and len(log.warnings) == 1

@@ -20,7 +20,10 @@ behind the ratios.  Sections (issue 11):
    threads of the bench's fake over stdio (the client the bottleneck), and of
    one real codex server (``--listen ws://``) with the scripted model (and up
    to 32 on as many connections); events/s of all turns together, the
-   client's peak RSS and what each turn added to it.
+   client's peak RSS and what each turn added to it;
+7. **log** -- a session log of a million events (about 1 GB, written into the
+   scratch directory and deleted after): ``SessionLog.open``, ``read_log``,
+   ``iter_log`` and a resumed agent's prompts, memory growth and MB/s.
 
 The stream section also reads the same turn over WebSocket (TCP and a unix
 socket: the fake served by ``--listen``), as ratios to the stdio client.
@@ -42,6 +45,7 @@ rates here vary by about 2%, the wall-time rates by up to 20%.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -60,12 +64,14 @@ if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
 from tools.benchlib import imports as import_cost  # noqa: E402 - after the sys.path line above
+from tools.benchlib import serialize as serialize_bench  # noqa: E402 - after the sys.path line above
 from tools.benchlib import workload  # noqa: E402 - after the sys.path line above
+from tools.benchlib.biglog import STEP  # noqa: E402 - after the sys.path line above
 from tools.benchlib.e2e import find_native_codex  # noqa: E402 - after the sys.path line above
 from tools.benchlib.report import Section, figures_of, kfmt, median, render, targets_for  # noqa: E402 - after the sys.path line above
 from tools.benchlib.runner import BenchError, Runner, child_env, run_process  # noqa: E402 - after the sys.path line above
 
-SECTIONS = ("stream", "turns", "session", "large", "imports", "serialize", "e2e", "concurrency")
+SECTIONS = ("stream", "turns", "session", "large", "imports", "serialize", "e2e", "concurrency", "log")
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,9 @@ class Mode:
     serialize_reps: int
     serialize_events: Sequence[int]
     serialize_stages: bool
+    log_runs: int
+    log_events: int
+    log_small_events: int
     e2e_runs: int
     concurrency_runs: int
     concurrency_deltas: int
@@ -95,13 +104,55 @@ class Mode:
 
 MODES = {
     "full": Mode(
-        5, 200_000, 5, 200_000, 3, 100, 2_000, 7, 8 << 20, 9, 3, 5, (10_000, 100_000), True, 11, 3, 300, (1, 8, 32, 128)
+        5,
+        200_000,
+        5,
+        200_000,
+        3,
+        100,
+        2_000,
+        7,
+        8 << 20,
+        9,
+        3,
+        5,
+        (10_000, 100_000),
+        True,
+        1,
+        1_000_000,
+        10_000,
+        11,
+        3,
+        300,
+        (1, 8, 32, 128),
     ),
     "quick": Mode(
-        2, 200_000, 1, 50_000, 1, 100, 2_000, 3, 8 << 20, 5, 1, 2, (10_000, 100_000), False, 2, 1, 300, (1, 8, 32, 128)
+        2,
+        200_000,
+        1,
+        50_000,
+        1,
+        100,
+        2_000,
+        3,
+        8 << 20,
+        5,
+        1,
+        2,
+        (10_000, 100_000),
+        False,
+        1,
+        200_000,
+        10_000,
+        2,
+        1,
+        300,
+        (1, 8, 32, 128),
     ),
     # The tests' workload: every building block once, in seconds.
-    "tiny": Mode(1, 200, 1, 200, 1, 4, 200, 1, 64 << 10, 1, 1, 1, (500, 5_000), True, 1, 1, 20, (1, 8), 200),
+    "tiny": Mode(
+        1, 200, 1, 200, 1, 4, 200, 1, 64 << 10, 1, 1, 1, (500, 5_000), True, 1, 2_000, 200, 1, 1, 20, (1, 8), 200
+    ),
 }
 
 
@@ -374,20 +425,16 @@ def imports_section(b: Bench) -> Section:
     return s
 
 
-#: The allocator held to one regime at both sizes (see ``benchlib.serialize._fix_mmap_threshold``).
-FIXED_MMAP_THRESHOLD = 128 << 10
-
-
 def serialize_section(b: Bench) -> Section:
     m = b.mode
     short, long_ = m.serialize_events
+    paths = {n: os.path.join(b.scratch, f"serialize-{n}.jsonl") for n in (short, long_)}
+    for n, path in paths.items():
+        serialize_bench.write_log(path, n)
     opts = {"reps": m.serialize_reps, "stages": m.serialize_stages}
-    fixed = dict(opts, ways=["prompt"], mmap_threshold=FIXED_MMAP_THRESHOLD)
     plan = {
-        "short": ("serialize", "scaling", dict(opts, events=short)),
-        "long": ("serialize", "scaling", dict(opts, events=long_)),
-        "short_fixed": ("serialize", "scaling", dict(fixed, events=short)),
-        "long_fixed": ("serialize", "scaling", dict(fixed, events=long_)),
+        "short": ("serialize", "scaling", dict(opts, events=short, path=paths[short])),
+        "long": ("serialize", "scaling", dict(opts, events=long_, path=paths[long_])),
     }
     runs = b.runner.interleave("serialize", plan, m.serialize_runs)
 
@@ -397,32 +444,38 @@ def serialize_section(b: Bench) -> Section:
     med, wall = medians("median_cpu_seconds"), medians("median_seconds")
     scaling = {w: med["long"][w] / med["short"][w] for w in med["short"]}
     wall_scaling = {w: wall["long"][w] / wall["short"][w] for w in wall["short"]}
-    fixed_scaling = med["long_fixed"]["prompt"] / med["short_fixed"]["prompt"]
     b.raw["serialize"] = {
         "runs": runs,
         "median_cpu_seconds": med,
         "median_seconds": wall,
         "scaling": scaling,
         "wall_scaling": wall_scaling,
-        "fixed_mmap_threshold_scaling": fixed_scaling,
     }
     s = Section(
         f"4. serialization — the prompt of a log, {short:,} vs {long_:,} events, "
         f"{m.serialize_runs} process(es) each × {m.serialize_reps} rep(s), CPU time; linear = {long_ / short:g}"
     )
+    long_run = runs["long"][0]
     s.add(
         "serialize_scaling",
         scaling["prompt"],
         f"time({long_:,}) / time({short:,})",
-        detail=f"Transcript().extend(log).text(), as the agent: {med['short']['prompt'] * 1e3:.1f} → "
-        f"{med['long']['prompt'] * 1e3:.1f} ms · prompt {runs['long'][0]['prompt_chars']:,} chars",
+        detail=f"as a resumed agent: the log file streamed into a Transcript, each prompt into fresh memory: "
+        f"{med['short']['prompt'] * 1e3:.1f} → {med['long']['prompt'] * 1e3:.1f} ms · "
+        f"{long_run['log_bytes'] / 1e6:.1f} MB of log, prompt {long_run['prompt_chars']:,} chars",
     )
     s.add("serialize_scaling_wall", wall_scaling["prompt"], "  the same, wall time")
     s.add(
-        "serialize_scaling_fixed_mmap",
-        fixed_scaling,
-        "  the same, one allocator regime",
-        detail=f"mallopt(M_MMAP_THRESHOLD, {FIXED_MMAP_THRESHOLD >> 10} KiB) at both sizes",
+        "serialize_scaling_memory",
+        scaling["memory"],
+        "  from the events in memory",
+        detail=f"rendering and joining alone: {med['short']['memory'] * 1e3:.1f} → {med['long']['memory'] * 1e3:.1f} ms",
+    )
+    s.add(
+        "serialize_scaling_recycled",
+        scaling["recycled"],
+        "  the same, each prompt dropped at once",
+        detail="the short one's memory is reused, the long one's (> 32 MiB) goes back to the kernel: two regimes",
     )
     s.add("two_stage_scaling", scaling["serialize"], "serialize(derive_messages(log))")
     s.add("two_stage_scaling_gc_off", scaling["serialize_gc_off"], "  the same, collector off")
@@ -436,6 +489,86 @@ def serialize_section(b: Bench) -> Section:
         "while a long one is time-shared: wall time then looks superlinear when it is not"
     )
     s.notes.append("internal API on purpose: codexmini._prompt (serialization has no public entry point)")
+    return s
+
+
+#: The big log's texts, this many times the serialize section's: about a
+#: kilobyte an event, so a million events make the issue's gigabyte.
+LOG_SCALE = 2.5
+
+
+def log_section(b: Bench) -> Section:
+    m = b.mode
+    big = os.path.join(b.scratch, "big.session.jsonl")
+    small = os.path.join(b.scratch, "small.session.jsonl")
+    b.runner.say(f"  log: writing a log of {m.log_events:,} events into {b.scratch}")
+    try:
+        size = serialize_bench.write_log(big, m.log_events, LOG_SCALE)
+        serialize_bench.write_log(small, m.log_small_events, LOG_SCALE)
+        plan = {name: ("biglog", name, {"path": big}) for name in ("open", "read", "iter", "prompt")}
+        plan["prompt_small"] = ("biglog", "prompt", {"path": small})
+        runs = b.runner.interleave("log", plan, m.log_runs)
+    finally:
+        for path in (big, small):  # a gigabyte: not left for the other sections
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+    def med(name: str, key: str, within: str | None = None) -> float:
+        return median((r[within] if within else r)[key] for r in runs[name])
+
+    b.raw["log"] = {"runs": runs, "log_bytes": size, "events": m.log_events}
+    prompt = runs["prompt"][0]
+    s = Section(
+        f"7. a log of any length — {m.log_events:,} events, {size / 1e6:,.0f} MB (written for the bench, deleted after); "
+        f"{m.log_runs} run(s) each; growth of the peak RSS, MB/s of CPU time"
+    )
+    s.add(
+        "log_open_growth_mb",
+        med("open", "growth_mb"),
+        "SessionLog.open: memory growth",
+        "{:.1f} MB",
+        f"the writer's read-back: every line checked, an offset every 32 events, the resume fold · "
+        f"{med('open', 'seconds'):.1f} s wall",
+    )
+    s.add(
+        "log_open_mb_s", med("open", "cpu_mb_s"), "  its speed", "{:,.0f} MB/s", f"wall {med('open', 'mb_s'):,.0f} MB/s"
+    )
+    s.add(
+        "log_read_growth_mb",
+        max(med("read", "growth_mb"), med("read", "growth_mb", "events_pass")),
+        "read_log, then every event of it: memory growth",
+        "{:.1f} MB",
+        f"read_log {med('read', 'growth_mb'):.1f} MB, its events {med('read', 'growth_mb', 'events_pass'):.1f} MB",
+    )
+    s.add(
+        "log_read_mb_s",
+        med("read", "cpu_mb_s"),
+        "  read_log's speed",
+        "{:,.0f} MB/s",
+        f"wall {med('read', 'mb_s'):,.0f} MB/s · its events again {med('read', 'cpu_mb_s', 'events_pass'):,.0f} MB/s",
+    )
+    s.add("log_iter_growth_mb", med("iter", "growth_mb"), "iter_log, one pass: memory growth", "{:.1f} MB")
+    s.add(
+        "log_iter_mb_s", med("iter", "cpu_mb_s"), "  its speed", "{:,.0f} MB/s", f"wall {med('iter', 'mb_s'):,.0f} MB/s"
+    )
+    s.add(
+        "log_first_prompt_mb_s",
+        med("prompt", "cpu_mb_s", "first_prompt"),
+        "a resumed agent's first prompt: speed",
+        "{:,.0f} MB/s",
+        f"the whole log streamed into the transcript: {prompt['prompt_chars']:,} chars, "
+        f"growth {med('prompt', 'growth_mb', 'first_prompt'):,.0f} MB (the prompt itself)",
+    )
+    big_next, small_next = med("prompt", "next_prompt_cpu_ms_median"), med("prompt_small", "next_prompt_cpu_ms_median")
+    s.add(
+        "log_next_prompt_vs_small",
+        big_next / small_next,
+        "  the next step's prompt × on a short log",
+        detail=f"{big_next:.2f} ms on {m.log_events:,} events, {small_next:.2f} ms on {m.log_small_events:,} "
+        f"(one step's {len(STEP)} events appended; the text grows in place)",
+    )
+    if not all(r["peak_reset"] for r in runs["open"]):
+        s.notes.append("the peak RSS could not be reset (/proc/self/clear_refs): growth is over the whole process")
     return s
 
 
@@ -596,6 +729,7 @@ SECTION_RUNNERS: dict[str, Callable[[Bench], Section]] = {
     "serialize": serialize_section,
     "e2e": e2e_section,
     "concurrency": concurrency_section,
+    "log": log_section,
 }
 
 

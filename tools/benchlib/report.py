@@ -38,6 +38,13 @@ TARGETS: dict[str, tuple[str, Any]] = {
     "concurrent_threads_128_vs_1": (">=", 1.0),
     "concurrent_rss_per_turn_mb": ("<=", 0.25),
     "concurrent_streaming_rss_per_turn_mb": ("<=", 0.05),
+    # issue 29: a session log of any length
+    "log_open_growth_mb": ("<=", 64.0),
+    "log_open_mb_s": (">=", 100.0),
+    "log_read_growth_mb": ("<=", 64.0),
+    "log_read_mb_s": (">=", 100.0),
+    "log_iter_growth_mb": ("<=", 64.0),
+    "log_next_prompt_vs_small": ("<=", 2.0),
 }
 
 

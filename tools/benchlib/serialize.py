@@ -1,13 +1,30 @@
 """Prompt serialization of a long session log: does the cost stay linear?
 
-One contender, ``scaling``: build a synthetic but realistic log of ``events``
-events (turns of user messages, assistant segments with tool calls, tool
-results of varied size, step and turn markers: the shapes of
-docs/session-log.md and the recorded goldens) and time the prompt of it, as the agent renders it
-(``Transcript().extend(events).text()``) and as the two-stage
-``serialize(derive_messages(events))``.  The bench runs it for 10k and for
-100k events, each in its own processes, interleaved; the generator is
-deterministic, so the short log is the long one's prefix.
+One contender, ``scaling``: the prompt of a synthetic but realistic log of
+``events`` events (turns of user messages, assistant segments with tool calls,
+tool results of varied size, step and turn markers: the shapes of
+docs/session-log.md and the recorded goldens), timed several ways:
+
+* ``prompt`` -- as the agent builds it when it resumes the log: the file
+  streamed into a :class:`Transcript` (``Transcript().extend(read
+  events).text()``).  Every rep's prompt is kept until the process ends, so
+  each build writes into memory the process has not used before, at both
+  sizes: a resumed agent builds its prompt once, and extends it afterwards;
+* ``memory`` -- the same from the events held in memory (rendering and
+  joining alone), kept the same way;
+* ``recycled`` -- the same, each rep's prompt dropped at once (the figure's
+  definition until the log was read lazily): the next rep then reuses the
+  freed memory -- at 10k events, that is; glibc gives a block over 32 MiB
+  back to the kernel when it is freed, so the 100k prompt (60 MB) is faulted
+  in anew every time.  Two allocator regimes, not one algorithm;
+* ``serialize`` -- the two-stage ``serialize(derive_messages(events))``, whose
+  list of messages stays alive while it renders (and ``serialize_gc_off``,
+  the same with the collector off; its cumulative ``stages``).
+
+The bench runs it for 10k and for 100k events, each in its own processes,
+interleaved; the generator is deterministic, so the short log is the long
+one's prefix.  :func:`write_log` writes such a log (also the ``log``
+section's big one: :mod:`.biglog`).
 
 The functions are internal (``codexmini._prompt``): serialization has no
 public entry point, and this bench is allowed to know that.
@@ -16,6 +33,7 @@ public entry point, and this bench is allowed to know that.
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import time
@@ -30,8 +48,9 @@ WORDS = ("the", "log", "turn", "step", "file", "test", "passes", "reads", "a", "
 class LogWriter:
     """Session-log events (docs/session-log.md) with increasing ``seq``."""
 
-    def __init__(self, seed: int = 4) -> None:
+    def __init__(self, seed: int = 4, scale: float = 1.0) -> None:
         self.rng = random.Random(seed)
+        self.scale = scale  # every text this many times as long
         self.seq = 0
         self.ids = 0
         # Text is cut from one random corpus: as varied as fresh words, far cheaper.
@@ -51,7 +70,7 @@ class LogWriter:
         return event
 
     def text(self, lo: int, hi: int) -> str:
-        n = self.rng.randint(lo, hi)
+        n = self.rng.randint(int(lo * self.scale), int(hi * self.scale))
         start = self.rng.randrange(len(self.corpus) - n)
         return self.corpus[start : start + n]
 
@@ -106,25 +125,42 @@ class LogWriter:
         yield self.event("turn/end", {"reason": "completed", "usage": usage}, number)
 
 
-def synthetic_log(count: int, seed: int = 4) -> list[dict[str, Any]]:
-    writer = LogWriter(seed)
-    events = [
-        writer.event(
-            "session/header",
-            {
-                "reason": "initial",
-                "provider": "codex",
-                "model": "gpt-5.4",
-                "codexVersion": "0.149.1",
-                "codexminiVersion": "0.1.0",
-            },
-        )
-    ]
-    number = 1
-    while len(events) < count:
-        events.extend(writer.turn(number))
+def iter_synthetic_log(count: int, seed: int = 4, scale: float = 1.0) -> Iterator[dict[str, Any]]:
+    """The first ``count`` events of the synthetic log, one at a time."""
+    writer = LogWriter(seed, scale)
+    yield writer.event(
+        "session/header",
+        {
+            "reason": "initial",
+            "provider": "codex",
+            "model": "gpt-5.4",
+            "codexVersion": "0.149.1",
+            "codexminiVersion": "0.1.0",
+        },
+    )
+    made, number = 1, 1
+    while made < count:
+        for event in writer.turn(number):
+            if made == count:
+                return
+            yield event
+            made += 1
         number += 1
-    return events[:count]
+
+
+def synthetic_log(count: int, seed: int = 4, scale: float = 1.0) -> list[dict[str, Any]]:
+    return list(iter_synthetic_log(count, seed, scale))
+
+
+def write_log(path: str, count: int, scale: float = 1.0) -> int:
+    """Write the synthetic log of ``count`` events to ``path`` as the session
+    log writes it (one :func:`encode_event` line each); its size in bytes."""
+    from codexmini._session import encode_event
+
+    with open(path, "w", encoding="utf-8") as fh:
+        for event in iter_synthetic_log(count, scale=scale):
+            fh.write(encode_event(event))
+    return os.path.getsize(path)
 
 
 def _time(fn: Any) -> tuple[float, float]:
@@ -147,43 +183,28 @@ def _stages(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _fix_mmap_threshold(nbytes: int) -> None:
-    """glibc's ``mallopt(M_MMAP_THRESHOLD, nbytes)``: every block past ``nbytes``
-    gets fresh pages from the kernel, at any log size.  By default the threshold
-    grows with each freed block up to 32 MiB, so a 10k-event prompt (6 MB) is
-    served from recycled heap while a 100k-event one (60 MB) is faulted in anew
-    on every call: two allocator regimes, not one algorithm."""
-    import ctypes
-    import ctypes.util
-
-    M_MMAP_THRESHOLD = -3
-    mallopt = getattr(ctypes.CDLL(ctypes.util.find_library("c")), "mallopt", None)
-    if mallopt is None or not mallopt(M_MMAP_THRESHOLD, nbytes):  # glibc takes any size up to 32 MiB
-        raise RuntimeError(f"mallopt(M_MMAP_THRESHOLD, {nbytes}): this C library has no mallopt or refused it")
-
-
 async def scaling(opts: Options) -> dict[str, Any]:
-    """Median times of the prompt of one log of ``events``.
-
-    ``prompt`` is what the agent runs (:class:`Transcript`, message by message;
-    a resumed session renders its whole log this way); ``serialize`` is the
-    two-stage composition ``serialize(derive_messages(log))``, whose list of
-    messages stays alive while it renders.  To tell the algorithm from memory
-    effects: ``serialize`` with the collector off, its cumulative stages
-    (derive, + render, + join), and (``mmap_threshold``) glibc's allocator held
-    to one regime.  One size per process: the heap holds that log only, as an
-    agent's does.
+    """Median times of the prompt of one log of ``events`` (and, for
+    ``prompt``, of the file ``path`` holding it), the ways the module says.
+    One size per process: the heap holds that log only, as an agent's does.
     """
     import gc
     import statistics
 
     from codexmini._prompt import Transcript, derive_messages, serialize
+    from codexmini._session import iter_log
 
-    if opts.get("mmap_threshold"):
-        _fix_mmap_threshold(opts["mmap_threshold"])
     events = synthetic_log(opts["events"])
+    path = opts.get("path")
+    kept: list[str] = []  # the prompts of the ways that keep theirs (see the module)
+
+    def keep(text: str) -> None:
+        kept.append(text)
+
     ways: dict[str, Any] = {
-        "prompt": lambda: Transcript().extend(events).text(),
+        **({"prompt": lambda: keep(Transcript().extend(iter_log(path)).text())} if path else {}),
+        "memory": lambda: keep(Transcript().extend(events).text()),
+        "recycled": lambda: Transcript().extend(events).text(),
         "serialize": lambda: serialize(derive_messages(events)),
         "serialize_gc_off": lambda: serialize(derive_messages(events)),
         **(_stages(events) if opts.get("stages", True) else {}),
@@ -204,6 +225,7 @@ async def scaling(opts: Options) -> dict[str, Any]:
     return {
         "events": len(events),
         "prompt_chars": len(Transcript().extend(events).text()),
+        "log_bytes": os.path.getsize(path) if path else None,
         "seconds": times,
         "median_seconds": {w: statistics.median(v) for w, v in times.items()},
         "cpu_seconds": cpu,

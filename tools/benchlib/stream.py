@@ -30,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .child import Options, counters, main, peak_rss_mb, rss_mb, since
@@ -281,7 +282,7 @@ def _agent(opts: Options, watch: _Watch) -> Any:
     return Agent(log, config, on_event=watch.listener()), log
 
 
-def _logged_text(events: list[dict[str, Any]]) -> int:
+def _logged_text(events: Iterable[Mapping[str, Any]]) -> int:
     return sum(
         len(b.get("text", ""))
         for e in events
@@ -314,6 +315,7 @@ async def agent(opts: Options) -> dict[str, Any]:
             )
         peak = peak_rss_mb()
         log_bytes = os.path.getsize(log.path)
+        log_events, logged_text = len(log.events), _logged_text(log.events)  # (read from the file)
     finally:
         await agent_.close()
         log.close()
@@ -321,9 +323,9 @@ async def agent(opts: Options) -> dict[str, Any]:
     result = _turn_result(turns, opts["meta"])
     result.update(
         peak_rss_mb=peak,
-        log_events=len(log.events),
+        log_events=log_events,
         log_bytes=log_bytes,
-        logged_text_chars=_logged_text(log.events),
+        logged_text_chars=logged_text,
         delta_chars_expected=opts["meta"]["delta_chars"] * len(turns),
     )
     result["all_delivered"] = result["all_delivered"] and result["logged_text_chars"] == result["delta_chars_expected"]
@@ -385,11 +387,12 @@ async def session(opts: Options) -> dict[str, Any]:
             rss.append(rss_mb())
             if end["reason"] != "completed" or watch.deltas != opts["meta"]["deltas"]:
                 raise RuntimeError(f"turn {i} ended {end} with {watch.deltas} deltas")
+        # The log's events as lists (read from the file once), as the agent held them until issue 29.
+        events = list(log.events)
     finally:
         await agent_.close()
         log.close()
         shutil.rmtree(os.path.dirname(log.path), ignore_errors=True)
-    events = log.events
     short, long_ = events[: ends[window - 1]], events
     reps = opts.get("serialize_reps", 5)
     ser_short = _median_seconds(lambda: serialize(derive_messages(short)), reps)
