@@ -72,19 +72,24 @@ import os
 import time
 from types import MappingProxyType, ModuleType
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
     Iterable,
     List,
     Mapping,
-    NamedTuple,
     Optional,
     Tuple,
 )
 
 from ._errors import SessionLogChanged, SessionLogError, SessionLogLocked
 from ._jsontext import encoder
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from typing import NamedTuple
+else:
+    from ._dataclasses import NamedTuple
 
 _fcntl: Optional[ModuleType]
 try:

@@ -31,7 +31,6 @@ the items, the abandoned ids and the usage.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from ._errors import ProtocolError
@@ -48,7 +47,11 @@ from ._events import (
 from ._mapping import NOTIFICATIONS, ToolCall, to_event, tool_call
 
 if TYPE_CHECKING:
+    from dataclasses import replace
+
     from .protocol import RateLimitSnapshot, ThreadItem, TurnError
+else:
+    from ._dataclasses import replace  # a record's, without importing dataclasses
 
 
 class TurnFold:
@@ -155,7 +158,7 @@ class TurnFold:
         limits = None
         if error is not None and error.get("codexErrorInfo") == USAGE_LIMIT_EXCEEDED and self.rate_limits is not None:
             limits = self.rate_limits()  # the reset time of TurnCompleted.failure (fixture usage_limit)
-        self.completed = dataclasses.replace(
+        self.completed = replace(
             event,
             error=error,
             items=tuple(self.items[i] for i in self._order),

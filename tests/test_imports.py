@@ -66,6 +66,7 @@ PURE = (
     "_transport",
     "_connect",
     "_websocket",
+    "_dataclasses",
     # the protocol: typing only, so importing it never starts anything
     "protocol",
     "_generated.__init__",
