@@ -34,11 +34,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Callable, Coroutine, Dict, Iterator, Mapping, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Dict, Iterator, Mapping, Optional, TypeVar, Union
 
 from . import _agent, _run, _threads
-from ._client import AppServerClient
-from ._connect import Connect
 from ._errors import CodexminiError, CodexTimeout, ConfigError
 from ._events import Event, TurnCompleted, Usage
 from ._inbox import Content
@@ -48,6 +46,10 @@ from ._permission import ApprovalPolicy, SandboxMode, install_approvals
 from ._portal import BlockingApprovalHandler, Portal, call_soon, close_all, hold, in_worker_thread, shut, worker
 from ._session import SessionLog
 from ._threads import EventListener, RunResult
+
+if TYPE_CHECKING:
+    from ._client import AppServerClient
+    from ._connect import Connect
 
 log = logging.getLogger("codexmini.sync")
 
@@ -63,6 +65,8 @@ ApprovalHandler = BlockingApprovalHandler
 async def _start(
     launch: Optional[Launch], connect: Optional[Union[str, Connect]], approvals: Optional[ApprovalHandler]
 ) -> AppServerClient:
+    from ._client import AppServerClient  # here, not with the package: only a started client needs it
+
     if connect is not None:
         if launch is not None:
             raise ConfigError("launch and connect: a Client starts codex or connects to one, not both")
