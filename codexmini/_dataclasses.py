@@ -51,6 +51,7 @@ import collections
 import sys
 from _thread import get_ident
 from operator import attrgetter
+from types import CodeType, FunctionType
 from typing import Any, Callable, Dict, Iterable, Optional, Set, Tuple, TypeVar
 
 #: ``collections.namedtuple``'s field getter (in C, else its pure-Python fallback).
@@ -452,33 +453,103 @@ def _record(cls: T, frozen: bool) -> T:
 # -- named tuples ------------------------------------------------------------------------------
 
 
+#: ``tuple.__new__``, what every named tuple's ``__new__`` calls.
+_TUPLE = tuple.__new__
+
+# One ``__new__`` per number of fields, its parameters renamed for each class
+# (``CodeType.replace``): the arguments are bound in C, as by the ``__new__``
+# ``collections.namedtuple`` compiles, and nothing is compiled here.
+
+
+def _new0(_cls: Any) -> Any:
+    return _TUPLE(_cls, ())
+
+
+def _new1(_cls: Any, a: Any) -> Any:
+    return _TUPLE(_cls, (a,))
+
+
+def _new2(_cls: Any, a: Any, b: Any) -> Any:
+    return _TUPLE(_cls, (a, b))
+
+
+def _new3(_cls: Any, a: Any, b: Any, c: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c))
+
+
+def _new4(_cls: Any, a: Any, b: Any, c: Any, d: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c, d))
+
+
+def _new5(_cls: Any, a: Any, b: Any, c: Any, d: Any, e: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c, d, e))
+
+
+def _new6(_cls: Any, a: Any, b: Any, c: Any, d: Any, e: Any, f: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c, d, e, f))
+
+
+def _new7(_cls: Any, a: Any, b: Any, c: Any, d: Any, e: Any, f: Any, g: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c, d, e, f, g))
+
+
+def _new8(_cls: Any, a: Any, b: Any, c: Any, d: Any, e: Any, f: Any, g: Any, h: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c, d, e, f, g, h))
+
+
+def _new9(_cls: Any, a: Any, b: Any, c: Any, d: Any, e: Any, f: Any, g: Any, h: Any, i: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c, d, e, f, g, h, i))
+
+
+def _new10(_cls: Any, a: Any, b: Any, c: Any, d: Any, e: Any, f: Any, g: Any, h: Any, i: Any, j: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c, d, e, f, g, h, i, j))
+
+
+def _new11(_cls: Any, a: Any, b: Any, c: Any, d: Any, e: Any, f: Any, g: Any, h: Any, i: Any, j: Any, k: Any) -> Any:
+    return _TUPLE(_cls, (a, b, c, d, e, f, g, h, i, j, k))
+
+
+def _new12(
+    _cls: Any, a: Any, b: Any, c: Any, d: Any, e: Any, f: Any, g: Any, h: Any, i: Any, j: Any, k: Any, m: Any
+) -> Any:
+    return _TUPLE(_cls, (a, b, c, d, e, f, g, h, i, j, k, m))
+
+
+_NEW: Tuple[Callable[..., Any], ...] = (
+    _new0,
+    _new1,
+    _new2,
+    _new3,
+    _new4,
+    _new5,
+    _new6,
+    _new7,
+    _new8,
+    _new9,
+    _new10,
+    _new11,
+    _new12,
+)
+
+if sys.version_info >= (3, 11):
+
+    def _named(code: CodeType, name: str) -> CodeType:
+        return code.replace(co_name=name, co_qualname=name)
+
+else:  # pragma: no cover - Python 3.9 and 3.10: a code object names itself only
+
+    def _named(code: CodeType, name: str) -> CodeType:
+        return code.replace(co_name=name)
+
+
 def _tuple_new(name: str, fields: Tuple[str, ...], defaults: Dict[str, Any]) -> Callable[..., Any]:
-    count = len(fields)
-    new = tuple.__new__
-
-    def __new__(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == count and not kwargs:
-            return new(cls, args)
-        if len(args) > count:
-            raise TypeError(f"{name}.__new__() takes {count + 1} positional arguments but {len(args) + 1} were given")
-        values = list(args)
-        for field_name in fields[len(args) :]:
-            if field_name in kwargs:
-                values.append(kwargs.pop(field_name))
-            elif field_name in defaults:
-                values.append(defaults[field_name])
-            else:
-                raise TypeError(f"{name}.__new__() missing required argument: {field_name!r}")
-        if kwargs:
-            key = next(iter(kwargs))
-            doubled = key in fields
-            raise TypeError(
-                f"{name}.__new__() got {'multiple values for argument' if doubled else 'an unexpected keyword argument'} "
-                f"{key!r}"
-            )
-        return new(cls, values)
-
-    return __new__
+    if len(fields) >= len(_NEW):
+        raise TypeError(f"{name}: a NamedTuple of codexmini._dataclasses has at most {len(_NEW) - 1} fields")
+    template = _NEW[len(fields)]
+    code = _named(template.__code__.replace(co_varnames=("_cls", *fields)), f"{name}.__new__")
+    new = FunctionType(code, template.__globals__, "__new__", tuple(defaults.values()) or None)
+    new.__qualname__ = f"{name}.__new__"
+    return new
 
 
 def _make(cls: Any, iterable: Iterable[Any]) -> Any:

@@ -346,10 +346,11 @@ def test_named_tuple_agrees_with_typing() -> None:
         assert pickle.loads(pickle.dumps(b)) == b and type(copy.copy(b)) is ours
         assert hash(a) == hash(b)
     for args, kwargs in [((), {}), ((1, 2, 3, 4), {}), ((1,), {"x": 2}), ((1,), {"z": 2})]:
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError) as from_std:
             std(*args, **kwargs)
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError) as from_ours:
             ours(*args, **kwargs)
+        assert str(from_ours.value).split("() ", 1)[-1] == str(from_std.value).split("() ", 1)[-1]
     with pytest.raises(TypeError, match="Expected 3 arguments, got 2"):
         ours._make((1, 2))  # type: ignore[attr-defined]
     with pytest.raises(ValueError, match="unexpected field names"):
@@ -372,6 +373,14 @@ def test_named_tuple_refuses_what_typing_refuses() -> None:
         type(_dataclasses.NamedTuple)("Bad", (_dataclasses.NamedTuple, int), {})
     bare = type(_dataclasses.NamedTuple)("Bare", (_dataclasses.NamedTuple,), {"__annotations__": {"a": "int"}})
     assert bare.__doc__ == "Bare(a)" and repr(bare(1)) == "Bare(a=1)"
+    many = {f"f{i}": "int" for i in range(13)}
+    with pytest.raises(TypeError, match="at most 12 fields"):
+        type(_dataclasses.NamedTuple)("Many", (_dataclasses.NamedTuple,), {"__annotations__": many})
+    for count in range(13):  # each number of fields has its own __new__
+        fields = dict(list(many.items())[:count])
+        made = type(_dataclasses.NamedTuple)(f"N{count}", (_dataclasses.NamedTuple,), {"__annotations__": fields})
+        assert made(*range(count)) == tuple(range(count)) and made._fields == tuple(fields)  # type: ignore[attr-defined]
+    assert made(*range(11), f11=7).f11 == 7  # type: ignore[attr-defined]
 
 
 # -- the package's own records ---------------------------------------------------------------
