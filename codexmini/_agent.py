@@ -80,7 +80,6 @@ from ._permission import (
 )
 from ._prompt import Transcript
 from ._session import SessionLog, has_header, next_turn_number
-from ._stepfold import StepFold, Write
 from ._threads import EventListener, Thread, Turn
 from ._version import CODEX_VERSION, __version__
 
@@ -90,6 +89,7 @@ if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._datac
     from ._client import AppServerClient, Tap
     from ._connect import Connect
     from ._endpoint import ModelEndpoint
+    from ._stepfold import StepFold, Write
 else:
     from ._dataclasses import dataclass, replace
 
@@ -538,6 +538,8 @@ class Agent:
         for message in messages:
             self._append("user/message", message)
         permissions = self._knobs.permissions(self.config.sandbox, self.config.approval_policy)
+        from ._stepfold import StepFold  # here, not with the agent: a step's fold (and the event mapping)
+
         folder = self._folder = StepFold(step=self._step, model=self._model_label(), new_id=self.new_id)
         generation = self.inbox.generation
         try:

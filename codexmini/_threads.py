@@ -63,7 +63,6 @@ from ._errors import (
 from ._events import AgentMessageDelta, Event, InvalidNotification, RetryingError, TurnCompleted, Usage
 from ._inputs import Input, InputItem, as_input
 from ._permission import ApprovalPolicy, SandboxMode
-from ._turnfold import TurnFold
 
 if TYPE_CHECKING:  # wire types of the pinned schema (codexmini.protocol): read through, for the checker
     from . import protocol
@@ -474,6 +473,8 @@ class Turn:
         self.interrupt_grace = interrupt_grace
         self.idle_timeout = idle_timeout
         self.done = False
+        from ._turnfold import TurnFold  # here, not with the package: a turn's books (and the event mapping)
+
         #: The turn's books (items, open items, usage, the last fatal error),
         #: shared with whoever else folds the same turn (the agent's step fold).
         self.books = TurnFold(keep_items=keep_items, rate_limits=self._rate_limits)
