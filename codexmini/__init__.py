@@ -16,9 +16,14 @@ can be copied anywhere under any name.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List
-
 from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION, __version__
+
+#: ``typing.TYPE_CHECKING`` without importing ``typing`` (a type checker takes
+#: any name ``TYPE_CHECKING`` to be true): the package's face imports nothing more.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from typing import Any, Dict, List
 
 #: Public name → the internal module that defines it: the one list of the public
 #: face.  ``__all__`` is derived from it; so is the type checkers' view at the end

@@ -42,9 +42,8 @@ import asyncio
 import logging
 import os
 import time
-import uuid
-from dataclasses import dataclass, replace
 from typing import (
+    TYPE_CHECKING,
     Any,
     Awaitable,
     Callable,
@@ -60,10 +59,6 @@ from typing import (
     cast,
 )
 
-from ._binary import server_version
-from ._client import AppServerClient, Tap
-from ._connect import Connect, as_connect
-from ._endpoint import ModelEndpoint
 from ._errors import (
     ConfigError,
     ModelUnreachable,
@@ -89,19 +84,33 @@ from ._permission import (
 )
 from ._prompt import Transcript
 from ._session import SessionLog
-from ._skills import SkillProvider, inject_skills
-from ._stepfold import StepFold, Write
-from ._structured import OutputSchema
-from ._supervisor import ChildSupervisor
 from ._threads import EventListener, Thread, Turn
 from ._version import CODEX_VERSION, __version__
-from ._wire import check_encodable
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass, replace
+
+    from ._client import AppServerClient, Tap
+    from ._connect import Connect
+    from ._endpoint import ModelEndpoint
+    from ._stepfold import StepFold, Write
+else:
+    from ._dataclasses import dataclass, replace
 
 log = logging.getLogger("codexmini.agent")
 
 #: How the step fold times a tool that was still running when its codex turn
 #: ended (``tool/result.elapsedMs``); a module attribute, so a test can set it.
 _clock = time.monotonic
+
+
+def uuid4_hex() -> str:
+    """A new random id: ``uuid.uuid4().hex`` (``uuid`` imported here, not with
+    the package: it imports ``platform``)."""
+    import uuid
+
+    return uuid.uuid4().hex
+
 
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
 
@@ -231,6 +240,8 @@ class AgentConfig:
 
     def __post_init__(self) -> None:
         if self.connect is not None:
+            from ._connect import as_connect  # here, not with the agent: only a connection needs it
+
             as_connect(self.connect)  # a bad URL is a ConfigError now
             if self.launch != Launch():
                 raise ConfigError("AgentConfig takes launch or connect, not both")
@@ -240,6 +251,8 @@ class AgentConfig:
         if not isinstance(self.launch, Launch):
             raise ConfigError(f"AgentConfig.launch must be a Launch, not {type(self.launch).__name__}")
         if self.output_schema is not None:
+            from ._structured import OutputSchema  # here, not with the agent: only a schema needs it
+
             OutputSchema(self.output_schema)  # a SchemaError now, not a surprise mid-turn
 
 
@@ -259,7 +272,7 @@ class Agent:
         approvals: Optional[ApprovalHandler] = None,
         on_event: Optional[EventListener] = None,
         before_step: Optional[PreStepHook] = None,
-        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        new_id: Callable[[], str] = uuid4_hex,
     ) -> None:
         self.log = log_
         self.config = config
@@ -268,6 +281,8 @@ class Agent:
         self.before_step = before_step
         self.new_id = new_id
         self.inbox = Inbox()
+        from ._supervisor import ChildSupervisor  # here, not with the package: an agent made needs it
+
         self.child = ChildSupervisor(config.child_idle_s, tap=config.tap, prepare=self._prepare)
         self._running = False
         self._driver: Optional["asyncio.Task[None]"] = None
@@ -537,6 +552,8 @@ class Agent:
         for message in messages:
             self._append("user/message", message)
         permissions = self._knobs.permissions(self.config.sandbox, self.config.approval_policy)
+        from ._stepfold import StepFold  # here, not with the agent: a step's fold (and the event mapping)
+
         folder = self._folder = StepFold(step=self._step, model=self._model_label(), new_id=self.new_id, clock=_clock)
         generation = self.inbox.generation
         try:
@@ -710,6 +727,8 @@ class Agent:
     def _inject_skills(self, messages: List[Message]) -> List[Message]:
         if not self.config.skills:
             return messages
+        from ._skills import SkillProvider, inject_skills  # here, not with the agent: at its first turn
+
         provider = SkillProvider(self.config.cwd, codex_home=self.config.launch.codex_home)
         return inject_skills(messages, provider.get, lambda: self._cancelled, self.new_id)
 
@@ -717,6 +736,8 @@ class Agent:
 
     async def _ensure_client(self) -> AppServerClient:
         if self.config.connect is not None:  # the server's own configuration picks the endpoint
+            from ._connect import as_connect
+
             return await self.child.ensure(as_connect(self.config.connect))
         launch = replace(self.config.launch, endpoint=self._endpoint()).for_workspace(self.config.cwd)
         return await self.child.ensure(launch)
@@ -746,6 +767,8 @@ class Agent:
         client = self.child.client
         if client is None:
             return "unknown"  # no child could be started
+        from ._binary import server_version
+
         return server_version(client.server_info) or CODEX_VERSION
 
     def _model(self) -> Optional[str]:
@@ -770,6 +793,8 @@ class Agent:
             if not key:
                 log.warning("the session's endpoint names %s for its key, but it is not set", name)
         wire = chosen.get("wireApi")
+        from ._endpoint import ModelEndpoint
+
         return ModelEndpoint(url, key, wire if isinstance(wire, str) else "responses")
 
     def _append(self, type_: str, data: Dict[str, Any], *, turn: Optional[int] = -1, step: Optional[int] = -1) -> None:
@@ -783,6 +808,8 @@ class Agent:
     def _user_message(self, content: Content) -> Message:
         """The message for ``content``; :class:`~codexmini.UnencodableInput`
         (nothing queued, nothing logged) when it cannot be logged or sent."""
+        from ._wire import check_encodable  # here, not with the agent: at its first message
+
         blocks, skipped = content_blocks(content, self.config.cwd)
         check_encodable(blocks, "a user message")
         for block in skipped:

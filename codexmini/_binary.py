@@ -18,18 +18,19 @@ launcher cannot forward SIGKILL, so killing it orphans the real app-server.
 
 from __future__ import annotations
 
-import glob
 import os
 import re
-import shutil
-import subprocess
 import warnings
-from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Set, Tuple
 
 from ._environment import child_environment
 from ._errors import BinaryNotFound
 from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass
+else:
+    from ._dataclasses import dataclass
 
 ENV_VAR = "CODEXMINI_CODEX_BIN"
 LOCAL_DIR = ".codex"
@@ -88,6 +89,8 @@ class CodexBinary:
 
 def native_in_npm_root(root: str) -> Optional[str]:
     """The native codex inside an npm install root, else its Node launcher."""
+    import glob
+
     for pattern in _NATIVE_GLOBS:
         for hit in sorted(glob.glob(os.path.join(root, pattern))):
             if os.access(hit, os.X_OK):
@@ -145,23 +148,27 @@ def find_codex(
     found = native_in_npm_root(cache) if cache and os.path.isdir(cache) else None
     if found:
         return CodexBinary(found, "cache")
+    import shutil  # here, not with the package (as glob and subprocess): only a start looks for the binary
+
     on_path = shutil.which("codex", path=env.get("PATH", ""))
     if on_path:
         return CodexBinary(_native_behind_launcher(on_path), "path")
     raise BinaryNotFound(f"codex not found; {INSTALL_HINT}")
 
 
-_VERSION_RE = re.compile(r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?)")
+_VERSION_RE = r"(\d+\.\d+\.\d+(?:[-+.][0-9A-Za-z.]+)?)"  # (compiled at first use: re caches it)
 
 
 def parse_version(output: str) -> Optional[str]:
     """``codex-cli 0.149.1`` → ``0.149.1``."""
-    match = _VERSION_RE.search(output)
+    match = re.search(_VERSION_RE, output)
     return match.group(1) if match else None
 
 
 def codex_version(path: str, timeout: float = 30.0) -> Optional[str]:
     """Ask the binary for its version (``codex --version``); ``None`` if it cannot say."""
+    import subprocess
+
     try:
         done = subprocess.run(
             [path, "--version"],
@@ -175,7 +182,7 @@ def codex_version(path: str, timeout: float = 30.0) -> Optional[str]:
     return parse_version(done.stdout.decode("utf-8", "replace"))
 
 
-_KEY_RE = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$")
+_KEY_RE = r"^(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$"
 
 
 def version_key(version: str) -> Tuple[int, int, int, Tuple[Tuple[int, int, str], ...]]:
@@ -183,7 +190,7 @@ def version_key(version: str) -> Tuple[int, int, int, Tuple[Tuple[int, int, str]
     semver does: numerically, a pre-release before its release (``0.150.0-alpha.3``
     < ``0.150.0``), numeric pre-release parts before alphanumeric ones; the
     build part is ignored.  Raises ``ValueError`` for anything else."""
-    match = _KEY_RE.match(version)
+    match = re.match(_KEY_RE, version)
     if match is None:
         raise ValueError(f"not a codex version: {version!r}")
     major, minor, patch, pre = match.groups()

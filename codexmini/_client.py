@@ -62,8 +62,6 @@ from typing import (
 )
 
 from . import _rpc
-from ._binary import server_version, warn_if_unsupported
-from ._connect import Connect, as_connect
 from ._deadline import within
 from ._errors import (
     ClientClosed,
@@ -78,15 +76,14 @@ from ._errors import (
 from ._extras import Extras
 from ._launch import Launch, Limits, Overflow, Timeouts, check_overflow
 from ._permission import ANSWERABLE, describe
-from ._process import spawn
 from ._retry import RetryPolicy
-from ._socket import open_websocket
 from ._subscriptions import ALL, GLOBAL, Subscription
-from ._transport import Transport
 from ._version import __version__
 from ._wire import Frame
 
 if TYPE_CHECKING:
+    from ._connect import Connect
+    from ._transport import Transport
     from .protocol import Calls, RateLimitSnapshot
 
 log = logging.getLogger("codexmini.client")
@@ -237,6 +234,8 @@ class AppServerClient(Extras):
         executed), :class:`~codexmini.ConfigError` (the working directory does
         not exist) and whatever ``initialize`` raises.
         """
+        from ._process import spawn  # here, not with the client: a connection needs no child
+
         launch = Launch() if launch is None else launch
         transport, planned = await spawn(launch)
         client = cls(transport, argv=planned.argv, tap=tap, timeouts=launch.timeouts, limits=launch.limits)
@@ -270,6 +269,9 @@ class AppServerClient(Extras):
         that cannot be read) and whatever ``initialize`` raises.  Once
         connected, a connection that ends fails what waits with a
         :class:`~codexmini.WebSocketError`."""
+        from ._connect import as_connect  # here, not with the client: only this way in needs them
+        from ._socket import open_websocket
+
         target = as_connect(target, token)
         transport = await open_websocket(target)
         client = cls(transport, url=target.url, tap=tap, timeouts=target.timeouts, limits=target.limits)
@@ -325,6 +327,8 @@ class AppServerClient(Extras):
         if not isinstance(result, dict):
             raise ProtocolError(f"initialize answered with {type(result).__name__}, not an object")
         self.server_info = result
+        from ._binary import server_version, warn_if_unsupported
+
         warn_if_unsupported(server_version(result))  # once a version, a process
         await self.notify("initialized")
         return self.server_info

@@ -22,17 +22,18 @@ string or in a list; a missing or wrong token is ``401`` with no
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable, List, NamedTuple, Optional, Tuple, Union
-from urllib.parse import unquote, urlsplit
+from typing import TYPE_CHECKING, Any, Callable, List, NamedTuple, Optional, Tuple, Union
 
 from ._errors import ConfigError
 from ._launch import Limits, Timeouts, positive_seconds
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass, field
+else:
+    from ._dataclasses import dataclass, field
+
 
 #: The URL schemes codexmini connects to: WebSocket over TCP, over a unix socket.
 SCHEMES = ("ws", "unix")
@@ -56,6 +57,8 @@ def parse_url(url: str) -> Address:
     ``--listen`` takes them; a :class:`~codexmini.ConfigError` for anything else."""
     if not isinstance(url, str) or not url:
         raise ConfigError(f"Connect.url must be a ws:// or unix:// URL, not {url!r}")
+    from urllib.parse import unquote, urlsplit  # here, not with the package: only a Connect needs it
+
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -106,11 +109,16 @@ class SignedToken:
 
 
 def _b64(data: bytes) -> str:
+    import base64
+
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 def mint_jwt(secret: bytes, claims: Any) -> str:
     """An HS256 JSON Web Token of ``claims`` (RFC 7519), signed with ``secret``."""
+    import hashlib  # here, not with the package: only a signed token needs them
+    import hmac
+
     head = _b64(b'{"alg":"HS256","typ":"JWT"}')
     body = _b64(json.dumps(claims, separators=(",", ":"), sort_keys=True).encode("utf-8"))
     signature = hmac.new(secret, f"{head}.{body}".encode("ascii"), hashlib.sha256).digest()

@@ -8,11 +8,16 @@ provider of codexmini's own, plus the key in the child's environment under
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional
 
 from ._errors import ConfigError
 from ._version import CODEX_VERSION, OLDEST_CODEX_VERSION
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass, field
+else:
+    from ._dataclasses import dataclass, field
+
 
 #: The provider id codexmini configures in codex.
 PROVIDER_ID = "codexmini"

@@ -54,7 +54,8 @@ ALLOWED_PREFIXES = ("LC_",)
 
 #: Names whose values are secrets (OPENAI_API_KEY, GITHUB_TOKEN, AWS_SECRET_ACCESS_KEY …):
 #: passed to codex when named, and then kept out of what codexmini reports of it.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+#: A pattern, matched ignoring case (compiled at first use: ``re`` caches it).
+SECRET_NAME = r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL"
 #: Shorter values are not redacted: they would blank out ordinary words.
 MIN_SECRET_LEN = 8
 
@@ -81,7 +82,7 @@ def child_environment(
 def secret_values(env: Mapping[str, str]) -> List[str]:
     """The values in ``env`` that are secrets (by the variable's name), longest
     first, so that redacting one never leaves a piece of another."""
-    found = {v for k, v in env.items() if SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LEN}
+    found = {v for k, v in env.items() if len(v) >= MIN_SECRET_LEN and re.search(SECRET_NAME, k, re.IGNORECASE)}
     return sorted(found, key=len, reverse=True)
 
 

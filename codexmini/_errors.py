@@ -145,9 +145,10 @@ class ThreadNotFound(RpcError):
 
 
 #: codex's words for an unknown method and an unknown thread (every supported
-#: version says the same; the recordings show each).
-_UNKNOWN_VARIANT = re.compile(r"unknown variant `([^`]+)`")
-_NO_THREAD = re.compile(r"^(?:no rollout found for thread id|thread not loaded:|thread not found:) ?(\S*)")
+#: version says the same; the recordings show each).  Compiled at first use
+#: (``re`` caches them), not with the package.
+_UNKNOWN_VARIANT = r"unknown variant `([^`]+)`"
+_NO_THREAD = r"^(?:no rollout found for thread id|thread not loaded:|thread not found:) ?(\S*)"
 
 
 def rpc_error(code: int, message: str, data: Any = None, method: str = "") -> RpcError:
@@ -157,10 +158,10 @@ def rpc_error(code: int, message: str, data: Any = None, method: str = "") -> Rp
         return ServerOverloaded(code, message, data, method)
     if code == -32601:
         return MethodNotFound(code, message, data, method)
-    unknown = _UNKNOWN_VARIANT.search(message)
+    unknown = re.search(_UNKNOWN_VARIANT, message)
     if unknown is not None and unknown.group(1) == method:
         return MethodNotFound(code, message, data, method)
-    missing = _NO_THREAD.match(message)
+    missing = re.match(_NO_THREAD, message)
     if missing is not None:
         return ThreadNotFound(code, message, data, method, missing.group(1))
     return RpcError(code, message, data, method)

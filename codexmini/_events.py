@@ -8,13 +8,17 @@ arrives as :class:`Unmapped`, so nothing is silently lost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from ._errors import ProtocolError, TurnFailed, UsageLimitExceeded
 
 if TYPE_CHECKING:
     from .protocol import RateLimitSnapshot, ThreadItem, TurnError
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass
+else:
+    from ._dataclasses import dataclass
 
 _USAGE_KEYS = ("inputTokens", "cachedInputTokens", "outputTokens", "reasoningOutputTokens", "totalTokens")
 _USAGE_FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")

@@ -16,11 +16,16 @@ The permission fold: full access wins; ``ask`` means ``workspace-write`` with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, cast
 
 from ._errors import ConfigError
 from ._permission import APPROVAL_POLICIES, SANDBOX_MODES, ApprovalPolicy, SandboxMode
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass
+else:
+    from ._dataclasses import dataclass
+
 
 #: The knob entries' types.
 KNOB_TYPES = frozenset({"sandbox/mode", "approval/policy", "model/choice", "model/endpoint"})

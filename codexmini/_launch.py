@@ -23,17 +23,23 @@ Other ways (a server already listening on a socket) will be values beside it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, Optional, Sequence, Tuple
 
-from ._endpoint import ModelEndpoint
-from ._environment import child_environment
+from ._dataclasses import names
 from ._errors import ConfigError
 from ._wire import DEFAULT_MAX_FRAME_BYTES
 
 if TYPE_CHECKING:
+    from ._endpoint import ModelEndpoint
     from ._transport import Launcher
+
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass, field, replace
+    from typing import NamedTuple
+else:
+    from ._dataclasses import NamedTuple, dataclass, field, replace
 
 
 #: What a subscription over its queue size does (:attr:`Limits.overflow`).
@@ -85,10 +91,10 @@ class Timeouts:
     consumer: Optional[float] = 60.0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not (f.name in _UNBOUNDED and value is None):
-                positive_seconds("Timeouts", f.name, value)
+        for name in names(type(self)):
+            value = getattr(self, name)
+            if not (name in _UNBOUNDED and value is None):
+                positive_seconds("Timeouts", name, value)
 
 
 #: The Timeouts that may be ``None`` (no bound).
@@ -124,9 +130,9 @@ class Limits:
     overflow: Overflow = "wait"
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            if f.name != "overflow":
-                _positive_int("Limits", f.name, getattr(self, f.name))
+        for name in names(type(self)):
+            if name != "overflow":
+                _positive_int("Limits", name, getattr(self, name))
         check_overflow("Limits.overflow", self.overflow)
 
 
@@ -155,6 +161,12 @@ def _environment(name: str, value: Any) -> Mapping[str, str]:
         if not isinstance(item, str) or "\0" in item:
             raise ConfigError(f"Launch.{name}[{key!r}] must be a string without NUL characters")
     return MappingProxyType(dict(value))
+
+
+def _is_endpoint(value: Any) -> bool:
+    from ._endpoint import ModelEndpoint  # here, not with the package: only an endpoint needs it
+
+    return isinstance(value, ModelEndpoint)
 
 
 def _path(name: str, value: Any) -> None:
@@ -205,7 +217,7 @@ class Launch:
         if bad:
             raise ConfigError(f"config items must be KEY=VALUE, not {bad[0]!r}")
         set_(self, "args", _strings("args", self.args))
-        if self.endpoint is not None and not isinstance(self.endpoint, ModelEndpoint):
+        if self.endpoint is not None and not _is_endpoint(self.endpoint):
             raise ConfigError(f"Launch.endpoint must be a ModelEndpoint or None, not {type(self.endpoint).__name__}")
         set_(self, "env", _environment("env", self.env))
         set_(self, "pass_env", _strings("pass_env", self.pass_env))
@@ -224,13 +236,13 @@ class Launch:
         # What differs from the defaults; of the environments only the names
         # (a value may be a secret).
         shown = []
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value == _DEFAULTS[f.name]:
+        for name in names(type(self)):
+            value = getattr(self, name)
+            if value == _DEFAULTS[name]:
                 continue
-            if f.name in ("env", "parent_env"):
+            if name in ("env", "parent_env"):
                 value = sorted(value)
-            shown.append(f"{f.name}={value!r}")
+            shown.append(f"{name}={value!r}")
         return f"Launch({', '.join(shown)})"
 
     def for_workspace(self, cwd: Optional[str]) -> "Launch":
@@ -238,7 +250,7 @@ class Launch:
         return self if self.cwd is not None or cwd is None else replace(self, cwd=cwd)
 
 
-_DEFAULTS: Dict[str, Any] = {f.name: getattr(Launch(), f.name) for f in fields(Launch)}
+_DEFAULTS: Dict[str, Any] = {name: getattr(Launch(), name) for name in names(Launch)}
 
 
 class Plan(NamedTuple):
@@ -265,6 +277,8 @@ def plan(launch: Launch, binary: str, parent_env: Mapping[str, str]) -> Plan:
         extra.update(endpoint.env())
     if launch.codex_home is not None:
         extra["CODEX_HOME"] = launch.codex_home
+    from ._environment import child_environment  # here, not with the package: only a start needs it
+
     return Plan(tuple(argv), child_environment(parent_env, extra, launch.pass_env), launch.cwd)
 
 

@@ -16,7 +16,6 @@ decision instead of silently dropping something:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, Union
 
 from ._errors import ProtocolError
@@ -74,6 +73,11 @@ if TYPE_CHECKING:  # the wire types of the pinned schema (codexmini.protocol): f
         WebSearchThreadItem,
     )
     from .protocol import RateLimitWindow as WireRateLimitWindow
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass
+else:
+    from ._dataclasses import dataclass
 
 Params = Mapping[str, Any]
 

@@ -18,7 +18,6 @@ The session's knob fold, which turns logged knobs into the thread's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -59,6 +58,12 @@ if TYPE_CHECKING:  # each row reads its method's params as the pinned schema's t
         ToolRequestUserInputParams,
     ]
     LegacyRequest = Union[ApplyPatchApprovalParams, ExecCommandApprovalParams]
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass, field
+else:
+    from ._dataclasses import dataclass, field
+
 
 # ---------------------------------------------------------------------------
 # Thread options

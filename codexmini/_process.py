@@ -59,9 +59,10 @@ EXIT_POLL_S = 0.05
 #: stderr lines longer than this keep their head only (the tail and the log).
 MAX_STDERR_LINE = 2000
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+#: Patterns, compiled at first use (``re`` caches them), not with the package.
+_ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 #: codex's own log lines: ``2026-12-03T08:03:39.314194Z ERROR codex_app_server: …``.
-_CODEX_LEVEL = re.compile(r"^\S+\s+(ERROR|WARN)\s")
+_CODEX_LEVEL = r"^\S+\s+(ERROR|WARN)\s"
 #: What a codex level becomes in ``codexmini.codex``: its errors are our
 #: warnings, its warnings our info; everything else is debug.
 _LEVELS = {"ERROR": logging.WARNING, "WARN": logging.INFO}
@@ -71,7 +72,7 @@ _BENIGN = ("could not find bubblewrap on PATH",)
 
 
 def _level(line: str) -> int:
-    match = _CODEX_LEVEL.match(line)
+    match = re.match(_CODEX_LEVEL, line)
     if match is None:
         return logging.DEBUG
     if any(text in line for text in _BENIGN):
@@ -206,7 +207,7 @@ class ChildProcess:
         self._line(partial)
 
     def _line(self, raw: bytes) -> None:
-        text = redact(_ANSI.sub("", raw.decode("utf-8", "replace")).rstrip(), self._secrets)
+        text = redact(re.sub(_ANSI, "", raw.decode("utf-8", "replace")).rstrip(), self._secrets)
         if len(text) > MAX_STDERR_LINE:
             text = text[:MAX_STDERR_LINE] + "..."
         if text:

@@ -42,7 +42,12 @@ log (the agent streams them from the file: ``SessionLog.events``).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from typing import NamedTuple
+else:
+    from ._dataclasses import NamedTuple
 
 Block = Dict[str, Any]
 LogEntry = Mapping[str, Any]

@@ -17,11 +17,21 @@ waiting with a sleep it is given, so tests need neither a clock nor luck.
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ._errors import ConfigError, RpcError, ServerOverloaded
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass, field
+else:
+    from ._dataclasses import dataclass, field
+
+
+def default_jitter() -> float:
+    """:func:`random.random`, imported at the first retry rather than with the package."""
+    import random
+
+    return random.random()
 
 
 @dataclass(frozen=True)
@@ -33,13 +43,14 @@ class RetryPolicy:
     ``d/2 + jitter() * d/2`` seconds with ``d = min(max_delay, base_delay *
     2**n)``: exponential, capped, half of it random so that clients rejected
     together do not come back together ("equal jitter").  ``jitter`` returns a
-    float in ``[0, 1)``; the default is :func:`random.random`.
+    float in ``[0, 1)``; the default calls :func:`random.random` (``random``
+    is imported at the first retry, not with the package).
     """
 
     retries: int = 5
     base_delay: float = 0.05
     max_delay: float = 2.0
-    jitter: Callable[[], float] = field(default=random.random, repr=False, compare=False)
+    jitter: Callable[[], float] = field(default=default_jitter, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.retries < 0 or self.base_delay < 0 or self.max_delay < 0:

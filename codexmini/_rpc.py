@@ -58,12 +58,17 @@ from __future__ import annotations
 
 import collections
 import json
-from typing import Any, Deque, Dict, List, Mapping, NamedTuple, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Deque, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _wire
 from ._errors import ConfigError, ProtocolError, RpcError, UnencodableInput, rpc_error
 from ._permission import SERVER_REQUESTS, fail_closed
 from ._wire import Frame
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from typing import NamedTuple
+else:
+    from ._dataclasses import NamedTuple
 
 RequestId = Union[int, str]
 

@@ -18,16 +18,17 @@ refuses to change that behind its back.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Union
 
-from ._client import AppServerClient
-from ._connect import Connect
 from ._errors import ConfigError
 from ._inputs import Input
 from ._launch import Launch
 from ._permission import ApprovalHandler, ApprovalPolicy, SandboxMode, check_thread_options, install_approvals
-from ._structured import check_output_schema
 from ._threads import EventListener, RunResult, Thread
+
+if TYPE_CHECKING:
+    from ._client import AppServerClient
+    from ._connect import Connect
 
 
 async def run(
@@ -84,6 +85,8 @@ async def run(
     answer the schema rejects, and the client's errors (``BinaryNotFound``,
     ``RpcError``, ``ProcessExited`` ...).
     """
+    from ._structured import check_output_schema  # here, not with the package: at the first run
+
     schema = check_output_schema(output_schema)
     check_thread_options(sandbox, approval_policy)
     own = client is None
@@ -95,8 +98,12 @@ async def run(
     elif connect is not None:
         if launch is not None:
             raise ConfigError("launch and connect: run() starts codex or connects to one, not both")
+        from ._client import AppServerClient  # here, not with the package: only a started client needs it
+
         client = await AppServerClient.connect(connect)
     else:
+        from ._client import AppServerClient
+
         client = await AppServerClient.start((launch or Launch()).for_workspace(cwd))
     if own and approvals is not None:
         install_approvals(client, approvals)

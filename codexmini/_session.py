@@ -77,6 +77,7 @@ import time
 from array import array
 from types import MappingProxyType, ModuleType
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     ContextManager,
@@ -85,7 +86,6 @@ from typing import (
     Iterator,
     List,
     Mapping,
-    NamedTuple,
     Optional,
     Sequence,
     Tuple,
@@ -95,6 +95,11 @@ from typing import (
 
 from ._errors import SessionLogChanged, SessionLogError, SessionLogLocked
 from ._jsontext import encoder
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from typing import NamedTuple
+else:
+    from ._dataclasses import NamedTuple
 
 _fcntl: Optional[ModuleType]
 try:

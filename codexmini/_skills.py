@@ -26,13 +26,16 @@ model through the log (what the model sees is what is logged).
 
 from __future__ import annotations
 
-import html
 import logging
 import os
 import re
 import string
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass
+else:
+    from ._dataclasses import dataclass
 
 logger = logging.getLogger("codexmini.skills")
 
@@ -127,7 +130,7 @@ class SkillProvider:
 # -- the /name gesture ------------------------------------------------------
 
 #: ``/`` at the start of the text or after whitespace, then a name.
-_GESTURE = re.compile(r"(?<!\S)/([A-Za-z0-9][A-Za-z0-9_.:-]*)")
+_GESTURE = r"(?<!\S)/([A-Za-z0-9][A-Za-z0-9_.:-]*)"  # (compiled at first use: re caches it)
 #: What may follow a name.  Not ``/`` or ``\``: ``/usr/bin`` is a path.
 _ENDS = frozenset(string.punctuation) - {"/", "\\"}
 #: Sentence punctuation the name pattern swallows: ``run /agents-md.``
@@ -135,7 +138,7 @@ _TRAILING = ".:-"
 
 
 def _gestures(text: str) -> Iterable[str]:
-    for m in _GESTURE.finditer(text):
+    for m in re.finditer(_GESTURE, text):
         after = text[m.end() : m.end() + 1]
         if after == "" or after.isspace() or after in _ENDS:
             yield m.group(1).rstrip(_TRAILING)
@@ -156,6 +159,8 @@ def invoked_names(messages: Iterable[Dict[str, Any]]) -> List[str]:
 
 
 def render_skill_content(name: str, content: str) -> str:
+    import html  # here, not with the package: html imports its table of entities
+
     return f'<skill_content name="{html.escape(name)}">\n{html.escape(content, quote=False)}\n</skill_content>'
 
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
 from ._events import (
     AgentMessageDelta,
@@ -65,6 +65,11 @@ from ._turnfold import TurnFold
 
 if TYPE_CHECKING:  # wire types (codexmini.protocol): what the fold reads of an item
     from .protocol import AgentMessageThreadItem, ReasoningThreadItem, ThreadItem
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from typing import NamedTuple
+else:
+    from ._dataclasses import NamedTuple
 
 _object_new = object.__new__
 

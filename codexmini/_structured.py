@@ -35,7 +35,6 @@ import json
 from typing import Any, Mapping, NoReturn, Optional, Sequence
 
 from ._errors import OutputValidationError, SchemaError
-from ._jsonschema import Validator
 
 
 def _no_constant(name: str) -> NoReturn:
@@ -58,6 +57,8 @@ class OutputSchema:
             self.wire: Mapping[str, Any] = json.loads(json.dumps(schema, allow_nan=False))
         except (TypeError, ValueError) as exc:
             raise SchemaError(f"the output schema is not JSON: {exc}") from None
+        from ._jsonschema import Validator  # here, not with the package: only a schema needs it
+
         self._validator = Validator(self.wire)
         self._validator.check_schema(self.wire)
 

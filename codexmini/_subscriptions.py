@@ -22,7 +22,6 @@ from . import _rpc
 from ._deadline import within
 from ._errors import CodexTimeout, TransportError
 from ._launch import Overflow
-from ._mapping import to_event
 from ._wire import Frame
 
 if TYPE_CHECKING:
@@ -182,6 +181,8 @@ class Subscription:
         ignored methods skipped, unknown ones :class:`~codexmini.Unmapped`),
         until the client ends.  ``async for event in client.subscribe().events()``
         is how a caller hears of :class:`~codexmini.RateLimitsUpdated`."""
+        from ._mapping import to_event  # here, not with the client: raw notifications need no events
+
         while True:
             try:
                 note = await self._get()

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Optional, Set, Union
+from typing import TYPE_CHECKING, Callable, Optional, Set, Union
 
-from ._client import AppServerClient, Tap
-from ._connect import Connect
 from ._launch import Launch
+
+if TYPE_CHECKING:
+    from ._client import AppServerClient, Tap
+    from ._connect import Connect
 
 log = logging.getLogger("codexmini.agent")
 
@@ -64,7 +66,9 @@ class ChildSupervisor:
             self.restarts += 1
             await self.close()
         if self.client is None:
-            if isinstance(launch, Connect):
+            from ._client import AppServerClient  # here, not with the package: only a started client needs it
+
+            if not isinstance(launch, Launch):  # a Connect (not imported here: only a connection needs it)
                 client = await AppServerClient.connect(launch, tap=self.tap)
             else:
                 client = await AppServerClient.start(launch, tap=self.tap)

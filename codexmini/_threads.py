@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -50,8 +49,6 @@ from typing import (
     cast,
 )
 
-from ._client import AppServerClient
-from ._deadline import within
 from ._errors import (
     CodexminiError,
     CodexTimeout,
@@ -64,13 +61,8 @@ from ._errors import (
     TurnTimeout,
 )
 from ._events import Event, InvalidNotification, RetryingError, TurnCompleted, Usage
-from ._extras import pages
 from ._inputs import Input, InputItem, as_input
 from ._permission import ApprovalPolicy, SandboxMode
-from ._rpc import Notification
-from ._structured import OutputSchema, check_output_schema
-from ._subscriptions import Subscription
-from ._turnfold import TurnFold
 
 if TYPE_CHECKING:  # wire types of the pinned schema (codexmini.protocol): read through, for the checker
     from . import protocol
@@ -90,6 +82,16 @@ if TYPE_CHECKING:  # wire types of the pinned schema (codexmini.protocol): read 
 
     #: What a thread was opened with: the response of thread/start, resume or fork.
     ThreadInfo = Union[ThreadStartResponse, ThreadResumeResponse, ThreadForkResponse]
+
+if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
+    from dataclasses import dataclass
+
+    from ._client import AppServerClient
+    from ._rpc import Notification
+    from ._structured import OutputSchema
+    from ._subscriptions import Subscription
+else:
+    from ._dataclasses import dataclass
 
 log = logging.getLogger("codexmini.thread")
 
@@ -256,6 +258,8 @@ class Thread:
             result: ThreadListResponse = await client.request("thread/list", page, timeout=timeout)
             return result
 
+        from ._extras import pages  # here, not with the package: a listing needs it
+
         return pages(fetch, request)
 
     def turn(
@@ -298,6 +302,8 @@ class Thread:
         before anything is sent.  ``params`` adds raw ``turn/start`` fields,
         ``on_event`` sees each event as it arrives and ``idle_timeout`` bounds
         the silence between two.  Cancelling the caller interrupts the turn."""
+        from ._structured import check_output_schema  # here, not with the package: at the first run
+
         schema = check_output_schema(output_schema)
         return await self._run(input, schema, params, idle_timeout, interrupt_grace, on_event, raise_on_failure)
 
@@ -402,6 +408,8 @@ class Thread:
             result: ThreadTurnsListResponse = await self.client.request("thread/turns/list", page, timeout=timeout)
             return result
 
+        from ._extras import pages
+
         async for turn in pages(fetch, request):  # pragma: no branch - Python 3.9 traces this loop's end as another arc
             newest.append(turn["id"])
             if len(newest) == turns:
@@ -465,6 +473,8 @@ class Turn:
         self.interrupt_grace = interrupt_grace
         self.idle_timeout = idle_timeout
         self.done = False
+        from ._turnfold import TurnFold  # here, not with the package: a turn's books (and the event mapping)
+
         #: The turn's books (items, open items, usage, the last fatal error),
         #: shared with whoever else folds the same turn (the agent's step fold).
         self.books = TurnFold(keep_items=keep_items, rate_limits=self._rate_limits)
@@ -711,6 +721,8 @@ class Turn:
         if self._interrupting or self.id is None or self.done:
             return
         self._interrupting = True
+        from ._deadline import within  # here, not with the package: an interrupt needs it
+
         try:
             await within(self._interrupt_then_drain(), self.interrupt_grace)
         except (asyncio.TimeoutError, CodexminiError) as exc:

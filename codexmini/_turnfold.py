@@ -34,7 +34,6 @@ the items, the abandoned ids and the usage.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Type
 
 from ._errors import ProtocolError
@@ -53,7 +52,11 @@ from ._items import ItemArchive
 from ._mapping import NOTIFICATIONS, ToolCall, delta_row, to_event, tool_call
 
 if TYPE_CHECKING:
+    from dataclasses import replace
+
     from .protocol import RateLimitSnapshot, ThreadItem, TurnError
+else:
+    from ._dataclasses import replace  # a record's, without importing dataclasses
 
 
 class TurnFold:
@@ -174,7 +177,7 @@ class TurnFold:
         limits = None
         if error is not None and error.get("codexErrorInfo") == USAGE_LIMIT_EXCEEDED and self.rate_limits is not None:
             limits = self.rate_limits()  # the reset time of TurnCompleted.failure (fixture usage_limit)
-        self.completed = dataclasses.replace(
+        self.completed = replace(
             event,
             error=error,
             items=() if self.archive is None else self.archive.freeze(),

@@ -215,7 +215,7 @@ _SHALLOW = 2 * MAX_DEPTH + 4
 #: a run of characters that are neither brackets nor quotes, a quote that
 #: opens no string (for the depth of a line that is no JSON,
 #: :func:`_text_nests_deeper`; a line holds no "\n" for "." to miss).
-_NOT_NESTING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[^\[\]{}"]+|"')
+_NOT_NESTING = r'"[^"\\]*(?:\\.[^"\\]*)*"|[^\[\]{}"]+|"'  # (compiled at first use: re caches it)
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
@@ -225,7 +225,7 @@ def _text_nests_deeper(text: str) -> bool:
     parse.  At least as deep as what the parser recursed into before the
     error (its strings are the parser's until then), so a parse that ran out
     of stack and one that failed on the error agree."""
-    brackets = _NOT_NESTING.sub("", text)
+    brackets = re.sub(_NOT_NESTING, "", text)
     steps: Iterable[int] = map(_STEP.__getitem__, brackets)
     return max(itertools.accumulate(steps, initial=0)) > MAX_DEPTH
 

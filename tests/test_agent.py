@@ -42,6 +42,7 @@ from codexmini._events import AgentMessageDelta, Event, ItemStarted, MessageDelt
 from codexmini._permission import Reply
 from codexmini._prompt import derive_messages, serialize
 from codexmini._session import SessionLog, read_log
+from codexmini._stepfold import StepFold
 from codexmini._threads import Turn
 from codexmini.testing import CodexLike, FakeAppServer
 from codexmini.testing.codex_like import TURN, TURN_ERROR, USAGE_1
@@ -844,7 +845,7 @@ def test_agent_an_answer_links_to_the_call_of_the_running_step_only(offline):
     agent = s.agent()
     method, frame = "item/commandExecution/requestApproval", {"result": {"decision": "decline"}}
     agent._log_answer(method, {"itemId": "call_1"}, frame, "close")
-    folder = agent._folder = agent_mod.StepFold(step=1, model="m")
+    folder = agent._folder = StepFold(step=1, model="m")
     agent._log_answer(method, {}, frame, "default")
     agent._log_answer(method, {"itemId": "call_2"}, frame, "handler")
     assert [(e["data"]["itemId"], e["data"]["by"]) for e in s.of_type("approval/decision")] == [

@@ -1,6 +1,7 @@
 """What the package may import, read from its source with ``ast``.
 
-Three rules (standard library only, vendorable, a pure core inside an I/O shell):
+Three rules (standard library only, vendorable, a pure core inside an I/O shell),
+and a pin of what each public import loads (import cost):
 
 * every module of ``codexmini/`` imports the standard library and the package
   itself only, and the package itself only relatively (so it stays
@@ -8,7 +9,11 @@ Three rules (standard library only, vendorable, a pure core inside an I/O shell)
 * the pure modules import no I/O or clock module (directly, or through a
   module of the package that does) and never read ``os.environ``;
 * ``__all__`` says exactly what the package exports, and every module's
-  ``__all__`` names exist.
+  ``__all__`` names exist;
+* ``from codexmini import AppServerClient`` (``Agent``, ``sync``) loads,
+  beyond ``asyncio``, the package modules pinned here and of the standard
+  library ``json`` (and the session log's ``fcntl``) only: what some calls
+  need is imported where it is used (checked in a fresh interpreter).
 
 The checks are run against small snippets first, so a checker that silently
 found nothing would fail here rather than pass vacuously.
@@ -21,6 +26,7 @@ import copy
 import importlib
 import importlib.util
 import os
+import subprocess
 import sys
 import sysconfig
 from pathlib import Path
@@ -67,6 +73,7 @@ PURE = (
     "_transport",
     "_connect",
     "_websocket",
+    "_dataclasses",
     # the protocol: typing only, so importing it never starts anything
     "protocol",
     "_generated.__init__",
@@ -424,3 +431,88 @@ def test_imports_the_documented_floor_plan_is_current():
         text = fh.read()
     shown = text.split("<!-- floors: begin -->\n```\n", 1)[1].split("```\n<!-- floors: end -->", 1)[0]
     assert shown == floors.plan(floors.graph()), "docs/architecture.md: paste what `python tools/floors.py` prints"
+
+
+# -- what the public imports load (their cost: make bench, section 3) ----------------------
+
+ROOT = str(PACKAGE_DIR.parent)
+
+#: Beyond ``import asyncio`` (which the client needs anyway), the standard library an
+#: import of the package may load: ``json`` (the wire's) and ``fcntl`` (the session
+#: log's lock; the asyncio of Python 3.11 loads it already).  Anything else -- pathlib,
+#: shutil, glob, random, hashlib, hmac, urllib.parse, uuid, platform, html, dataclasses,
+#: numbers ... -- is imported where it is used, not with the package.
+IMPORT_STDLIB = frozenset({"__future__", "json", "json.decoder", "json.encoder", "json.scanner", "_json", "fcntl"})
+
+_CLIENT = {"_client", "_rpc", "_wire", "_subscriptions", "_extras", "_deadline", "_retry", "_permission", "_launch"}
+_CORE = {"__init__", "_version", "_errors", "_dataclasses", "_jsontext"}
+_AGENT = {
+    "_agent",
+    "_threads",
+    "_events",
+    "_session",
+    "_prompt",
+    "_knobs",
+    "_inbox",
+    "_inputs",
+    "_permission",
+    "_launch",
+}
+_AGENT |= {"_wire"}  # (Limits' default frame size)
+_SYNC = _AGENT | {"sync", "_run", "_portal"}
+# The complete blocking facade (every async call has its twin) names the client stack in
+# its signatures and imports it with itself, for now: the sync import target is a miss
+# until those imports are deferred too.
+_SYNC |= {"_binary", "_client", "_connect", "_daemon", "_deadline", "_endpoint", "_environment"}
+_SYNC |= {"_extras", "_retry", "_rpc", "_subscriptions"}
+
+#: What each public import loads of the package, exactly: a module added to one of these
+#: paths is a decision (its cost shows in the bench), not an accident of an import line.
+#: The client's stdio child, the binary finder, the transports, the typed events, the
+#: schema validator, the skills: where they are used.  The agent and ``sync`` import
+#: the client when they start codex, a turn's folds (and the event mapping) at a turn.
+PUBLIC_IMPORTS = {
+    "from codexmini import AppServerClient": _CORE | _CLIENT,
+    "from codexmini import Agent": _CORE | _AGENT,
+    "import codexmini.sync": _CORE | _SYNC,
+    "from codexmini import sync": _CORE | _SYNC,
+}
+
+
+def loaded_beyond_asyncio(statement: str) -> Tuple[Set[str], Set[str]]:
+    """(the package's modules, the standard library's) that ``statement`` loads in a
+    fresh interpreter after ``import asyncio`` (no site: nothing imported at start-up
+    but the interpreter's own)."""
+    code = (
+        f"import sys; sys.path.insert(0, {ROOT!r}); import asyncio; before = set(sys.modules); {statement}; "
+        "print(sorted(set(sys.modules) - before))"
+    )
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    names = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    ours = {"__init__" if n == "codexmini" else n.split(".", 1)[1] for n in names if n.split(".")[0] == "codexmini"}
+    return ours, {n for n in names if n.split(".")[0] != "codexmini"}
+
+
+@pytest.mark.parametrize("statement", sorted(PUBLIC_IMPORTS))
+def test_imports_what_a_public_import_loads(statement: str) -> None:
+    ours, stdlib = loaded_beyond_asyncio(statement)
+    assert stdlib <= IMPORT_STDLIB, f"{statement!r} imports {sorted(stdlib - IMPORT_STDLIB)} (import them where used)"
+    assert ours == PUBLIC_IMPORTS[statement], (
+        f"{statement!r} loads {sorted(ours - PUBLIC_IMPORTS[statement])} more"
+        f" and {sorted(PUBLIC_IMPORTS[statement] - ours)} less than pinned"
+    )
+
+
+def test_imports_the_package_alone_loads_its_version_only() -> None:
+    code = f"import sys; sys.path.insert(0, {ROOT!r}); before = set(sys.modules); import codexmini; print(sorted(set(sys.modules) - before))"
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=120)
+    assert ast.literal_eval(done.stdout.strip().splitlines()[-1]) == ["__future__", "codexmini", "codexmini._version"]
+
+
+def test_imports_the_load_check_sees_what_a_call_imports() -> None:
+    # The check can fail: a retry's jitter imports random, a Connect urllib.parse.
+    _, stdlib = loaded_beyond_asyncio("from codexmini._retry import default_jitter; default_jitter()")
+    assert "random" in stdlib and "random" not in IMPORT_STDLIB
+    ours, stdlib = loaded_beyond_asyncio("from codexmini import Connect; Connect('ws://127.0.0.1:1')")
+    assert "urllib.parse" in stdlib and "_connect" in ours

@@ -14,6 +14,7 @@ import pytest
 
 from codexmini import NO_RETRY, RetryPolicy
 from codexmini._errors import ConfigError, RpcError, ServerOverloaded
+from codexmini._retry import default_jitter
 
 OVERLOADED = ServerOverloaded(-32001, "Server overloaded; retry later.")
 
@@ -39,7 +40,11 @@ def test_retry_policy_delay_is_half_fixed_half_jitter() -> None:
 def test_retry_policy_defaults_are_five_retries_from_fifty_milliseconds_to_two_seconds() -> None:
     policy = RetryPolicy()
     assert (policy.retries, policy.base_delay, policy.max_delay) == (5, 0.05, 2.0)
-    assert policy.jitter is random.random
+    assert policy.jitter is default_jitter
+    random.seed(29)
+    drawn = random.random()
+    random.seed(29)
+    assert default_jitter() == drawn  # random.random, imported at the first retry
     assert [policy.should_retry(OVERLOADED, n) for n in range(7)] == [True] * 5 + [False] * 2
     steady = RetryPolicy(jitter=lambda: 0.0)
     # d doubles from 0.05 until it meets the 2 s cap at the seventh retry.

@@ -182,6 +182,8 @@ def _function_node(func: Any) -> Optional[Tuple[str, Function]]:
     code = getattr(func, "__code__", None)
     if code is None or not code.co_filename.endswith(".py") or func.__module__ not in sys.modules:
         return None  # not from a file: a dataclass's generated __init__, a builtin
+    if func.__module__.rpartition(".")[2] == "_dataclasses":
+        return None  # a record's __init__, __repr__ ...: the dataclass's own, written once for all (codexmini._dataclasses)
     source, tree = _module_source(func.__module__)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func.__name__:
