@@ -23,6 +23,34 @@ Listeners (:meth:`SessionLog.subscribe`) receive ``(event, line)``: the event
 dict and the exact text written, newline included.  The CLI's ``--json`` mode
 prints ``line`` as is, so its stdout is byte-for-byte the log.
 
+A log of any length
+-------------------
+Nothing holds a log's events in memory (issue 29: a million events, a
+gigabyte).  Reading back is one streaming pass (:class:`_Pass`): reads of up
+to :data:`READ_MAX` bytes, split into lines, each line decoded and parsed on
+its own by the C scanner (``json.loads`` again only for a line the scanner
+does not take whole, so a line is accepted or refused exactly as
+``json.loads(line.decode())`` would, with its message) and checked against
+the envelope as it goes, the same errors at the same lines as ever.  What the
+pass keeps is an index (:class:`_Index`): the number of events, where the
+last one ends, and the byte offset of every :data:`INDEX_STRIDE`-th one --
+8 bytes per 32 events.  :meth:`SessionLog.open` also folds, in that same
+pass, what appending and resuming need: the next turn number, whether there
+is a header, and the knobs (:class:`._knobs.Knobs`, the last valid entry of
+each kind); each append updates them and the index.
+
+The events are then read from the file when they are used:
+:attr:`SessionLog.events` and :attr:`ReadResult.events` are a
+:class:`LogEvents`, a read-only sequence whose iteration streams from the
+nearest indexed offset, and which compares equal to the list of the events.
+The writer reads through its own descriptor (its appends go to the end
+wherever a read seeks); after :meth:`SessionLog.close`, and for
+:func:`read_log`, the path is opened again, and must still lead to the file
+that was read.  A re-read checks each line as the first read did (and its
+``seq`` against the index), so a file changed behind the reader is an error,
+never other events.  :func:`iter_log` is the one-pass reader, for showing
+or exporting a log: it yields each event as it is checked.
+
 One writer per log
 ------------------
 :meth:`SessionLog.open` takes an exclusive ``flock`` on the log file's own
@@ -59,7 +87,9 @@ last line), the lock is released, and every later append raises that same
 error again -- the real cause, not a secondary "closed".
 
 The helpers at the end (:func:`next_turn_number`, :func:`has_header`) are
-pure queries over a list of events; the knob fold lives in :mod:`._knobs`.
+pure queries over events (:attr:`SessionLog.next_turn` and
+:attr:`SessionLog.has_header` answer them for an open log without reading
+it); the knob fold lives in :mod:`._knobs`.
 """
 
 from __future__ import annotations
@@ -424,7 +454,7 @@ class LogEvents(Sequence[LogEntry]):
     :attr:`ReadResult.events`) or, for :attr:`SessionLog.events` itself, those
     the writer has appended so far.  Reading is checked as it goes: a file
     that no longer holds what was read (replaced, truncated, rewritten) is a
-    :class:`~codexmini.SessionLogError`.
+    :class:`~codexmini.SessionLogError`.  Made by those two, never by hand.
     """
 
     __slots__ = ("_path", "_index", "_reading", "_span")
@@ -561,7 +591,7 @@ class LogStream(Iterator[LogEntry]):
 
     A bad line raises :class:`~codexmini.SessionLogError` when the iteration
     reaches it (the events before it were yielded); a torn last line is
-    dropped with a warning, logged and added to :attr:`warnings`, when the
+    dropped with a warning, logged and added to ``warnings``, when the
     iteration reaches the end.  The file is closed at the end, on an error,
     or by :meth:`close` (also a context manager)."""
 

@@ -446,14 +446,19 @@ def serialize_section(b: Bench) -> Section:
     for n, path in paths.items():
         serialize_bench.write_log(path, n)
     opts = {"reps": m.serialize_reps, "stages": m.serialize_stages}
-    plan = {
-        "short": ("serialize", "scaling", dict(opts, events=short, path=paths[short])),
-        "long": ("serialize", "scaling", dict(opts, events=long_, path=paths[long_])),
-    }
+    plan = {}
+    for size, n in (("short", short), ("long", long_)):
+        # The resumed agent's way in processes of its own (no log in memory), the others together.
+        plan[size] = ("serialize", "scaling", dict(opts, events=n, path=paths[n], ways=["prompt"]))
+        plan[f"{size} in memory"] = ("serialize", "scaling", dict(opts, events=n, ways=list(serialize_bench.IN_MEMORY)))
     runs = b.runner.interleave("serialize", plan, m.serialize_runs)
 
     def medians(key: str) -> dict[str, dict[str, float]]:
-        return {k: {w: median(r[key][w] for r in v) for w in v[0][key]} for k, v in runs.items()}
+        both = {size: runs[size] + runs[f"{size} in memory"] for size in ("short", "long")}
+        return {
+            k: {w: median(r[key][w] for r in v if w in r[key]) for w in {w for r in v for w in r[key]}}
+            for k, v in both.items()
+        }
 
     med, wall = medians("median_cpu_seconds"), medians("median_seconds")
     scaling = {w: med["long"][w] / med["short"][w] for w in med["short"]}

@@ -183,10 +183,15 @@ def _stages(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+#: The ways that time the log held in memory (``prompt`` reads the file).
+IN_MEMORY = ("memory", "recycled", "serialize", "serialize_gc_off", "derive", "render", "join")
+
+
 async def scaling(opts: Options) -> dict[str, Any]:
-    """Median times of the prompt of one log of ``events`` (and, for
-    ``prompt``, of the file ``path`` holding it), the ways the module says.
-    One size per process: the heap holds that log only, as an agent's does.
+    """Median times of the prompt of one log of ``events`` (``prompt``: of
+    the file ``path`` holding it), the ``ways`` the module says (default:
+    all).  One size per process; the bench runs ``prompt`` in processes of
+    its own, whose heap holds no log, as a resumed agent's does not.
     """
     import gc
     import statistics
@@ -194,22 +199,25 @@ async def scaling(opts: Options) -> dict[str, Any]:
     from codexmini._prompt import Transcript, derive_messages, serialize
     from codexmini._session import iter_log
 
-    events = synthetic_log(opts["events"])
     path = opts.get("path")
+    wanted = opts.get("ways") or ["prompt", *IN_MEMORY]
+    # The log in memory only for the ways that read it there: a resumed agent
+    # holds none of it, and the collector walks whatever the heap holds.
+    events = synthetic_log(opts["events"]) if set(wanted) - {"prompt"} else []
     kept: list[str] = []  # the prompts of the ways that keep theirs (see the module)
 
     def keep(text: str) -> None:
         kept.append(text)
 
     ways: dict[str, Any] = {
-        **({"prompt": lambda: keep(Transcript().extend(iter_log(path)).text())} if path else {}),
+        "prompt": lambda: keep(Transcript().extend(iter_log(path)).text()),
         "memory": lambda: keep(Transcript().extend(events).text()),
         "recycled": lambda: Transcript().extend(events).text(),
         "serialize": lambda: serialize(derive_messages(events)),
         "serialize_gc_off": lambda: serialize(derive_messages(events)),
         **(_stages(events) if opts.get("stages", True) else {}),
     }
-    ways = {w: fn for w, fn in ways.items() if w in opts.get("ways", ways)}
+    ways = {w: fn for w, fn in ways.items() if w in wanted}
     times: dict[str, list[float]] = {w: [] for w in ways}
     cpu: dict[str, list[float]] = {w: [] for w in ways}
     for _ in range(opts.get("reps", 5)):
@@ -223,8 +231,8 @@ async def scaling(opts: Options) -> dict[str, Any]:
             finally:
                 gc.enable()
     return {
-        "events": len(events),
-        "prompt_chars": len(Transcript().extend(events).text()),
+        "events": opts["events"],
+        "prompt_chars": len(Transcript().extend(iter_log(path) if path else events).text()),
         "log_bytes": os.path.getsize(path) if path else None,
         "seconds": times,
         "median_seconds": {w: statistics.median(v) for w, v in times.items()},
