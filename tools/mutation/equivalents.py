@@ -33,6 +33,12 @@ _MISSES_THE_TABLE = (
     "and a missing type is looked up, not shown"
 )
 
+_JOIN_SIZE = (
+    "how many rendered pieces wait before they are joined is a size, not a meaning: a block one piece longer or "
+    "shorter makes the same text (the join is tested a block at a time, not per message: "
+    "tests/test_prompt.py); make bench sees the difference, no test can"
+)
+
 _INDENT_LEVEL = (
     "the C encoder's second argument is the starting indent level, read only to indent: this encoder is built "
     "with indent None (compact lines), so any level writes the same text (every Python 3.9-3.13)"
@@ -223,6 +229,25 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         "'XX'",
         'render = _BLOCK_RENDERERS.get(block.get("type", ""))',
         _MISSES_THE_TABLE,
+    ),
+    Equivalent("_prompt", "number", "512", "513", "JOIN_PIECES = 512", _JOIN_SIZE),
+    Equivalent("_prompt", "number", "512", "511", "JOIN_PIECES = 512", _JOIN_SIZE),
+    Equivalent(
+        "_prompt",
+        "compare",
+        "len(pending) >= JOIN_PIECES",
+        "len(pending) > JOIN_PIECES",
+        "if len(pending) >= JOIN_PIECES:",
+        _JOIN_SIZE,
+    ),
+    Equivalent(
+        "_prompt",
+        "string",
+        "''",
+        "'XX'",
+        'text, self._text = self._text, ""  # this local is then the text\'s only owner ...',
+        "the placeholder only drops the transcript's own reference while the text is appended to; the very next "
+        "statements append and store the text back, so no one reads it (an append raising MemoryError aside)",
     ),
     Equivalent(
         "_errors",
