@@ -94,7 +94,6 @@ it); the knob fold lives in :mod:`._knobs`.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import functools
 import io
@@ -239,7 +238,7 @@ _FIELDS = operator.itemgetter(*REQUIRED_KEYS)
 _scan_once: Callable[[str, int], Tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
 
 
-def _read_at(file: io.FileIO, path: str, what: str) -> Read:
+def _read_at(file: io.FileIO, path: str, what: str = "") -> Read:
     """A :data:`Read` of ``file`` (which may be the writer's, opened for
     appending: appends go to the end wherever this one seeks)."""
 
@@ -281,7 +280,8 @@ class _Pass:
     ``None``: the end of the file) and no byte past ``limit`` is read.  With
     ``marks``, the offset of every :data:`INDEX_STRIDE`-th event is appended
     to it.  Afterwards ``seq`` is the number of the next event, ``end`` the
-    end of the last good line, and ``warnings`` names a torn last line that
+    end of the last good line (not kept by a pass that skips), and ``warnings``
+    names a torn last line that
     was dropped (only when reading to the end of the file; anywhere else a
     bad line is an error).
 
@@ -340,12 +340,11 @@ class _Pass:
                 last = lines.pop()  # after the last newline: the start of the next line, if any
                 if last:
                     parts.append(last)
-                if skip:
-                    passed = lines[:skip]
-                    offset += sum(map(len, passed)) + len(passed)
-                    seq += len(passed)
-                    skip -= len(passed)
-                    del lines[: len(passed)]
+                if skip:  # (a pass that skips reads a range of the index: where its lines end is not kept)
+                    passed = len(lines[:skip])
+                    seq += passed
+                    skip -= passed
+                    del lines[:passed]
                 for line in lines:
                     if seq == stop:
                         return
@@ -358,7 +357,8 @@ class _Pass:
                         if end != len(text):
                             event = loads(text)  # the same value, or the error json.loads gives
                     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
-                        if stop is None and offset + len(line) + 1 == pos and not read(pos, 1):
+                        ends_the_read = offset + len(line) + 1 == pos
+                        if stop is None and ends_the_read and not read(pos, 1):
                             # The file's last line: the write that was cut short.
                             self.warnings.append(_torn(path, seq + 1, f"invalid JSON ({exc})"))
                             return
@@ -421,7 +421,7 @@ def _reopened(path: str, identity: Tuple[int, int]) -> Iterator[Read]:
                 "created again): its events cannot be read back",
                 path=path,
             )
-        yield _read_at(file, path, "")
+        yield _read_at(file, path)
     finally:
         file.close()
 
@@ -491,9 +491,7 @@ class LogEvents(Sequence[LogEntry]):
             seq = span[key]
         except IndexError:
             raise IndexError("session log index out of range") from None
-        for event in self._read(seq, seq + 1):
-            return event
-        raise AssertionError("unreachable: _read yields the event or raises")  # pragma: no cover
+        return next(self._read(seq, seq + 1))  # (_read yields it, or raises)
 
     def __iter__(self) -> Iterator[LogEntry]:
         return self._iterate(self._range())
@@ -505,7 +503,7 @@ class LogEvents(Sequence[LogEntry]):
         if span.step < 0:
             return self._backwards(span)
         events = self._read(span.start, span[-1] + 1 if span else span.start)
-        return events if span.step == 1 else itertools.islice(events, 0, None, span.step)
+        return itertools.islice(events, 0, None, span.step)
 
     def _backwards(self, span: range) -> Iterator[LogEntry]:
         """The events of the descending ``span``, reading one stride at a time."""
@@ -550,8 +548,6 @@ class LogEvents(Sequence[LogEntry]):
             return NotImplemented
         return len(self) == len(other) and all(a == b for a, b in zip(self, other))
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, as a list: not hashable
-
     def __repr__(self) -> str:
         return f"<LogEvents of {self._path}: {len(self)} event(s)>"
 
@@ -577,8 +573,9 @@ def read_log(path: str) -> ReadResult:
     file, identity = _open_for_reading(path)
     index = _Index()
     try:
-        scan = _Pass(path, _read_at(file, path, ""), marks=index.marks)
-        collections.deque(scan, maxlen=0)  # checks every line, keeps none
+        scan = _Pass(path, _read_at(file, path), marks=index.marks)
+        for _ in scan:  # checks every line, keeps none
+            pass
     finally:
         file.close()
     index.count, index.end = scan.seq, scan.end
@@ -599,7 +596,7 @@ class LogStream(Iterator[LogEntry]):
         self.path = os.fspath(path)
         self._file: Optional[io.FileIO] = None  # (for __del__, if the open fails)
         self._file = file = _open_for_reading(self.path)[0]
-        scan = _Pass(self.path, _read_at(file, self.path, ""))
+        scan = _Pass(self.path, _read_at(file, self.path))
         #: Warnings about the file: a torn last line dropped (known at the end).
         self.warnings = scan.warnings
         self._events = _closing(iter(scan), file)
@@ -761,16 +758,17 @@ class SessionLog:
         """Read the file: through the writer's descriptor while it is open,
         else (closed meanwhile, or before) by its path, if it still leads to
         the file this writer had."""
-        reopened: List[Read] = []
+        reopened: Optional[Read] = None
         with contextlib.ExitStack() as stack:
 
             def read(offset: int, size: int) -> bytes:
+                nonlocal reopened
                 file = self._file
                 if file is not None:
-                    return _read_at(file, self.path, "")(offset, size)
-                if not reopened:
-                    reopened.append(stack.enter_context(_reopened(self.path, self._identity)))
-                return reopened[0](offset, size)
+                    return _read_at(file, self.path)(offset, size)
+                if reopened is None:
+                    reopened = stack.enter_context(_reopened(self.path, self._identity))
+                return reopened(offset, size)
 
             yield read
 

@@ -228,3 +228,18 @@ def test_knobs_keep_only_knob_entries_and_answer_from_the_last_of_each():
     assert knobs.permissions() == ThreadPermissions("danger-full-access", "never")
     assert (knobs.model, knobs.endpoint) == ("gpt-a", own_endpoint)
     assert len(Knobs()) == 0 and Knobs().permissions() == DEFAULT_PERMISSIONS
+
+
+def test_knobs_types_are_the_entries_it_takes_and_it_keeps_one_of_each():
+    # A caller (the session log) feeds it only entries of Knobs.TYPES: those are
+    # exactly the ones it counts; of each kind it keeps the last valid one only.
+    knobs = Knobs()
+    for kind in sorted(Knobs.TYPES):
+        for _ in range(3):
+            knobs.feed(e(kind, {}))
+    knobs.feed(e("turn/start"))
+    assert len(knobs) == 3 * len(Knobs.TYPES) == 12
+    assert sorted(knobs._last) == ["model/endpoint"]  # of {}: only an endpoint ({} = codex's own) is valid
+    knobs.feed(e("model/choice", {"model": "a"}))
+    knobs.feed(e("model/choice", {"model": ""}))  # invalid: "a" stands
+    assert knobs.model == "a" and len(knobs._last) == 2

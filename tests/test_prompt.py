@@ -339,6 +339,15 @@ def test_transcript_holds_its_text_once():
     )
 
 
+def test_transcript_joins_a_block_of_messages_not_each_one():
+    # Three messages are far fewer pieces than JOIN_PIECES: nothing is joined
+    # until text() asks (a join per message would copy more, and more often).
+    events = [ev(i, "user/message", {"content": [text_block(str(i))]}) for i in range(3)]
+    t = Transcript().extend(events)
+    assert t._text == "" and len(t._pending) == 3 * 4 + 2  # 4 pieces a section, 2 separators
+    assert t.text() == serialize(derive_messages(events)) and t._pending == []
+
+
 def test_transcript_joins_its_pieces_a_block_at_a_time():
     # More than JOIN_PIECES pending pieces are joined during extend(), so a
     # whole log fed at once never holds all its pieces.

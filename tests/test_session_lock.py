@@ -105,6 +105,24 @@ def test_session_lock_through_a_symlink_is_the_same_lock_and_the_same_pid_file(t
     assert not pid_file(real).exists()
 
 
+def test_session_lock_the_pid_file_is_the_writers_decimal_pid_and_costs_no_descriptor(tmp_path):
+    path = tmp_path / "s.jsonl"
+    umask = os.umask(0o022)
+    os.umask(umask)
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    with SessionLog.open(path):
+        assert pid_file(path).read_bytes() == b"%d\n" % os.getpid()
+        assert pid_file(path).stat().st_mode & 0o777 == 0o666 & ~umask
+        if fds is not None:
+            assert len(os.listdir("/proc/self/fd")) == fds + 1  # the log's own: the pid file's is closed
+    # A pid of 1 (the first process) is a pid all the same.
+    with SessionLog.open(path):
+        pid_file(path).write_bytes(b"1\n")
+        with pytest.raises(SessionLogLocked) as info:
+            SessionLog.open(path)
+        assert info.value.pid == 1
+
+
 @pytest.mark.parametrize("content", [b"", b"garbage\n", b"0\n", b"-3\n"])
 def test_session_lock_a_pid_file_without_a_pid_is_pid_unknown(tmp_path, content):
     path = tmp_path / "s.jsonl"
@@ -171,6 +189,21 @@ def test_session_lock_without_fcntl_takes_no_lock_warns_once_and_still_notices_a
     assert [e["seq"] for e in read_log(path).events] == [0]
 
 
+def test_session_lock_no_lock_where_fcntl_is_missing_warns_once_per_process(tmp_path, monkeypatch, caplog):
+    # The same path on this module (the copy above covers its import): with
+    # no fcntl, open() takes no lock, writes no pid file and warns once.
+    monkeypatch.setattr(session_mod, "_fcntl", None)
+    monkeypatch.setattr(session_mod, "_UNLOCKED", [])
+    with caplog.at_level(logging.WARNING, logger="codexmini.session"):
+        with SessionLog.open(tmp_path / "a.jsonl") as first, SessionLog.open(tmp_path / "a.jsonl") as second:
+            assert not first.closed and not second.closed
+        with SessionLog.open(tmp_path / "b.jsonl") as log:
+            log.append("turn/start", {})
+    assert caplog.text.count("session logs are not locked") == 1
+    assert session_mod._UNLOCKED == [str(tmp_path / "a.jsonl")]
+    assert not pid_file(tmp_path / "a.jsonl").exists() and not pid_file(tmp_path / "b.jsonl").exists()
+
+
 # -- a log changed behind its writer's back --------------------------------------------------
 
 
@@ -184,14 +217,17 @@ def opened(path, n=2):
 def refused(log, change):
     """The next append is refused, writes nothing and closes the log; later ones say the same."""
     count = len(log.events)
-    with pytest.raises(SessionLogChanged) as info:
-        log.append("turn/end", {"reason": "completed"}, turn=1)
-    assert (info.value.change, info.value.path, info.value.line) == (change, log.path, count + 1)
-    assert f"event {count} was not appended" in str(info.value)
-    assert log.closed and len(log.events) == count and not pid_file(log.path).exists()
-    with pytest.raises(SessionLogChanged) as again:
-        log.append("turn/end", {"reason": "completed"}, turn=1)
-    assert again.value is info.value
+    try:
+        with pytest.raises(SessionLogChanged) as info:
+            log.append("turn/end", {"reason": "completed"}, turn=1)
+        assert (info.value.change, info.value.path, info.value.line) == (change, log.path, count + 1)
+        assert f"event {count} was not appended" in str(info.value)
+        assert log.closed and len(log.events) == count and not pid_file(log.path).exists()
+        with pytest.raises(SessionLogChanged) as again:
+            log.append("turn/end", {"reason": "completed"}, turn=1)
+        assert again.value is info.value
+    finally:
+        log.close()  # (closed already, unless the check failed: then not left open for the collector)
     return info.value
 
 

@@ -33,6 +33,42 @@ _MISSES_THE_TABLE = (
     "and a missing type is looked up, not shown"
 )
 
+_INDEX_START = (
+    "a new index's count and end are overwritten by the pass that reads the log back (SessionLog.open, read_log) "
+    "before anything reads them; a log never opened reads as empty either way (range(-1) is empty too)"
+)
+_PID_READS = (
+    "how often, and how far apart, a refused writer reads the holder's pid file while the holder writes it: "
+    "timing, which no test can see (the pid is there, or after the reads it is unknown)"
+)
+_JOIN_SIZE = (
+    "how many rendered pieces wait before they are joined is a size, not a meaning: a block one piece longer or "
+    "shorter makes the same text (the join is tested a block at a time, not per message: "
+    "tests/test_prompt.py); make bench sees the difference, no test can"
+)
+
+_READ_SIZES_LINE = "READ_FIRST, READ_MAX = 64 << 10, 1 << 20"
+_READ_SIZE = (
+    "how much a pass reads at a time is a size, not a meaning: every line is read whole across reads, and the "
+    "tests read a few bytes at a time (tests/test_session_stream.py); make bench sees the difference, no test can"
+)
+_STRIDE = (
+    "how many events apart the index keeps an offset is a size: any stride finds every event (the tests use the "
+    "constant); it changes only how much an index holds and how far a lookup reads on"
+)
+_WANT_LINE = 'chunk = read(pos, want) if want > 0 else b""'
+_EMPTY_READ = "a read of 0 bytes returns b'', which is what the other branch gives: the pass ends alike"
+_SCAN_FALLBACK = (
+    "the scanner's result is trusted only when it took the whole line (end == len(text)); any other start or any "
+    "other marker sends the line to json.loads, which gives the same value or the same error, only slower"
+)
+_SLOTS = "__slots__ only spares each object its __dict__ (memory); the attributes are the same with or without it"
+_NONZERO_STEP = "a range's step is never 0: < 0, <= 0 and < 1 pick the same ranges"
+_MAX = "a turn equal to the highest so far leaves the highest where it was: > and >= fold the same maximum"
+_IDENTITY = (
+    "the identity of a log never opened is never compared: open() sets it before anything appends, and a log "
+    "never opened has no event to read back (its index is empty)"
+)
 _INDENT_LEVEL = (
     "the C encoder's second argument is the starting indent level, read only to indent: this encoder is built "
     "with indent None (compact lines), so any level writes the same text (every Python 3.9-3.13)"
@@ -123,14 +159,156 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         'if type_(method) is str_ and type_(params) is dict_ and method != "serverRequest/resolved":',
         _RPC_HOT_PATH,
     ),
+    *(
+        Equivalent("_session", op, before, after, line, _INDEX_START)
+        for op, before, after, line in (
+            ("number", "0", "-1", "self.count = 0"),
+            ("delete", "self.end = 0", "pass", "self.end = 0"),
+            ("number", "0", "1", "self.end = 0"),
+            ("number", "0", "-1", "self.end = 0"),
+        )
+    ),
     Equivalent(
         "_session",
         "compare",
-        "good_end < os.path.getsize(log.path)",
-        "good_end <= os.path.getsize(log.path)",
-        "if good_end < os.path.getsize(log.path):",
-        "when they are equal there is no torn tail: truncating a file to its own length leaves its bytes as they "
-        "were, and the flush that follows has nothing to write",
+        "os.fstat(file.fileno()).st_size > self._index.end",
+        "os.fstat(file.fileno()).st_size >= self._index.end",
+        "if os.fstat(file.fileno()).st_size > self._index.end:",
+        "when they are equal the failed append left nothing: truncating a file to its own length leaves its bytes "
+        "as they were, and the sync that follows has nothing to write",
+    ),
+    Equivalent(
+        "_session",
+        "delete",
+        "f.flush()",
+        "pass",
+        "f.flush()",
+        "the log's file is an unbuffered io.FileIO: its flush() has nothing to write (the data went with write())",
+    ),
+    Equivalent(
+        "_session",
+        "delete",
+        "time.sleep(PID_READ_INTERVAL_S)",
+        "pass",
+        "time.sleep(PID_READ_INTERVAL_S)",
+        _PID_READS,
+    ),
+    Equivalent("_session", "number", "20", "21", "PID_READS, PID_READ_INTERVAL_S = 20, 0.001", _PID_READS),
+    Equivalent("_session", "number", "20", "19", "PID_READS, PID_READ_INTERVAL_S = 20, 0.001", _PID_READS),
+    Equivalent(
+        "_session",
+        "number",
+        "32",
+        "33",
+        "pid = int(f.read(32))",
+        "a pid has at most 7 digits and a newline: 31, 32 or 33 bytes read all of it",
+    ),
+    Equivalent(
+        "_session",
+        "number",
+        "32",
+        "31",
+        "pid = int(f.read(32))",
+        "a pid has at most 7 digits and a newline: 31, 32 or 33 bytes read all of it",
+    ),
+    Equivalent(
+        "_session",
+        "delete",
+        "_fcntl = None",
+        "pass",
+        "_fcntl = None",
+        "the import's fallback runs only where fcntl is missing: tests/test_session_lock.py plays that by loading the "
+        "module's own source with fcntl hidden, a copy the tool does not serve mutated (the same code path on the "
+        "served module, with _fcntl set to None, is tested and mutated)",
+    ),
+    *(
+        Equivalent("_session", "number", before, after, _READ_SIZES_LINE, _READ_SIZE)
+        for before, after in (
+            ("64", "65"),
+            ("64", "63"),
+            ("10", "11"),
+            ("10", "9"),
+            ("1", "2"),
+            ("20", "21"),
+            ("20", "19"),
+        )
+    ),
+    Equivalent(
+        "_session", "delete", "size = min(size * 2, READ_MAX)", "pass", "size = min(size * 2, READ_MAX)", _READ_SIZE
+    ),
+    Equivalent("_session", "number", "2", "3", "size = min(size * 2, READ_MAX)", _READ_SIZE),
+    Equivalent("_session", "number", "2", "1", "size = min(size * 2, READ_MAX)", _READ_SIZE),
+    Equivalent("_session", "number", "32", "33", "INDEX_STRIDE = 32", _STRIDE),
+    Equivalent("_session", "number", "32", "31", "INDEX_STRIDE = 32", _STRIDE),
+    Equivalent("_session", "compare", "want > 0", "want >= 0", _WANT_LINE, _EMPTY_READ),
+    Equivalent("_session", "number", "0", "-1", _WANT_LINE, _EMPTY_READ),
+    Equivalent(
+        "_session",
+        "number",
+        "1",
+        "0",
+        "if len(lines) == 1:  # the middle of a long line",
+        "a read without a newline then goes the general way: joined with the line's start and carried on whole, "
+        "the same lines in the end; the special case only spares a long line one copy per read (make bench sees "
+        "it, no test can)",
+    ),
+    Equivalent("_session", "number", "0", "1", "event, end = scan(text, 0)", _SCAN_FALLBACK),
+    Equivalent("_session", "number", "1", "2", "end = -1", _SCAN_FALLBACK),
+    Equivalent(
+        "_session",
+        "number",
+        "1",
+        "2",
+        "if stop is None and ends_the_read and not read(pos, 1):",
+        "one byte or two: the read only asks whether the file goes on after the line, and any byte says it does",
+    ),
+    Equivalent(
+        "_session",
+        "delete",
+        "__slots__ = ('count', 'end', 'marks')",
+        "pass",
+        '__slots__ = ("count", "end", "marks")',
+        _SLOTS,
+    ),
+    Equivalent(
+        "_session",
+        "delete",
+        "__slots__ = ('_path', '_index', '_reading', '_span')",
+        "pass",
+        '__slots__ = ("_path", "_index", "_reading", "_span")',
+        _SLOTS,
+    ),
+    Equivalent(
+        "_session",
+        "number",
+        "1",
+        "2",
+        "return next(self._read(seq, seq + 1))  # (_read yields it, or raises)",
+        "next() takes the first event the range yields, the one asked for; a range one event longer is never read "
+        "further (its generator is dropped)",
+    ),
+    Equivalent("_session", "compare", "span.step < 0", "span.step <= 0", "if span.step < 0:", _NONZERO_STEP),
+    Equivalent("_session", "number", "0", "1", "if span.step < 0:", _NONZERO_STEP),
+    Equivalent(
+        "_session", "compare", "turn > top", "turn >= top", "if type(turn) is int and turn > top:  # (not a bool)", _MAX
+    ),
+    Equivalent(
+        "_session",
+        "compare",
+        "turn > self._top_turn",
+        "turn >= self._top_turn",
+        "if isinstance(turn, int) and not isinstance(turn, bool) and turn > self._top_turn:",
+        _MAX,
+    ),
+    *(
+        Equivalent(
+            "_session", op, before, after, "self._identity = (0, 0)  # (st_dev, st_ino) of the file open()ed", _IDENTITY
+        )
+        for op, before, after in (
+            ("delete", "self._identity = (0, 0)", "pass"),
+            ("number", "0", "1"),
+            ("number", "0", "-1"),
+        )
     ),
     Equivalent(
         "_prompt",
@@ -223,6 +401,25 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
         "'XX'",
         'render = _BLOCK_RENDERERS.get(block.get("type", ""))',
         _MISSES_THE_TABLE,
+    ),
+    Equivalent("_prompt", "number", "512", "513", "JOIN_PIECES = 512", _JOIN_SIZE),
+    Equivalent("_prompt", "number", "512", "511", "JOIN_PIECES = 512", _JOIN_SIZE),
+    Equivalent(
+        "_prompt",
+        "compare",
+        "len(pending) >= JOIN_PIECES",
+        "len(pending) > JOIN_PIECES",
+        "if len(pending) >= JOIN_PIECES:",
+        _JOIN_SIZE,
+    ),
+    Equivalent(
+        "_prompt",
+        "string",
+        "''",
+        "'XX'",
+        'text, self._text = self._text, ""  # this local is then the text\'s only owner ...',
+        "the placeholder only drops the transcript's own reference while the text is appended to; the very next "
+        "statements append and store the text back, so no one reads it (an append raising MemoryError aside)",
     ),
     Equivalent(
         "_errors",

@@ -25,7 +25,12 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "_stepfold": ("tests/test_stepfold.py",),
     "_permission": ("tests/test_permission.py", "conformance/test_server_requests.py"),
     "_prompt": ("tests/test_prompt.py",),
-    "_session": ("tests/test_session.py",),
+    "_session": (
+        "tests/test_session.py",
+        "tests/test_session_stream.py",
+        "tests/test_session_faults.py",
+        "tests/test_session_lock.py",
+    ),
     "_jsontext": ("tests/test_jsontext.py",),
     "_events": ("tests/test_events.py",),
     "_environment": ("tests/test_environment.py",),
