@@ -44,6 +44,10 @@ else:
 
 #: What a subscription over its queue size does (:attr:`Limits.overflow`).
 Overflow = Literal["wait", "drop"]
+#: The subscription key (and the RPC core's route) of notifications that name no thread.
+GLOBAL: Optional[str] = None
+#: The subscription key of every notification (no route is this: thread ids are not ``*``).
+ALL = "*"
 
 
 def positive_seconds(owner: str, name: str, value: Any) -> None:

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any, Deque, Dict, List, Mapping, Optional, Tup
 
 from . import _wire
 from ._errors import ConfigError, ProtocolError, RpcError, UnencodableInput, rpc_error
+from ._launch import GLOBAL
 from ._permission import SERVER_REQUESTS, fail_closed
 from ._wire import Frame
 
@@ -72,8 +73,6 @@ else:
 
 RequestId = Union[int, str]
 
-#: Route of a notification that names no thread.
-GLOBAL: Optional[str] = None
 #: Route of a notification for a thread nobody claimed yet (kept by the connection).
 UNCLAIMED = "<unclaimed>"
 

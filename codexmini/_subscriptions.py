@@ -21,18 +21,13 @@ from typing import TYPE_CHECKING, AsyncIterator, Callable, Deque, Dict, Optional
 from . import _rpc
 from ._deadline import within
 from ._errors import CodexTimeout, TransportError
-from ._launch import Overflow
+from ._launch import ALL, GLOBAL, Overflow
 from ._wire import Frame
 
 if TYPE_CHECKING:
     from ._events import Event
 
 log = logging.getLogger("codexmini.client")
-
-#: Subscription key for notifications that name no thread.
-GLOBAL: Optional[str] = _rpc.GLOBAL
-#: Subscription key for every notification.
-ALL = "*"
 
 
 class Subscription:

@@ -68,16 +68,13 @@ from typing import (
     Union,
 )
 
-from . import _agent, _daemon, _run, _subscriptions, _threads
+from . import _agent, _run, _threads
 from ._agent import AgentConfig, Blocked, TurnEnd
-from ._client import AnswerObserver, AppServerClient, Handler, Tap
-from ._connect import Connect
-from ._endpoint import ModelEndpoint
 from ._errors import CodexminiError, CodexTimeout, ConfigError, ProtocolError
 from ._events import Event, TurnCompleted, Usage
 from ._inbox import Content, Message
 from ._inputs import Input, InputItem
-from ._launch import Launch, Limits, Overflow, Timeouts
+from ._launch import ALL, GLOBAL, Launch, Limits, Overflow, Timeouts
 from ._permission import ApprovalPolicy, SandboxMode, install_approvals
 from ._portal import (
     BlockingApprovalHandler,
@@ -90,14 +87,19 @@ from ._portal import (
     shut,
     worker,
 )
-from ._retry import RetryPolicy
 from ._session import SessionLog
-from ._subscriptions import ALL, GLOBAL
 from ._threads import EventListener, RunResult
 from ._wire import Frame
 
-if TYPE_CHECKING:  # wire types of the pinned schema, as the async API names them
-    from . import protocol
+if TYPE_CHECKING:
+    # The client stack, named in signatures, is imported when a Client or a daemon call
+    # starts one, so that ``import codexmini.sync`` costs what the agent's import does;
+    # the wire types of the pinned schema, as the async API names them.
+    from . import _subscriptions, protocol
+    from ._client import AnswerObserver, AppServerClient, Handler, Tap
+    from ._connect import Connect
+    from ._endpoint import ModelEndpoint
+    from ._retry import RetryPolicy
     from .protocol import (
         CommandExecResponse,
         ConfigReadResponse,
@@ -188,6 +190,8 @@ def _off_loop_hook(hook: PreStepHook) -> _agent.PreStepHook:
 async def _start(
     launch: Optional[Launch], connect: Optional[Union[str, Connect]], token: Optional[str], options: Dict[str, Any]
 ) -> AppServerClient:
+    from ._client import AppServerClient  # here, not with the module: when a client starts
+
     if connect is None:
         if token is not None:
             raise ConfigError("token: a capability token goes with connect (a running server), not a launch")
@@ -1050,15 +1054,19 @@ def connect_daemon(
     :class:`Client`'s do (``token``, ``client_name``, ``tap``, ``retry`` …);
     ``approvals`` is a plain function, run in a worker thread; ``timeout``
     bounds the whole call.  The daemon outlives the client: :func:`stop_daemon` stops it."""
-    opening = functools.partial(_daemon.connect_daemon, launch, start=start, **options)
+    from ._daemon import connect_daemon  # here, not with the module: when a daemon is used
+
+    opening = functools.partial(connect_daemon, launch, start=start, **options)
     return Client._adopt(opening, approvals, timeout)
 
 
 def stop_daemon(launch: Optional[Launch] = None, *, timeout: Optional[float] = None) -> Dict[str, Any]:
     """:func:`codexmini.stop_daemon`, blocking: stop codex's managed daemon for
     ``launch``'s ``CODEX_HOME`` and its updater; the daemon's status."""
+    from ._daemon import stop_daemon as stopping  # here, not with the module: when a daemon is used
+
     with Portal() as portal:
-        return portal.call(_daemon.stop_daemon(launch), timeout)
+        return portal.call(stopping(launch), timeout)
 
 
 # ---------------------------------------------------------------------------

@@ -459,12 +459,9 @@ _AGENT = {
     "_launch",
 }
 _AGENT |= {"_wire"}  # (Limits' default frame size)
+# The blocking facade names the client stack in its signatures only (under TYPE_CHECKING)
+# and imports it when a Client or a daemon call starts one.
 _SYNC = _AGENT | {"sync", "_run", "_portal"}
-# The complete blocking facade (every async call has its twin) names the client stack in
-# its signatures and imports it with itself, for now: the sync import target is a miss
-# until those imports are deferred too.
-_SYNC |= {"_binary", "_client", "_connect", "_daemon", "_deadline", "_endpoint", "_environment"}
-_SYNC |= {"_extras", "_retry", "_rpc", "_subscriptions"}
 
 #: What each public import loads of the package, exactly: a module added to one of these
 #: paths is a decision (its cost shows in the bench), not an accident of an import line.
