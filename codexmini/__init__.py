@@ -115,6 +115,7 @@ _EXPORTS: Dict[str, str] = {
     "BinaryNotFound": "_errors",
     "StartFailed": "_errors",
     "ConfigError": "_errors",
+    "EndpointKeyMissing": "_errors",
     "UnencodableInput": "_errors",
     "SchemaError": "_errors",
     "OutputValidationError": "_errors",
@@ -170,6 +171,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import CodexTimeout as CodexTimeout
     from ._errors import ConfigError as ConfigError
     from ._errors import ConnectFailed as ConnectFailed
+    from ._errors import EndpointKeyMissing as EndpointKeyMissing
     from ._errors import MethodNotFound as MethodNotFound
     from ._errors import ModelUnreachable as ModelUnreachable
     from ._errors import OutputValidationError as OutputValidationError

@@ -61,6 +61,7 @@ from typing import (
 
 from ._errors import (
     ConfigError,
+    EndpointKeyMissing,
     ModelUnreachable,
     ProcessExited,
     RpcError,
@@ -71,9 +72,10 @@ from ._errors import (
 from ._events import Event, MessageDelta, TurnCompleted, Usage
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
-from ._knobs import Knobs, ThreadPermissions
+from ._knobs import Knobs, ReasoningSummary, ThreadPermissions, check_reasoning
 from ._launch import Launch, positive_seconds
 from ._permission import (
+    SANDBOX_MODES,
     ApprovalHandler,
     ApprovalPolicy,
     SandboxMode,
@@ -113,6 +115,10 @@ def uuid4_hex() -> str:
 
 
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
+
+#: The ``agent/error`` code of a step whose codex could not start, by why
+#: (anything else: ``CODEX_UNAVAILABLE``).
+_UNAVAILABLE: Dict[type, str] = {EndpointKeyMissing: "ENDPOINT_KEY_MISSING"}
 
 
 class TurnEndError(TypedDict):
@@ -221,7 +227,11 @@ class AgentConfig:
     :class:`~codexmini.Connect`; ``launch`` is then not used): a connection
     that drops mid-turn ends that turn in ``error`` (``CODEX_NO_RESULT``),
     and the next turn connects again; the server's own configuration picks
-    the model endpoint.
+    the model endpoint.  ``reasoning_effort`` and ``reasoning_summary``: the
+    default reasoning settings sent with every codex turn (``effort``, e.g.
+    ``"high"``; ``summary``: ``auto``, ``concise``, ``detailed`` or ``none``;
+    ``None``: codex's own), each overridden by a session's ``model/reasoning``
+    (:meth:`Agent.set_reasoning`).
     Invalid values are a :class:`~codexmini.ConfigError` (or
     :class:`~codexmini.SchemaError`) here, not an error mid-turn."""
 
@@ -237,6 +247,8 @@ class AgentConfig:
     output_schema: Optional[Mapping[str, Any]] = None
     liveness_s: Optional[float] = 600.0
     connect: Optional[Union[str, Connect]] = None
+    reasoning_effort: Optional[str] = None
+    reasoning_summary: Optional[ReasoningSummary] = None
 
     def __post_init__(self) -> None:
         if self.connect is not None:
@@ -246,6 +258,7 @@ class AgentConfig:
             if self.launch != Launch():
                 raise ConfigError("AgentConfig takes launch or connect, not both")
         check_thread_options(self.sandbox, self.approval_policy)
+        check_reasoning(self.reasoning_effort, self.reasoning_summary)
         if self.liveness_s is not None:
             positive_seconds("AgentConfig", "liveness_s", self.liveness_s)
         if not isinstance(self.launch, Launch):
@@ -429,6 +442,28 @@ class Agent:
             raise ConfigError(f"a model must be a non-empty string, not {model!r}")
         self._append("model/choice", {"model": model}, turn=None, step=None)
 
+    def set_sandbox(self, mode: SandboxMode) -> None:
+        """Choose the session's sandbox (``sandbox/mode``: ``read-only``,
+        ``workspace-write`` or ``danger-full-access``), from the next step on;
+        a resumed session keeps it.  It folds with the approval knob as
+        docs/session-log.md says (``danger-full-access`` wins; ``workspace-write``
+        comes with the ``ask`` policy; else read-only), and
+        ``AgentConfig.sandbox``, a pin, wins over it.  :meth:`set_knob` takes
+        the same entry unchecked."""
+        if mode not in SANDBOX_MODES:
+            raise ConfigError(f"sandbox must be one of {SANDBOX_MODES}, not {mode!r}")
+        self._append("sandbox/mode", {"mode": mode}, turn=None, step=None)
+
+    def set_reasoning(self, effort: Optional[str] = None, summary: Optional[ReasoningSummary] = None) -> None:
+        """Choose the session's reasoning settings (``model/reasoning``),
+        sent with every codex turn from the next step on; a resumed session
+        keeps them.  ``effort`` (e.g. ``"low"``, ``"high"``: what the model
+        offers) and ``summary`` (``auto``, ``concise``, ``detailed``,
+        ``none``); either ``None`` leaves that one to
+        ``AgentConfig.reasoning_effort`` / ``reasoning_summary``, then codex."""
+        check_reasoning(effort, summary)
+        self._append("model/reasoning", {"effort": effort, "summary": summary}, turn=None, step=None)
+
     def set_endpoint(self, endpoint: Optional[ModelEndpoint], api_key_env: Optional[str] = None) -> None:
         """Choose the session's model endpoint (``model/endpoint``; ``None``:
         codex's own configuration).  The log keeps the URL and the *name* of
@@ -560,10 +595,9 @@ class Agent:
             if unavailable is not None:
                 # The child could not be started or initialized: the step ends in error.
                 self._settle(folder, None, "error")
+                code = _UNAVAILABLE.get(type(unavailable), "CODEX_UNAVAILABLE")
                 return _Outcome(
-                    "error",
-                    _error("CODEX_UNAVAILABLE", f"{type(unavailable).__name__}: {unavailable}"),
-                    _chain(unavailable),
+                    "error", _error(code, f"{type(unavailable).__name__}: {unavailable}"), _chain(unavailable)
                 )
             return await self._codex_turn(messages, permissions, folder)
         finally:
@@ -588,6 +622,7 @@ class Agent:
             # every item to the log as it completes, and memory stays flat.
             schema = self.config.output_schema
             params = {"outputSchema": schema} if schema is not None else {}
+            params.update(self._reasoning())
             turn = thread.turn(
                 self._step_input(messages),
                 params=params,
@@ -775,6 +810,15 @@ class Agent:
         """The session's choice (``model/choice``), else the configured model."""
         return self._knobs.model or self.config.model
 
+    def _reasoning(self) -> Dict[str, Any]:
+        """The turn's ``effort`` and ``summary``: each the session's choice
+        (``model/reasoning``), else the configured one; absent: codex's."""
+        chosen = self._knobs.reasoning or {}
+        config = self.config
+        found = {"effort": chosen.get("effort") or config.reasoning_effort}
+        found["summary"] = chosen.get("summary") or config.reasoning_summary
+        return {key: value for key, value in found.items() if value is not None}
+
     def _model_label(self) -> str:
         return self._model() or "default"
 
@@ -790,8 +834,8 @@ class Agent:
         name = chosen.get("apiKeyEnv")
         if not key and isinstance(name, str) and name:
             key = self.config.launch.env.get(name) or os.environ.get(name, "")
-            if not key:
-                log.warning("the session's endpoint names %s for its key, but it is not set", name)
+            if not key:  # not an endpoint without its key: refused, before codex starts
+                raise EndpointKeyMissing(name, url)
         wire = chosen.get("wireApi")
         from ._endpoint import ModelEndpoint
 

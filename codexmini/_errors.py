@@ -29,6 +29,7 @@ the turn for its stream, the session module for the log file.
     ├── BinaryNotFound           no codex binary where we looked, or it cannot run
     ├── StartFailed              codex exited or was silent before it served (the CLI, the daemon)
     ├── ConfigError              a setting or a value codexmini refuses up front
+    │   ├── EndpointKeyMissing   a session's endpoint names a key variable that is not set
     │   └── UnencodableInput     a caller's value that cannot go on the wire (nothing sent)
     ├── SchemaError              a JSON Schema the validator cannot use, or none printed
     ├── OutputValidationError    a turn's final answer broke its output_schema
@@ -303,6 +304,22 @@ class ConfigError(CodexminiError):
     value it refuses before sending anything (:class:`UnencodableInput`)."""
 
 
+class EndpointKeyMissing(ConfigError):
+    """A session's model endpoint reads its key from an environment variable
+    (``model/endpoint``'s ``apiKeyEnv``) that is not set, neither in
+    ``Launch.env`` nor in the process: refused before codex starts, rather
+    than run the endpoint without a key.  ``variable`` is its name (the log
+    keeps the name, never the key); ``base_url`` the endpoint's."""
+
+    def __init__(self, variable: str, base_url: str) -> None:
+        self.variable = variable
+        self.base_url = base_url
+        super().__init__(
+            f"the session's model endpoint {base_url} reads its key from ${variable}, which is not set: "
+            f"set {variable} (or Launch.env[{variable!r}]), or choose another endpoint (Agent.set_endpoint)"
+        )
+
+
 class UnencodableInput(ConfigError):
     """A value the caller gave -- a prompt, request params, an output schema,
     the answer to a server request -- that cannot go on the wire: not JSON (a
@@ -441,6 +458,7 @@ __all__ = [
     "CodexminiError",
     "ConfigError",
     "ConnectFailed",
+    "EndpointKeyMissing",
     "AuthRejected",
     "WebSocketError",
     "OutputValidationError",

@@ -1,12 +1,13 @@
 """The session's knobs: what the log has chosen for the next step.  Pure.
 
 A knob is a log entry that changes how later steps run: ``sandbox/mode``,
-``approval/policy``, ``model/choice`` and ``model/endpoint``.  They are logged
+``approval/policy``, ``model/choice``, ``model/endpoint`` and
+``model/reasoning``.  They are logged
 like every other entry, so a resumed session keeps them; the last *valid* one
 of each kind wins, and an invalid value counts as absent.  :class:`Knobs`
 holds a session's knob entries (fed as they are appended) and answers what
-they amount to: the model, the endpoint, and the permission pair a thread is
-started with -- folded again every step, so a knob change acts on the next one.
+they amount to: the model, the endpoint, the reasoning settings, and the
+permission pair a thread is started with -- folded again every step, so a knob change acts on the next one.
 
 The permission fold: full access wins; ``ask`` means ``workspace-write`` with
 ``on-request`` approvals; anything else is the fail-closed default
@@ -16,7 +17,7 @@ The permission fold: full access wins; ``ask`` means ``workspace-write`` with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, cast
 
 from ._errors import ConfigError
 from ._permission import APPROVAL_POLICIES, SANDBOX_MODES, ApprovalPolicy, SandboxMode
@@ -28,9 +29,12 @@ else:
 
 
 #: The knob entries' types.
-KNOB_TYPES = frozenset({"sandbox/mode", "approval/policy", "model/choice", "model/endpoint"})
+KNOB_TYPES = frozenset({"sandbox/mode", "approval/policy", "model/choice", "model/endpoint", "model/reasoning"})
 #: What an ``approval/policy`` knob may say (the CLI's ``--approval-policy``).
 APPROVAL_KNOBS = ("ask", "never")
+#: What a reasoning summary may be (codex's ``ReasoningSummary``, 0.149.1 to 0.171.0).
+ReasoningSummary = Literal["auto", "concise", "detailed", "none"]
+REASONING_SUMMARIES = ("auto", "concise", "detailed", "none")
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,34 @@ def last_endpoint(entries: Iterable[Mapping[str, Any]]) -> Optional[Mapping[str,
     return endpoint
 
 
+def check_reasoning(effort: Any, summary: Any) -> None:
+    """A :class:`~codexmini.ConfigError` unless ``effort`` is ``None`` or a
+    non-empty string (codex takes the efforts the model advertises: ``low``,
+    ``medium``, ``high``...) and ``summary`` ``None`` or one of
+    :data:`REASONING_SUMMARIES`."""
+    if effort is not None and not (isinstance(effort, str) and effort):
+        raise ConfigError(f"a reasoning effort must be a non-empty string or None, not {effort!r}")
+    if summary is not None and summary not in REASONING_SUMMARIES:
+        raise ConfigError(f"a reasoning summary must be one of {REASONING_SUMMARIES} or None, not {summary!r}")
+
+
+def last_reasoning(entries: Iterable[Mapping[str, Any]]) -> Optional[Mapping[str, Any]]:
+    """The reasoning settings the session chose last (``model/reasoning``:
+    ``effort`` and ``summary``, either ``null`` where the session left it to
+    the configuration), or ``None``; an entry with a value
+    :func:`check_reasoning` refuses counts as absent."""
+    chosen: Optional[Mapping[str, Any]] = None
+    for entry in entries:
+        if entry.get("type") == "model/reasoning":
+            data = entry.get("data") or {}
+            try:
+                check_reasoning(data.get("effort"), data.get("summary"))
+            except ConfigError:
+                continue
+            chosen = data
+    return chosen
+
+
 class Knobs:
     """A session's knobs: fed every entry of the log in order (:meth:`feed`
     ignores all but the knobs), asked what they amount to.  It keeps the last
@@ -156,6 +188,11 @@ class Knobs:
         """The session's endpoint choice (see :func:`last_endpoint`), if any."""
         return last_endpoint(self._entries)
 
+    @property
+    def reasoning(self) -> Optional[Mapping[str, Any]]:
+        """The session's reasoning settings (see :func:`last_reasoning`), if any."""
+        return last_reasoning(self._entries)
+
     def permissions(self, pin_sandbox: Optional[str] = None, pin_approval: Optional[str] = None) -> ThreadPermissions:
         """The thread's (sandbox, approval policy), the pins over the knobs."""
         return resolve_permissions(self._entries, pin_sandbox, pin_approval)
@@ -167,6 +204,7 @@ _VALID: Dict[str, Callable[[Iterable[Mapping[str, Any]]], Any]] = {
     "approval/policy": lambda entries: last_knob(entries, "approval/policy"),
     "model/choice": last_model,
     "model/endpoint": last_endpoint,
+    "model/reasoning": last_reasoning,
 }
 
 
@@ -175,10 +213,14 @@ __all__ = [
     "DEFAULT_PERMISSIONS",
     "KNOB_TYPES",
     "Knobs",
+    "REASONING_SUMMARIES",
+    "ReasoningSummary",
     "ThreadPermissions",
+    "check_reasoning",
     "fold",
     "last_endpoint",
     "last_knob",
     "last_model",
+    "last_reasoning",
     "resolve_permissions",
 ]

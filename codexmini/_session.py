@@ -160,6 +160,7 @@ EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
         "approval/policy": ("policy",),
         "model/choice": ("model",),
         "model/endpoint": ("baseUrl", "wireApi", "apiKeyEnv"),
+        "model/reasoning": ("effort", "summary"),
         "turn/start": (),
         "step/start": (),
         "step/end": ("reason",),

@@ -74,6 +74,7 @@ from ._errors import CodexminiError, CodexTimeout, ConfigError, ProtocolError
 from ._events import Event, TurnCompleted, Usage
 from ._inbox import Content, Message
 from ._inputs import Input, InputItem
+from ._knobs import ReasoningSummary
 from ._launch import ALL, GLOBAL, Launch, Limits, Overflow, Timeouts
 from ._permission import ApprovalPolicy, SandboxMode, install_approvals
 from ._portal import (
@@ -1172,6 +1173,12 @@ class Agent:
 
     def set_model(self, model: str) -> None:
         self.portal.call(call_soon(self.aio.set_model, model))
+
+    def set_sandbox(self, mode: SandboxMode) -> None:
+        self.portal.call(call_soon(self.aio.set_sandbox, mode))
+
+    def set_reasoning(self, effort: Optional[str] = None, summary: Optional[ReasoningSummary] = None) -> None:
+        self.portal.call(call_soon(self.aio.set_reasoning, effort, summary))
 
     def set_endpoint(self, endpoint: Optional[ModelEndpoint], api_key_env: Optional[str] = None) -> None:
         self.portal.call(call_soon(self.aio.set_endpoint, endpoint, api_key_env))

@@ -37,7 +37,7 @@ from codexmini import _agent as agent_mod
 from codexmini import _client as client_mod
 from codexmini import _session as session_mod
 from codexmini._binary import find_codex
-from codexmini._errors import BinaryNotFound, ConfigError, RpcError
+from codexmini._errors import BinaryNotFound, ConfigError, EndpointKeyMissing, RpcError
 from codexmini._events import AgentMessageDelta, Event, ItemStarted, MessageDelta, MessageStreamEnd, Usage
 from codexmini._permission import Reply
 from codexmini._prompt import derive_messages, serialize
@@ -390,7 +390,7 @@ async def test_agent_resumed_from_a_reopened_log_streams_its_prompt_from_the_fil
     read: List[int] = []
     real = session_mod._read_at
 
-    def counted(file: Any, path: str, what: str) -> Callable[[int, int], bytes]:
+    def counted(file: Any, path: str, what: str = "") -> Callable[[int, int], bytes]:
         def read_counted(offset: int, size: int) -> bytes:
             data = real(file, path, what)(offset, size)
             read.append(len(data))
@@ -1473,19 +1473,113 @@ async def test_agent_session_endpoint_keeps_its_key_out_of_the_log_and_restarts_
     assert "sk-in-memory" not in text and "sk-from-the-environment" not in text
 
 
-async def test_agent_session_endpoint_none_means_codex_configuration_and_a_missing_key_warns(offline, caplog):
+async def test_agent_session_endpoint_none_means_codex_configuration(offline):
     s = offline(tb.AgentTurns)
 
     async with s.agent(config=s.config(endpoint=ModelEndpoint("http://127.0.0.1:9/v1", "sk-x"))) as agent:
-        agent.set_endpoint(ModelEndpoint("http://127.0.0.1:8/v1"), api_key_env="CODEXMINI_UNSET_KEY_VAR")
-        with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
-            await agent.run("keyless")
+        agent.set_endpoint(ModelEndpoint("http://127.0.0.1:8/v1"), api_key_env=None)  # a keyless endpoint
+        await agent.run("keyless")
         agent.set_endpoint(None)
         await agent.run("default")
-    assert "names CODEXMINI_UNSET_KEY_VAR for its key, but it is not set" in caplog.text
     first, second = s.fake.launches
     assert "CODEXMINI_API_KEY" not in first.env and 'base_url="http://127.0.0.1:8/v1"' in " ".join(first.argv)
     assert not any("model_provider" in arg for arg in second.argv)
+
+
+async def test_agent_resumed_endpoint_whose_key_variable_is_unset_is_refused_once_naming_it(
+    offline, monkeypatch, caplog
+):
+    # The session chose an endpoint whose key is in a variable; resumed where the
+    # variable is unset, it must not run that endpoint without a key.
+    s = offline(tb.AgentTurns)
+    monkeypatch.setenv("CODEXMINI_RESUME_KEY", "sk-first-process")
+    async with s.agent() as agent:
+        agent.set_endpoint(ModelEndpoint("http://127.0.0.1:9/v1"), api_key_env="CODEXMINI_RESUME_KEY")
+        await agent.run("one")
+    monkeypatch.delenv("CODEXMINI_RESUME_KEY")
+    resumed = s.agent()
+    with pytest.raises(EndpointKeyMissing) as info:  # start(): the typed error, before anything is logged
+        await resumed.start()
+    assert info.value.variable == "CODEXMINI_RESUME_KEY" and info.value.base_url == "http://127.0.0.1:9/v1"
+    assert "$CODEXMINI_RESUME_KEY, which is not set" in str(info.value)
+    assert isinstance(info.value, ConfigError)
+    with caplog.at_level(logging.WARNING, logger="codexmini.agent"):
+        end = await resumed.run("two")  # run(): the turn ends in that error, logged once
+    await resumed.close()
+    assert end["reason"] == "error" and end["error"]["code"] == "ENDPOINT_KEY_MISSING"
+    assert "CODEXMINI_RESUME_KEY" in end["error"]["message"]
+    assert len(s.fake.launches) == 1  # no child without its key
+    (error,) = [e for e in s.of_type("agent/error") if e["turn"] == 2]
+    assert error["data"]["code"] == "ENDPOINT_KEY_MISSING"
+    assert len(caplog.records) == 1 and "$CODEXMINI_RESUME_KEY" in caplog.text  # one warning for the turn
+    # Given the key again (here in the launch's environment), the session runs on.
+    monkeypatch.setenv("CODEXMINI_RESUME_KEY", "sk-back")
+    async with s.agent() as agent:
+        assert (await agent.run("three"))["reason"] == "completed"
+    assert s.fake.launches[-1].env["CODEXMINI_API_KEY"] == "sk-back"
+
+
+# -- the session's sandbox and reasoning (issue 30.4) ----------------------------------------
+
+
+async def test_agent_reasoning_settings_are_sent_logged_and_survive_a_resume(offline):
+    s = offline(tb.AgentTurns)
+    config = s.config(reasoning_effort="low", reasoning_summary="concise")
+    async with s.agent(config=config) as agent:
+        await agent.run("one")  # the configured settings
+        agent.set_reasoning(effort="high")  # the summary stays the configured one
+        await agent.run("two")
+        agent.set_reasoning(summary="detailed")  # the effort back to the configuration's
+        await agent.run("three")
+    async with s.agent() as agent:  # resumed with no reasoning configured: the session's choice
+        await agent.run("four")
+    sent = [(f["params"].get("effort"), f["params"].get("summary")) for f in s.sent("turn/start")]
+    assert sent == [("low", "concise"), ("high", "concise"), ("low", "detailed"), (None, "detailed")]
+    assert [e["data"] for e in s.of_type("model/reasoning")] == [
+        {"effort": "high", "summary": None},
+        {"effort": None, "summary": "detailed"},
+    ]
+    assert all(e["turn"] is None and e["step"] is None for e in s.of_type("model/reasoning"))
+
+
+async def test_agent_without_reasoning_settings_sends_none(offline):
+    s = offline(tb.AgentTurns)
+    async with s.agent() as agent:
+        await agent.run("one")
+    (start,) = s.sent("turn/start")
+    assert "effort" not in start["params"] and "summary" not in start["params"]
+
+
+async def test_agent_set_sandbox_applies_next_step_and_survives_a_resume(offline):
+    s = offline(tb.AgentTurns)
+    async with s.agent() as agent:
+        await agent.run("one")
+        agent.set_sandbox("danger-full-access")
+        await agent.run("two")
+    async with s.agent() as agent:
+        await agent.run("three")
+    async with s.agent(config=s.config(sandbox="read-only")) as agent:  # a pin wins over the knob
+        await agent.run("four")
+    sandboxes = [f["params"]["sandbox"] for f in s.sent("thread/start")]
+    assert sandboxes == ["read-only", "danger-full-access", "danger-full-access", "read-only"]
+    assert [e["data"] for e in s.of_type("sandbox/mode")] == [{"mode": "danger-full-access"}]
+
+
+def test_agent_knob_setters_refuse_bad_values_before_logging(offline):
+    s = offline(tb.AgentTurns)
+    agent = s.agent()
+    for bad in ("", None, "full", 3):
+        with pytest.raises(ConfigError, match="sandbox must be one of"):
+            agent.set_sandbox(bad)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="effort must be a non-empty string"):
+        agent.set_reasoning(effort="")
+    with pytest.raises(ConfigError, match="summary must be one of"):
+        agent.set_reasoning(summary="brief")  # type: ignore[arg-type]
+    assert s.log.events == []
+    with pytest.raises(ConfigError, match="summary must be one of"):
+        s.config(reasoning_summary="verbose")
+    with pytest.raises(ConfigError, match="effort must be a non-empty string"):
+        s.config(reasoning_effort=7)
 
 
 # -- inbox races (fail on the agent before the surface issue) ---------------------------------

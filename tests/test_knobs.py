@@ -19,10 +19,12 @@ from codexmini._knobs import (
     KNOB_TYPES,
     Knobs,
     ThreadPermissions,
+    check_reasoning,
     fold,
     last_endpoint,
     last_knob,
     last_model,
+    last_reasoning,
     resolve_permissions,
 )
 from codexmini._session import EVENT_TYPES
@@ -183,7 +185,7 @@ def test_resolve_permissions_keeps_the_approval_knob_of_a_one_shot_iterator():
 
 
 def test_knob_types_are_the_settings_a_resumed_session_keeps():
-    assert KNOB_TYPES == {"sandbox/mode", "approval/policy", "model/choice", "model/endpoint"}
+    assert KNOB_TYPES == {"sandbox/mode", "approval/policy", "model/choice", "model/endpoint", "model/reasoning"}
     assert KNOB_TYPES <= set(EVENT_TYPES)
 
 
@@ -238,8 +240,52 @@ def test_knobs_types_are_the_entries_it_takes_and_it_keeps_one_of_each():
         for _ in range(3):
             knobs.feed(e(kind, {}))
     knobs.feed(e("turn/start"))
-    assert len(knobs) == 3 * len(Knobs.TYPES) == 12
-    assert sorted(knobs._last) == ["model/endpoint"]  # of {}: only an endpoint ({} = codex's own) is valid
+    assert len(knobs) == 3 * len(Knobs.TYPES) == 15
+    # Of {}: an endpoint ({} = codex's own) and reasoning settings ({}: the configuration's) are valid.
+    assert sorted(knobs._last) == ["model/endpoint", "model/reasoning"]
     knobs.feed(e("model/choice", {"model": "a"}))
     knobs.feed(e("model/choice", {"model": ""}))  # invalid: "a" stands
-    assert knobs.model == "a" and len(knobs._last) == 2
+    assert knobs.model == "a" and len(knobs._last) == 3
+
+
+# -- the reasoning settings (issue 30.4) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "effort, summary",
+    [(None, None), ("high", None), (None, "auto"), ("minimal", "none"), ("xhigh", "detailed"), ("low", "concise")],
+)
+def test_check_reasoning_takes_any_named_effort_and_codex_summaries(effort, summary):
+    check_reasoning(effort, summary)  # no error
+
+
+@pytest.mark.parametrize(
+    "effort, summary, match",
+    [
+        ("", None, "effort must be a non-empty string"),
+        (3, None, "effort must be a non-empty string"),
+        (None, "brief", "summary must be one of"),
+        (None, "", "summary must be one of"),
+        (None, True, "summary must be one of"),
+    ],
+)
+def test_check_reasoning_refuses_what_codex_would(effort, summary, match):
+    with pytest.raises(ConfigError, match=match):
+        check_reasoning(effort, summary)
+
+
+def test_last_reasoning_is_the_last_valid_choice_and_null_fields_stay_null():
+    assert last_reasoning([]) is None
+    high = {"effort": "high", "summary": "auto"}
+    events = [
+        e("model/reasoning", {"effort": "low", "summary": None}),
+        e("model/reasoning", high),
+        e("model/reasoning", {"effort": "", "summary": "auto"}),  # invalid: high stands
+        e("model/reasoning", {"effort": "low", "summary": "loud"}),  # invalid
+        e("model/choice", {"model": "gpt-a"}),
+    ]
+    assert last_reasoning(events) == high
+    assert last_reasoning([e("model/reasoning", high), {"type": "model/reasoning", "data": None}]) == {}
+    knobs = Knobs(events)
+    assert knobs.reasoning == high
+    assert Knobs().reasoning is None

@@ -447,6 +447,7 @@ def test_event_types_document_the_data_keys_of_spec_section_5_and_its_extensions
         # logged like the other knobs; the endpoint's key is never logged.
         "model/choice": ("model",),
         "model/endpoint": ("baseUrl", "wireApi", "apiKeyEnv"),
+        "model/reasoning": ("effort", "summary"),
         "turn/start": (),
         "step/start": (),
         "step/end": ("reason",),

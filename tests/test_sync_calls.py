@@ -549,8 +549,12 @@ def test_sync_agent_knobs_are_logged_and_act_from_the_next_step(session, monkeyp
         agent.set_model("gpt-chosen")
         agent.set_endpoint(ModelEndpoint("http://127.0.0.1:9/v1", "sk-given"), "SYNC_PARITY_KEY")
         agent.set_knob("sandbox/mode", "read-only")
+        agent.set_sandbox("danger-full-access")
+        agent.set_reasoning("high", summary="concise")
         with pytest.raises(ConfigError, match="non-empty string"):
             agent.set_model("")  # nothing logged
+        with pytest.raises(ConfigError, match="summary must be one of"):
+            agent.set_reasoning(summary="loud")  # type: ignore[arg-type]
         with pytest.raises(ConfigError, match="unknown knob"):
             agent.set_knob("color", "blue")
         assert agent.run("second")["reason"] == "completed"
@@ -561,7 +565,12 @@ def test_sync_agent_knobs_are_logged_and_act_from_the_next_step(session, monkeyp
         {"baseUrl": None, "wireApi": None, "apiKeyEnv": None},
     ]
     assert [p.get("model") for p in sent(fake, "thread/start")] == ["gpt-fake", "gpt-chosen"]
-    assert sent(fake, "thread/start")[1]["sandbox"] == "read-only"
+    assert sent(fake, "thread/start")[1]["sandbox"] == "danger-full-access"
+    assert logged(session, "model/reasoning") == [{"effort": "high", "summary": "concise"}]
+    assert [(p.get("effort"), p.get("summary")) for p in sent(fake, "turn/start")] == [
+        (None, None),
+        ("high", "concise"),
+    ]
     assert len(fake.launches) == 2  # the new endpoint restarted the child
     with open(session.path, encoding="utf-8") as fh:
         assert "sk-given" not in fh.read()  # the key itself is never logged
