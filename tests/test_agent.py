@@ -1389,6 +1389,25 @@ async def test_agent_reuses_the_child_restarts_on_endpoint_change_and_closes_whe
 
 @pytest.mark.live
 @pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
+async def test_agent_reasoning_settings_reach_the_model_through_codex(live_setup):
+    # What the binary does with turn/start's effort and summary: the model's
+    # request carries them as its reasoning settings, and a resumed session
+    # (a new agent on the same log, a new child) sends the session's choice.
+    s = live_setup({"rules": [], "default": reply("ok")})
+    async with s.agent(config=s.config(reasoning_effort="low")) as agent:
+        await agent.run("one")
+        agent.set_reasoning(effort="high", summary="concise")
+    async with s.agent() as agent:  # resumed, nothing configured
+        await agent.run("two")
+    bodies = [r["body"] for r in s.model.requests if isinstance(r.get("body"), dict) and "input" in r["body"]]
+    reasoning = [b.get("reasoning") or {} for b in bodies]
+    assert reasoning[0].get("effort") == "low"
+    assert (reasoning[-1].get("effort"), reasoning[-1].get("summary")) == ("high", "concise")
+    assert [e["data"]["reason"] for e in s.of_type("turn/end")] == ["completed"] * 2
+
+
+@pytest.mark.live
+@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
 async def test_agent_approval_handler_answers_are_logged(live_setup):
     s = live_setup(
         {
