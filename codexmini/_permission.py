@@ -239,14 +239,19 @@ def _summary_reason(p: Union["FileChangeRequestApprovalParams", "PermissionsRequ
     return str(reason or "")
 
 
+def answerable(question: object) -> bool:
+    """A question someone can answer: it has text (not blank) and an id (a
+    non-empty string) that the answer can be keyed by.  Only those are shown
+    to a handler; the others are logged as unanswered where they have an id."""
+    if not isinstance(question, Mapping):
+        return False
+    text, qid = question.get("question"), question.get("id")
+    return isinstance(text, str) and bool(text.strip()) and isinstance(qid, str) and bool(qid)
+
+
 def _summary_questions(p: "ToolRequestUserInputParams") -> str:
     questions: Optional[List[ToolRequestUserInputQuestion]] = p.get("questions")
-    texts = []
-    for q in questions or ():
-        if isinstance(q, Mapping):
-            text: Optional[str] = q.get("question")
-            texts.append(str(text or "").strip())
-    return "; ".join(t for t in texts if t)
+    return "; ".join(q["question"].strip() for q in questions or () if answerable(q))
 
 
 def _summary_message(p: "McpServerElicitationRequestParams") -> str:
@@ -316,13 +321,10 @@ def describe(method: str, params: Mapping[str, Any]) -> ApprovalRequest:
     if kind == "elicitation" and isinstance(meta, Mapping) and meta.get("codex_approval_kind") == "mcp_tool_call":
         # MCP tool approvals arrive as elicitations (recorded: fixtures/<version>/mcp_elicitation).
         kind = "mcp_tool_call"
-    # A question with no text cannot be answered by anyone: not shown.  It is
-    # still counted as unanswered where the answer is logged.
-    questions = tuple(
-        q
-        for q in params.get("questions") or ()
-        if isinstance(q, Mapping) and isinstance(q.get("question"), str) and q["question"].strip()
-    )
+    # A question with no text, or no id to key its answer by, cannot be
+    # answered by anyone: not shown.  One with an id is still counted as
+    # unanswered where the answer is logged.
+    questions = tuple(q for q in params.get("questions") or () if answerable(q))
     return ApprovalRequest(
         method=method,
         params=params,

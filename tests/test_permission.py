@@ -542,6 +542,11 @@ def test_describe_user_input_questions_are_a_tuple_of_the_asked_questions():
         "item/tool/requestUserInput", dict(USER_INPUT, questions=[{"id": "q"}, {"id": "r", "question": " "}])
     )
     assert untitled.summary == "" and untitled.questions == ()
+    # Nor one with text but no id to key its answer by (issue 30.6).
+    shown = {"id": "s", "question": "Shown?"}
+    idless = [{"question": "No id?"}, {"id": "", "question": "Empty id?"}, {"id": 7, "question": "Number id?"}, shown]
+    request = describe("item/tool/requestUserInput", dict(USER_INPUT, questions=idless))
+    assert request.questions == (shown,) and request.summary == "Shown?"
 
 
 def test_unanswered_names_the_questions_an_answer_leaves_open():
