@@ -91,6 +91,11 @@ _EXPORTS: Dict[str, str] = {
     # the agent's stream events: deltas tied to the durable message they become
     "MessageDelta": "_events",
     "MessageStreamEnd": "_events",
+    "MessageSummaryDelta": "_events",
+    "MessageReasoningDelta": "_events",
+    "MessagePlanDelta": "_events",
+    "SessionStarted": "_events",
+    "PhaseChanged": "_events",
     # account events (global: a subscription's events(), not a turn)
     "RateLimitsUpdated": "_events",
     "RateLimitWindow": "_events",
@@ -201,7 +206,11 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._events import ItemCompleted as ItemCompleted
     from ._events import ItemStarted as ItemStarted
     from ._events import MessageDelta as MessageDelta
+    from ._events import MessagePlanDelta as MessagePlanDelta
+    from ._events import MessageReasoningDelta as MessageReasoningDelta
     from ._events import MessageStreamEnd as MessageStreamEnd
+    from ._events import MessageSummaryDelta as MessageSummaryDelta
+    from ._events import PhaseChanged as PhaseChanged
     from ._events import PlanDelta as PlanDelta
     from ._events import PlanUpdated as PlanUpdated
     from ._events import RateLimitsUpdated as RateLimitsUpdated
@@ -209,6 +218,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._events import ReasoningSummaryDelta as ReasoningSummaryDelta
     from ._events import ReasoningTextDelta as ReasoningTextDelta
     from ._events import RetryingError as RetryingError
+    from ._events import SessionStarted as SessionStarted
     from ._events import TokenUsage as TokenUsage
     from ._events import TurnCompleted as TurnCompleted
     from ._events import Unmapped as Unmapped

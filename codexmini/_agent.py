@@ -69,7 +69,17 @@ from ._errors import (
     TransportError,
     TurnTimeout,
 )
-from ._events import Event, MessageDelta, TurnCompleted, Usage
+from ._events import (
+    Event,
+    MessageDelta,
+    PhaseChanged,
+    PlanDelta,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+    SessionStarted,
+    TurnCompleted,
+    Usage,
+)
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
 from ._knobs import Knobs, ReasoningSummary, ThreadPermissions, check_reasoning
@@ -115,6 +125,10 @@ def uuid4_hex() -> str:
 
 
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
+
+#: The deltas a listener sees in their agent form, with a message id (the step
+#: fold shows them: :meth:`._stepfold.StepFold._stamp`), not as codex sent them.
+_STAMPED = frozenset({ReasoningSummaryDelta, ReasoningTextDelta, PlanDelta})
 
 #: The ``agent/error`` code of a step whose codex could not start, by why
 #: (anything else: ``CODEX_UNAVAILABLE``).
@@ -296,8 +310,11 @@ class Agent:
         self.inbox = Inbox()
         from ._supervisor import ChildSupervisor  # here, not with the package: an agent made needs it
 
-        self.child = ChildSupervisor(config.child_idle_s, tap=config.tap, prepare=self._prepare)
+        self.child = ChildSupervisor(
+            config.child_idle_s, tap=config.tap, prepare=self._prepare, on_maintenance=self._phase_moved
+        )
         self._running = False
+        self._phase_shown = IDLE  # the phase the listener last saw (PhaseChanged)
         self._driver: Optional["asyncio.Task[None]"] = None
         self._turn: Optional[Turn] = None
         self._folder: Optional[StepFold] = None
@@ -325,6 +342,28 @@ class Agent:
         if self._running:
             return RUNNING
         return MAINTENANCE if self.child.maintaining else IDLE
+
+    def _set_running(self, running: bool) -> None:
+        self._running = running
+        self._phase_moved()
+
+    def _phase_moved(self) -> None:
+        """Show the listener a :class:`~codexmini.PhaseChanged` if the phase is
+        not the one it saw last."""
+        phase, previous = self.phase, self._phase_shown
+        if phase != previous:
+            self._phase_shown = phase
+            self._lifecycle(PhaseChanged(phase, previous))
+
+    def _lifecycle(self, event: Event) -> None:
+        """Show a lifecycle event (outside a codex turn's stream): a listener
+        that raises is logged, and ends nothing -- there may be no turn to end."""
+        listener = self.on_event
+        if listener is not None:
+            try:
+                listener(event)
+            except Exception:
+                log.exception("the on_event listener raised on %s", type(event).__name__)
 
     @property
     def _client(self) -> Optional[AppServerClient]:
@@ -414,18 +453,15 @@ class Agent:
     def _write_header(self) -> None:
         if not self._header_written:
             self._header_written = True
-            self._append(
-                "session/header",
-                {
-                    "reason": "resume" if self.log.has_header else "initial",
-                    "provider": "codex",
-                    "model": self._model_label(),
-                    "codexVersion": self._codex_version(),
-                    "codexminiVersion": __version__,
-                },
-                turn=None,
-                step=None,
-            )
+            header = {
+                "reason": "resume" if self.log.has_header else "initial",
+                "provider": "codex",
+                "model": self._model_label(),
+                "codexVersion": self._codex_version(),
+                "codexminiVersion": __version__,
+            }
+            self._append("session/header", header, turn=None, step=None)
+            self._lifecycle(SessionStarted(header["reason"], header["model"], header["codexVersion"]))
 
     def set_knob(self, kind: str, value: str) -> None:
         """Log a ``sandbox/mode`` or ``approval/policy`` knob (applies next step)."""
@@ -502,11 +538,11 @@ class Agent:
             while self.inbox.has_turn(idle=not self._running):
                 await self._run_turn(self.inbox.next_turn())
         finally:
-            self._running = False
+            self._set_running(False)
             self.child.arm_idle(lambda: not self._running)
 
     async def _run_turn(self, messages: List[Message]) -> None:
-        self._running = True
+        self._set_running(True)
         self._cancelled = False
         unavailable: Optional[Exception] = None
         generation = self.inbox.generation
@@ -517,7 +553,7 @@ class Agent:
             # keep_inbox the turn's messages stay queued (nothing the user
             # asked is lost); a plain cancel() dropped them with the rest.
             self.inbox.restore_turn(messages, generation)
-            self._running = False
+            self._set_running(False)
             if not self._cancelled:
                 raise
             _uncancel()
@@ -568,7 +604,7 @@ class Agent:
         self._append("turn/end", end, step=None)
         self.last_turn_end = cast(TurnEnd, end)  # the shape docs/session-log.md gives turn/end
         self._turn_no = turn_no + 1
-        self._running = False
+        self._set_running(False)
 
     # -- one step ------------------------------------------------------------
 
@@ -589,7 +625,13 @@ class Agent:
         permissions = self._knobs.permissions(self.config.sandbox, self.config.approval_policy)
         from ._stepfold import StepFold  # here, not with the agent: a step's fold (and the event mapping)
 
-        folder = self._folder = StepFold(step=self._step, model=self._model_label(), new_id=self.new_id, clock=_clock)
+        folder = self._folder = StepFold(
+            step=self._step,
+            model=self._model_label(),
+            new_id=self.new_id,
+            clock=_clock,
+            shows=self.on_event is not None,
+        )
         generation = self.inbox.generation
         try:
             if unavailable is not None:
@@ -683,7 +725,7 @@ class Agent:
         listener = self.on_event
         # (Locals: this loop runs once a turn, so 3.9 caches no global lookup in it.)
         stream, streaming, feed, signals = folder.stream, folder.streaming, folder.feed, folder.signals
-        type_, delta, completed = type, MessageDelta, TurnCompleted
+        type_, delta, completed, stamped = type, MessageDelta, TurnCompleted, _STAMPED
         async with turn:
             # A burst at a time: everything codex's last output completed.  It
             # is folded without an await, so nothing else runs meanwhile: its
@@ -705,8 +747,8 @@ class Agent:
                             else:
                                 streaming(event)  # nothing to show: the stream announced, no more
                             continue
-                        if listener is not None:
-                            show(event)
+                        if listener is not None and type_(event) not in stamped:
+                            show(event)  # (a stamped one is shown among the fold's signals, in its agent form)
                         if type_(event) is completed:
                             return cast(TurnCompleted, event)
                         writes += feed(event)

@@ -391,6 +391,75 @@ class MessageDelta(AgentMessageDelta):
 
 
 @dataclass(frozen=True)
+class MessageSummaryDelta(ReasoningSummaryDelta):
+    """Streamed reasoning summary, tied to the durable assistant message its
+    reasoning block will be part of: the :class:`~codexmini.Agent`'s form of
+    a :class:`ReasoningSummaryDelta` (it *is* one), which an agent's listener
+    sees in place of the raw event.
+
+    * ``item_id``: the ``reasoning`` item.
+    * ``delta``: the text, to append to the part's earlier deltas.
+    * ``summary_index``: which part of the summary it extends.
+    * ``message_id``: the id in the session log of the message the step's
+      stream flows into (as a :class:`MessageDelta`'s).
+    """
+
+    message_id: str = ""
+
+
+@dataclass(frozen=True)
+class MessageReasoningDelta(ReasoningTextDelta):
+    """Streamed raw reasoning text, tied to its message: the agent's form of a
+    :class:`ReasoningTextDelta`.
+
+    * ``item_id``: the ``reasoning`` item.
+    * ``delta``: the text, to append to the part's earlier deltas.
+    * ``content_index``: which part of the content it extends.
+    * ``message_id``: as :class:`MessageSummaryDelta`'s.
+    """
+
+    message_id: str = ""
+
+
+@dataclass(frozen=True)
+class MessagePlanDelta(PlanDelta):
+    """Streamed plan text, tied to the message the step's stream flows into:
+    the agent's form of a :class:`PlanDelta`.  A plan is no content block:
+    its text is shown as it streams and not logged (codex's completed
+    ``plan`` item is authoritative).
+
+    * ``item_id``: the ``plan`` item.
+    * ``delta``: the text, to append to the item's earlier deltas.
+    * ``message_id``: as :class:`MessageSummaryDelta`'s.
+    """
+
+    message_id: str
+
+
+@dataclass(frozen=True)
+class SessionStarted:
+    """An agent's session header was just written (once per agent, before
+    its first turn's events): ``reason`` (``initial``, or ``resume`` when the
+    log already had a header), ``model`` (or ``default``) and
+    ``codex_version``, as the ``session/header`` says."""
+
+    reason: str
+    model: str
+    codex_version: str
+
+
+@dataclass(frozen=True)
+class PhaseChanged:
+    """The agent's :attr:`~codexmini.Agent.phase` changed: ``phase`` is the
+    new one (``idle``, ``running`` or ``maintenance``), ``previous`` the one
+    before.  ``running`` comes before a turn's first event, ``idle`` after its
+    ``turn/end`` is written."""
+
+    phase: str
+    previous: str
+
+
+@dataclass(frozen=True)
 class MessageStreamEnd:
     """The end of one streamed agent message (an agent event, after its
     :class:`MessageDelta` events).
@@ -456,7 +525,12 @@ Event = Union[
     InvalidNotification,
     Unmapped,
     MessageDelta,
+    MessageSummaryDelta,
+    MessageReasoningDelta,
+    MessagePlanDelta,
     MessageStreamEnd,
+    SessionStarted,
+    PhaseChanged,
     RateLimitsUpdated,
 ]
 
@@ -469,7 +543,11 @@ __all__ = [
     "ItemCompleted",
     "ItemStarted",
     "MessageDelta",
+    "MessagePlanDelta",
+    "MessageReasoningDelta",
     "MessageStreamEnd",
+    "MessageSummaryDelta",
+    "PhaseChanged",
     "PlanDelta",
     "PlanUpdated",
     "RateLimitWindow",
@@ -477,6 +555,7 @@ __all__ = [
     "ReasoningSummaryDelta",
     "ReasoningTextDelta",
     "RetryingError",
+    "SessionStarted",
     "TokenUsage",
     "TurnCompleted",
     "Unmapped",

@@ -52,7 +52,10 @@ from ._events import (
     ItemCompleted,
     ItemStarted,
     MessageDelta,
+    MessagePlanDelta,
+    MessageReasoningDelta,
     MessageStreamEnd,
+    MessageSummaryDelta,
     PlanDelta,
     ReasoningSummaryDelta,
     ReasoningTextDelta,
@@ -101,8 +104,12 @@ class StepFold:
         model: str,
         new_id: Callable[[], str] = lambda: os.urandom(16).hex(),
         clock: Optional[Callable[[], float]] = None,
+        shows: bool = True,
     ) -> None:
         self.step = step
+        #: Someone sees the stream events (the agent has a listener): the
+        #: reasoning and plan deltas are stamped with their message id.
+        self.shows = shows
         self.model = model
         self.new_id = new_id
         #: Seconds, read when a tool item starts and when the turn ends with
@@ -141,14 +148,25 @@ class StepFold:
         self._begin_segment(out)
         parts = self.streamed.setdefault((event.item_id, "summary"), {})
         parts[event.summary_index] = parts.get(event.summary_index, "") + event.delta
+        self._stamp(event, MessageSummaryDelta)
 
     def _text_delta(self, event: ReasoningTextDelta, out: List[Write]) -> None:
         self._begin_segment(out)
         parts = self.streamed.setdefault((event.item_id, "content"), {})
         parts[event.content_index] = parts.get(event.content_index, "") + event.delta
+        self._stamp(event, MessageReasoningDelta)
 
     def _plan_delta(self, event: PlanDelta, out: List[Write]) -> None:
         self._begin_segment(out)
+        self._stamp(event, MessagePlanDelta)
+
+    def _stamp(self, event: Event, form: Callable[..., Event]) -> None:
+        """Show ``event`` (a reasoning or plan delta) in its agent ``form``,
+        with the id of the message the step's stream flows into, among the
+        stream events, after the step rotation it may have caused."""
+        message_id = self._stream_id()  # reserved all the same: the log's ids do not depend on a listener
+        if self.shows:
+            self._signals.append(form(**event.__dict__, message_id=message_id))
 
     def _item_started(self, event: ItemStarted, out: List[Write]) -> None:
         if self.clock is not None and event.item_type in TOOL_ITEMS and event.item_id not in self._tool_started:
@@ -197,14 +215,18 @@ class StepFold:
             self._announce(event.item_id)
 
     def _announce(self, item_id: str) -> str:
-        """A new stream: the message its text becomes (the held one, else
-        the next one's id, reserved)."""
-        if self.held is not None:
-            message_id: str = self.held["id"]
-        else:
-            message_id = self._reserved = self._reserved or self.new_id()
-        self._streams[item_id] = message_id
+        """A new stream: the message its text becomes."""
+        message_id = self._streams[item_id] = self._stream_id()
         return message_id
+
+    def _stream_id(self) -> str:
+        """The message the step's stream flows into: the held one, else the
+        next one's id, reserved."""
+        if self.held is not None:
+            held_id: str = self.held["id"]
+            return held_id
+        self._reserved = self._reserved or self.new_id()
+        return self._reserved
 
     def _stream(self, event: AgentMessageDelta) -> None:
         self._signals.append(self.stream(event))

@@ -37,10 +37,13 @@ class ChildSupervisor:
         *,
         tap: Optional[Tap] = None,
         prepare: Optional[Callable[[AppServerClient], None]] = None,
+        on_maintenance: Optional[Callable[[], None]] = None,
     ) -> None:
         self.idle_s = idle_s
         self.tap = tap
         self.prepare = prepare
+        #: Called when an idle shutdown starts and when it ends (:attr:`maintaining` changed).
+        self.on_maintenance = on_maintenance
         self.client: Optional[AppServerClient] = None
         #: What the running client was started from (or connected to).
         self.launch: Optional[Union[Launch, Connect]] = None
@@ -84,7 +87,7 @@ class ChildSupervisor:
         left running."""
         if self._maintenance is not None:
             self._maintenance.cancel()
-            self._maintenance = None
+            self._set_maintenance(None)
 
     async def wait_maintenance(self) -> None:
         if self._maintenance is not None:
@@ -99,7 +102,7 @@ class ChildSupervisor:
         if client is not None and not client.healthy and not client.closed:
             log.info("replacing the codex app-server (unhealthy): closing it now")
             self.restarts += 1
-            self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
+            self._set_maintenance(asyncio.get_running_loop().create_task(self._maintain()))
         elif self.idle_s > 0 and client is not None:
             loop = asyncio.get_running_loop()
             self._idle_timer = loop.call_later(self.idle_s, self._idle_shutdown, is_idle)
@@ -113,13 +116,19 @@ class ChildSupervisor:
         self._idle_timer = None
         if is_idle() and self.client is not None:
             log.info("closing the idle codex app-server")
-            self._maintenance = asyncio.get_running_loop().create_task(self._maintain())
+            self._set_maintenance(asyncio.get_running_loop().create_task(self._maintain()))
 
     async def _maintain(self) -> None:
         try:
             await self.close()
         finally:
-            self._maintenance = None
+            if self._maintenance is asyncio.current_task():  # (not aborted meanwhile)
+                self._set_maintenance(None)
+
+    def _set_maintenance(self, task: Optional["asyncio.Task[None]"]) -> None:
+        self._maintenance = task
+        if self.on_maintenance is not None:
+            self.on_maintenance()
 
     async def close(self) -> None:
         """Close the child (if any) and forget it; also wait for a child whose

@@ -38,7 +38,16 @@ from codexmini import _client as client_mod
 from codexmini import _session as session_mod
 from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError, EndpointKeyMissing, RpcError
-from codexmini._events import AgentMessageDelta, Event, ItemStarted, MessageDelta, MessageStreamEnd, Usage
+from codexmini._events import (
+    AgentMessageDelta,
+    Event,
+    ItemStarted,
+    MessageDelta,
+    MessageStreamEnd,
+    PhaseChanged,
+    SessionStarted,
+    Usage,
+)
 from codexmini._permission import Reply
 from codexmini._prompt import derive_messages, serialize
 from codexmini._session import SessionLog, read_log
@@ -586,6 +595,8 @@ async def test_agent_listener_error_mid_turn_is_not_shown_again_and_the_step_sti
     shown: List[Event] = []
 
     def boom(event: Any) -> None:
+        if isinstance(event, (PhaseChanged, SessionStarted)):
+            return  # the lifecycle events (their own listener errors: test_agent_lifecycle_…)
         shown.append(event)
         if any(isinstance(e, MessageDelta) for e in shown):
             raise RuntimeError("listener broke")
@@ -620,8 +631,67 @@ async def test_agent_stream_events_come_after_the_writes_they_speak_of(offline):
     deltas = [e for e in seen if isinstance(e, AgentMessageDelta)]
     assert deltas and all(type(e) is MessageDelta and e.message_id for e in deltas)
     assert kinds.index("MessageDelta") < kinds.index("MessageStreamEnd")
-    # The answer is written when the step settles, after turn/completed.
-    assert kinds[-2:] == ["TurnCompleted", "MessageStreamEnd"] and kinds.count("MessageStreamEnd") == 1
+    # The answer is written when the step settles, after turn/completed; the
+    # lifecycle events open and close the turn (running, the header; idle).
+    assert kinds[-3:] == ["TurnCompleted", "MessageStreamEnd", "PhaseChanged"] and kinds.count("MessageStreamEnd") == 1
+    assert kinds[:2] == ["PhaseChanged", "SessionStarted"]
+
+
+# -- lifecycle events (issue 30.6) -------------------------------------------------------------
+
+
+async def test_agent_lifecycle_events_session_started_and_every_phase_change(offline, caplog):
+    s = offline(tb.AgentTurns)
+    seen: List[Any] = []
+
+    def lifecycle(event: Any) -> None:
+        if isinstance(event, (PhaseChanged, SessionStarted)):
+            seen.append(event)
+
+    async with s.agent(on_event=lifecycle) as agent:
+        await agent.run("one")
+        await agent.run("two")
+        agent.child.idle_s = 0.01  # from now on the idle child is closed: after the next turn
+        await agent.run("three")
+        while agent.child.client is not None:
+            await asyncio.sleep(0.01)  # the idle shutdown (no bound on how long it takes to come)
+        await agent.wait_idle()
+    version = seen[1].codex_version
+    running, idle = PhaseChanged("running", "idle"), PhaseChanged("idle", "running")
+    assert seen == [
+        running,
+        SessionStarted("initial", "gpt-fake", version),
+        idle,
+        running,
+        idle,
+        running,
+        idle,
+        PhaseChanged("maintenance", "idle"),
+        PhaseChanged("idle", "maintenance"),
+    ]
+    (header,) = s.of_type("session/header")
+    assert seen[1].codex_version == header["data"]["codexVersion"]
+    # Resumed: the header says so, and so does the event.
+    seen.clear()
+    async with s.agent(on_event=lifecycle) as agent:
+        await agent.run("three")
+    assert [e for e in seen if isinstance(e, SessionStarted)] == [
+        SessionStarted("resume", "gpt-fake", seen[1].codex_version)
+    ]
+
+
+async def test_agent_lifecycle_listener_that_raises_is_logged_and_ends_nothing(offline, caplog):
+    s = offline(tb.AgentTurns)
+
+    def breaks_on_lifecycle(event: Any) -> None:
+        if isinstance(event, (PhaseChanged, SessionStarted)):
+            raise RuntimeError("lifecycle listener broke")
+
+    with caplog.at_level(logging.ERROR, logger="codexmini.agent"):
+        end = await one_turn(s, "hello", on_event=breaks_on_lifecycle)
+    assert end["reason"] == "completed"
+    assert caplog.text.count("the on_event listener raised on PhaseChanged") == 2
+    assert caplog.text.count("the on_event listener raised on SessionStarted") == 1
 
 
 def write_batches(s: Offline) -> List[List[str]]:

@@ -8,7 +8,7 @@ shapes, in the order the binary sends them.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -19,7 +19,10 @@ from codexmini._events import (
     ItemCompleted,
     ItemStarted,
     MessageDelta,
+    MessagePlanDelta,
+    MessageReasoningDelta,
     MessageStreamEnd,
+    MessageSummaryDelta,
     PlanDelta,
     PlanUpdated,
     ReasoningSummaryDelta,
@@ -1143,3 +1146,58 @@ def test_stepfold_item_without_a_type_is_counted_as_ignored_under_the_empty_type
     f = folder()
     assert fold([ItemCompleted({"id": "x"}), ItemCompleted({"type": "", "id": "y"})], f=f) == []
     assert dict(f.ignored) == {"": 2}
+
+
+# -- reasoning and plan deltas carry their message id (issue 30.6) ----------------------------
+
+
+def test_stepfold_reasoning_and_plan_deltas_carry_the_id_of_the_message_they_flow_into():
+    item = reasoning(summary=["Think."], content=["raw"])
+    events = [
+        *PROLOGUE,
+        *reasoning_events(item, [(0, "Think.")], ["raw"]),
+        PlanDelta("t-plan", "# Plan\n"),
+        ItemCompleted(plan_item("# Plan\n")),
+        *streamed_message("msg_1", ["Done."]),
+    ]
+    f = folder()
+    seen = signals_of(f, events)
+    assert seen == [
+        MessageSummaryDelta(item_id="rs_1", delta="Think.", summary_index=0, message_id="id-1"),
+        MessageReasoningDelta(item_id="rs_1", delta="raw", content_index=0, message_id="id-1"),
+        MessagePlanDelta(item_id="t-plan", delta="# Plan\n", message_id="id-1"),
+        MessageDelta(item_id="msg_1", delta="Done.", message_id="id-1"),
+    ]
+    # Each is the raw event's type too: a listener that tests isinstance still sees it.
+    assert isinstance(seen[0], ReasoningSummaryDelta) and isinstance(seen[2], PlanDelta)
+    # The id is the message the reasoning is written in.
+    assert f.finish(completed()) == [message("id-1", [thought("Think."), text("Done.")], 1)]
+
+
+def test_stepfold_reasoning_after_a_tool_flows_into_the_next_message_of_the_next_segment():
+    cmd = command()
+    events = [*PROLOGUE, *streamed_message("msg_1", ["Let me look."]), *tool_events(cmd)]
+    f = folder()
+    signals_of(f, events)
+    seen = signals_of(f, [ReasoningSummaryDelta("rs_2", "Seen it.")])
+    # The delta opened the next segment (a step of its own), then was shown in it.
+    assert seen == ["step/end", "step/start", MessageSummaryDelta(item_id="rs_2", delta="Seen it.", message_id="id-2")]
+    feed_all(f, [ItemCompleted(reasoning("rs_2", summary=["Seen it."]))])
+    writes = f.finish(completed())
+    assert writes[-1] == message("id-2", [thought("Seen it.")], 2)
+
+
+def test_stepfold_without_a_listener_stamps_nothing_and_logs_the_same_ids():
+    def play(shows: bool) -> Tuple[List[Write], List[Any]]:
+        counter = itertools.count(1)
+        steps = StepFold(step=1, model=MODEL, new_id=lambda: f"id-{next(counter)}", shows=shows)
+        f = Folded(1, steps)
+        events = [*reasoning_events(reasoning(summary=["S"]), [(0, "S")], ["t"]), PlanDelta("p", "x")]
+        writes: List[Write] = []
+        for event in events:
+            writes += f.feed(event)
+        return writes + f.finish(completed()), f.signals()
+
+    shown, quiet = play(True), play(False)
+    assert shown[0] == quiet[0] == [message("id-1", [thought("S")], 1)]
+    assert len(shown[1]) == 3 and quiet[1] == []
