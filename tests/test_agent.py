@@ -44,7 +44,9 @@ from codexmini._events import (
     ItemStarted,
     MessageDelta,
     MessageStreamEnd,
+    MessageSummaryDelta,
     PhaseChanged,
+    ReasoningSummaryDelta,
     SessionStarted,
     Usage,
 )
@@ -1885,3 +1887,16 @@ async def test_agent_unanswered_questions_are_logged_and_textless_ones_not_shown
     assert decision["data"]["decision"] == "accept" and decision["data"]["unanswered"] == ["size", "blank"]
     assert "2 question(s) of call_rui_1 went unanswered: size, blank" in caplog.text
     assert [b["text"] for e in s.of_type("assistant/message") for b in e["data"]["content"]] == ["answers: color"]
+
+
+async def test_agent_listener_sees_reasoning_deltas_once_each_with_the_message_id(offline):
+    s = offline(tb.Plain)
+    seen: List[Any] = []
+    end = await one_turn(s, "hi", on_event=seen.append)
+    assert end["reason"] == "completed"
+    summaries = [e for e in seen if isinstance(e, ReasoningSummaryDelta)]
+    assert [type(e) for e in summaries] == [MessageSummaryDelta] * 2  # never the raw event as well
+    assert [e.delta for e in summaries] == ["**Planning** ", "the answer."]
+    first = s.of_type("assistant/message")[0]
+    assert {e.message_id for e in summaries} == {first["data"]["id"]}
+    assert first["data"]["content"][0] == {"type": "reasoning", "text": "**Planning** the answer."}
