@@ -55,6 +55,7 @@ from ._errors import (
     CodexminiError,
     CodexTimeout,
     ConfigError,
+    EndpointKeyMissing,
     OutputValidationError,
     SchemaError,
     SessionLogError,
@@ -206,7 +207,14 @@ def _main(
 
 
 #: A typed error that ends a command → its exit status (else EXIT_ERROR).
-ERROR_EXIT = {UsageError: EXIT_USAGE, BinaryNotFound: EXIT_NO_CODEX, StartFailed: EXIT_NO_CODEX}
+ERROR_EXIT = {
+    UsageError: EXIT_USAGE,
+    # A resumed session whose endpoint's key variable is unset: the same mistake as
+    # `--api-key-env K` with K unset, so the same exit.
+    EndpointKeyMissing: EXIT_USAGE,
+    BinaryNotFound: EXIT_NO_CODEX,
+    StartFailed: EXIT_NO_CODEX,
+}
 
 
 def _failed(exc: CodexminiError, stderr: IO[str], verbose: bool) -> int:

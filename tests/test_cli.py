@@ -24,7 +24,7 @@ from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError
 from codexmini._permission import ApprovalRequest
 from codexmini._render import Console
-from codexmini._session import read_log
+from codexmini._session import SessionLog, read_log
 from codexmini.testing.live import scratch_dir
 from codexmini.testing.scripted_model import ScriptedModel
 
@@ -315,6 +315,20 @@ def test_cli_usage_errors_in_process(argv, message):
     code, _, err = call(argv, env={k: v for k, v in os.environ.items() if k != "UNSET_VAR_FOR_TEST"})
     assert code == 2
     assert message in err
+
+
+def test_cli_resumed_session_whose_endpoint_key_variable_is_unset_is_a_usage_error(tmp_path):
+    # The session chose an endpoint whose key is in $CLI_RESUME_KEY; resumed without it,
+    # nothing starts and nothing is logged.
+    session = tmp_path / "s.jsonl"
+    with SessionLog.open(str(session)) as log:
+        knob = {"baseUrl": "http://127.0.0.1:1/v1", "wireApi": "responses", "apiKeyEnv": "CLI_RESUME_KEY"}
+        log.append("model/endpoint", knob)
+    before = session.read_bytes()
+    env = {k: v for k, v in os.environ.items() if k != "CLI_RESUME_KEY"}
+    code, _, err = call(["run", "x", "--session", str(session), "--cwd", str(tmp_path)], env=env)
+    assert code == 2 and "$CLI_RESUME_KEY, which is not set" in err
+    assert session.read_bytes() == before
 
 
 def test_cli_corrupt_session_log_is_a_usage_error(tmp_path):
