@@ -62,6 +62,7 @@ from ._errors import (
     StartFailed,
     TransportError,
 )
+from ._knobs import REASONING_SUMMARIES, check_reasoning
 from ._launch import Launch
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
 from ._render import Console, EventPrinter, Ticker, isatty, use_color
@@ -141,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--session", metavar="FILE", help="append to (and resume from) this session log")
     run.add_argument("--model", metavar="M", help="model slug passed to codex (logged: a resumed session keeps it)")
     run.add_argument("--sandbox", choices=SANDBOX_MODES, help="pin the sandbox mode")
+    run.add_argument(
+        "--reasoning-effort",
+        metavar="E",
+        help="reasoning effort, e.g. low, medium, high (logged: a resumed session keeps it)",
+    )
+    run.add_argument(
+        "--reasoning-summary",
+        choices=REASONING_SUMMARIES,
+        help="reasoning summary (logged: a resumed session keeps it)",
+    )
     run.add_argument(
         "--approval-policy",
         choices=APPROVAL_CHOICES,
@@ -267,6 +278,10 @@ def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfi
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     schema = load_output_schema(args.output_schema) if args.output_schema else None
+    try:
+        check_reasoning(args.reasoning_effort, args.reasoning_summary)
+    except ConfigError as exc:
+        raise UsageError(f"--reasoning-effort: {exc}") from None
     for image in args.image:
         if not os.path.isfile(image) or not os.access(image, os.R_OK):
             raise UsageError(f"--image {image}: not a readable file")
@@ -425,6 +440,8 @@ async def run(
             agent.set_knob("approval/policy", APPROVAL_KNOB[args.approval_policy])
         if args.model:
             agent.set_model(args.model)
+        if args.reasoning_effort is not None or args.reasoning_summary is not None:
+            agent.set_reasoning(args.reasoning_effort, args.reasoning_summary)
         if config.launch.endpoint is not None:
             agent.set_endpoint(config.launch.endpoint, api_key_env=args.api_key_env)
         images = [{"type": "image", "path": os.path.abspath(path)} for path in args.image]

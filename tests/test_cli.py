@@ -309,6 +309,7 @@ def test_cli_version_without_a_binary(tmp_path):
         (["run", "x", "--provider-url", "http://127.0.0.1:1/v1", "--api-key-env", "UNSET_VAR_FOR_TEST"], "is not set"),
         (["run", "x", "--provider-url", "ftp://nope"], "http(s) URL"),
         (["run", "x", "-c", "novalue"], "config items must be KEY=VALUE, not 'novalue'"),
+        (["run", "x", "--reasoning-effort", ""], "--reasoning-effort: a reasoning effort must be a non-empty string"),
     ],
 )
 def test_cli_usage_errors_in_process(argv, message):
@@ -715,12 +716,15 @@ def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch)
     with ScriptedModel({"rules": [], "default": message("ok")}) as model:
         first = ["run", "one", "--cwd", ws, "--session", session, "--model", "gpt-fake"]
         first += ["--provider-url", model.url, "--api-key-env", "CODEXMINI_CLI_TEST_KEY"]
+        first += ["--reasoning-effort", "high", "--reasoning-summary", "concise"]
         code, _, err = call(first, env={"CODEXMINI_CLI_TEST_KEY": "sk-cli"})
         assert code == 0, err
         code, _, err = call(["run", "two", "--cwd", ws, "--session", session], env={"CODEXMINI_CLI_TEST_KEY": "sk-cli"})
         assert code == 0, err
         bodies = [r["body"] for r in model.requests]
     assert [b["model"] for b in bodies] == ["gpt-fake", "gpt-fake"]
+    # The reasoning settings too (what codex 0.149.1 and 0.171.0 send the model).
+    assert [(b["reasoning"]["effort"], b["reasoning"]["summary"]) for b in bodies] == [("high", "concise")] * 2
     events = list(read_log(session).events)
     assert [e["data"] for e in events if e["type"] == "model/choice"] == [{"model": "gpt-fake"}]
     (endpoint,) = [e["data"] for e in events if e["type"] == "model/endpoint"]
