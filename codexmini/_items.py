@@ -15,7 +15,12 @@ turn held 14 MB -- more than the rest of the client together.
 times faster; the bytes never leave the process, so the format's
 version-specific nature costs nothing -- and every :data:`BLOCK_BYTES` of
 them is compressed (``zlib`` level 1: the items of one turn repeat their
-keys, paths and commands, and compress about six to one).  :class:`Items`
+keys, paths and commands, and compress about six to one).  An item that is
+:data:`BLOCK_BYTES` or more by itself -- one big command output, one big
+file -- is a block of its own and is not compressed: compressing an 8 MiB
+item took longer than decoding its JSON line (``make bench``'s large frame
+went from 1.0 to 1.5x the raw reader), and such items are few; it costs its
+own size, as the decoded string would.  :class:`Items`
 is the frozen result: an immutable :class:`~collections.abc.Sequence` that
 decodes on access -- one block at a time, the last one decoded kept for the
 next access -- and equals any tuple or list of the same items.  Each access
@@ -49,7 +54,8 @@ BLOCK_BYTES = 64 << 10
 LEVEL = 1  # zlib's fastest: most of the ratio, a fraction of the time
 
 _dumps, _loads = marshal.dumps, marshal.loads
-_Block = Tuple[bytes, Tuple[int, ...]]  # compressed bytes, each item's end offset in them uncompressed
+#: The bytes (compressed or not), each item's end offset in them uncompressed, compressed.
+_Block = Tuple[bytes, Tuple[int, ...], bool]
 
 
 class ItemArchive:
@@ -79,17 +85,24 @@ class ItemArchive:
         else:
             self._hashes.add(key)
         data = _dumps(item)  # type: ignore[arg-type]  # a JSON value: marshal writes every JSON type
+        if len(data) >= BLOCK_BYTES:  # big by itself: a block of its own, as it is
+            if self._tail:
+                self._seal()
+            self._tail.append(data)
+            self._seal(compress=False)
+            return
         self._tail.append(data)
         self._tail_bytes += len(data)
         if self._tail_bytes >= BLOCK_BYTES:
             self._seal()
 
-    def _seal(self) -> None:
+    def _seal(self, compress: bool = True) -> None:
         ends, end = [], 0
         for data in self._tail:
             end += len(data)
             ends.append(end)
-        self._blocks.append((zlib.compress(b"".join(self._tail), LEVEL), tuple(ends)))
+        joined = b"".join(self._tail)
+        self._blocks.append((zlib.compress(joined, LEVEL) if compress else joined, tuple(ends), compress))
         self._ends.append(len(self))
         self._tail, self._tail_bytes = [], 0
 
@@ -133,8 +146,8 @@ class Items(Sequence[Item]):
             return self._tail
         cache = self._cache
         if cache is None or cache[0] != block:
-            compressed, ends = self._blocks[block]
-            data = zlib.decompress(compressed)
+            payload, ends, compressed = self._blocks[block]
+            data = zlib.decompress(payload) if compressed else payload
             cache = self._cache = (block, [data[a:b] for a, b in zip((0, *ends), ends)])
         return cache[1]
 
@@ -175,8 +188,8 @@ class Items(Sequence[Item]):
 
     @property
     def compressed_bytes(self) -> int:
-        """What the items cost, compressed blocks and the uncompressed tail."""
-        return sum(len(compressed) for compressed, _ in self._blocks) + sum(map(len, self._tail))
+        """What the items cost: the blocks (compressed, or a big item's own) and the uncompressed tail."""
+        return sum(len(payload) for payload, _, _ in self._blocks) + sum(map(len, self._tail))
 
 
 __all__ = ["BLOCK_BYTES", "ItemArchive", "Items"]

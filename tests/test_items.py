@@ -6,6 +6,7 @@ import gc
 import json
 import marshal
 import tracemalloc
+import zlib
 from typing import Any, Dict, List, Tuple
 
 import pytest
@@ -180,3 +181,21 @@ def test_items_a_long_turns_history_costs_a_fraction_of_its_dicts() -> None:
     assert as_dicts > 8_000_000  # a thousand bytes and more an item
     assert as_archive * 8 < as_dicts, (as_archive, as_dicts)
     assert frozen.compressed_bytes <= as_archive
+
+
+def test_items_a_big_item_is_a_block_of_its_own_not_compressed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One 8 MiB command output among small items: compressing it would cost more
+    # than decoding its line did, so it is kept as marshal wrote it -- and every
+    # read gives it back in its place.
+    compressed: List[int] = []
+    real = zlib.compress
+    monkeypatch.setattr(zlib, "compress", lambda data, level: compressed.append(len(data)) or real(data, level))
+    big = dict(command(1007), aggregatedOutput="x" * (8 << 20))
+    after = [message(2000 + i) for i in range(3)]
+    items = [*many(40), big, *after, dict(command(1008), aggregatedOutput="y" * BLOCK_BYTES)]
+    frozen = archive_of(items).freeze()
+    assert frozen == items and list(reversed(frozen)) == items[::-1]
+    assert frozen[40] == big and frozen[-1] == items[-1] and frozen[39] == items[39]
+    assert compressed and max(compressed) < BLOCK_BYTES  # only the small items' blocks were compressed
+    raw = len(marshal.dumps(big))
+    assert frozen.compressed_bytes > raw  # the big one's own bytes, as they were
