@@ -199,3 +199,6 @@ def test_items_a_big_item_is_a_block_of_its_own_not_compressed(monkeypatch: pyte
     assert compressed and max(compressed) < BLOCK_BYTES  # only the small items' blocks were compressed
     raw = len(marshal.dumps(big))
     assert frozen.compressed_bytes > raw  # the big one's own bytes, as they were
+    # Big ones back to back, the first one first: each its own block.
+    again = archive_of([big, items[-1]]).freeze()
+    assert again == [big, items[-1]] and again.compressed_bytes > raw + BLOCK_BYTES
