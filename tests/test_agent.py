@@ -1900,3 +1900,15 @@ async def test_agent_listener_sees_reasoning_deltas_once_each_with_the_message_i
     first = s.of_type("assistant/message")[0]
     assert {e.message_id for e in summaries} == {first["data"]["id"]}
     assert first["data"]["content"][0] == {"type": "reasoning", "text": "**Planning** the answer."}
+
+
+def test_agent_default_ids_are_uuid4_hex():
+    # The default new_id: what uuid.uuid4().hex gives -- 32 hex digits, version 4,
+    # the RFC 4122 variant -- and never the same twice.
+    import uuid
+
+    ids = [agent_mod.uuid4_hex() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for made in ids:
+        parsed = uuid.UUID(hex=made)
+        assert parsed.hex == made and parsed.version == 4 and parsed.variant == uuid.RFC_4122
