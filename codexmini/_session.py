@@ -36,8 +36,9 @@ pass keeps is an index (:class:`_Index`): the number of events, where the
 last one ends, and the byte offset of every :data:`INDEX_STRIDE`-th one --
 8 bytes per 32 events.  :meth:`SessionLog.open` also folds, in that same
 pass, what appending and resuming need: the next turn number, whether there
-is a header, and the knobs (:class:`._knobs.Knobs`, the last valid entry of
-each kind); each append updates them and the index.
+is a header, the knobs (:class:`._knobs.Knobs`, the last valid entry of
+each kind) and the inbox messages still pending (:class:`._inbox.Pending`);
+each append updates them and the index.
 
 The events are then read from the file when they are used:
 :attr:`SessionLog.events` and :attr:`ReadResult.events` are a
@@ -170,6 +171,8 @@ EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
         "approval/decision": ("method", "itemId", "decision", "by", "unanswered?"),
         "turn/end": ("reason", "error?", "usage?", "abortedBy?", "blocked?"),
         "agent/error": ("message", "code", "cause?"),
+        "inbox/queued": ("id", "kind", "content", "source"),
+        "inbox/dropped": ("ids", "reason"),
     }
 )
 
@@ -662,6 +665,10 @@ class SessionLog:
 
         #: The knobs' fold (:class:`._knobs.Knobs`): the agent's settings.
         self._knobs = Knobs()
+        from ._inbox import Pending
+
+        #: The inbox's fold (:class:`._inbox.Pending`): the messages queued and not yet delivered or dropped.
+        self._pending = Pending()
         self._pid_path: Optional[str] = None  # the pid file written while holding the lock
         self._failure: Optional[SessionLogError] = None  # what closed it, raised again by every append
 
@@ -700,12 +707,15 @@ class SessionLog:
         scan = _Pass(path, _read_at(file, path, " back"), marks=index.marks)
         top, header, knobs = 0, False, self._knobs
         feed, knob_types = knobs.feed, knobs.TYPES
+        inbox_feed, inbox_types = self._pending.feed, self._pending.TYPES
         for event in scan:
             turn, type_ = event["turn"], event["type"]
             if type(turn) is int and turn > top:  # (not a bool)
                 top = turn
             if type_ in knob_types:
                 feed(event)
+            elif type_ in inbox_types:
+                inbox_feed(event)
             elif type_ == "session/header":
                 header = True
         index.count, index.end = scan.seq, scan.end
@@ -752,6 +762,17 @@ class SessionLog:
     def has_header(self) -> bool:
         """Whether the log holds a ``session/header`` (the next one is a resume)."""
         return self._header
+
+    @property
+    def pending(self) -> List[Tuple[str, Dict[str, Any]]]:
+        """The agent's inbox as the log keeps it: the messages logged
+        ``inbox/queued`` and since neither delivered (a ``user/message`` with
+        their ``id``) nor dropped (``inbox/dropped``), as ``(kind, message)``
+        in the order they were queued; ``kind`` is ``followup``, ``inject``
+        or ``steer``.  Folded as the log is read back and appended to (only
+        these messages are kept); an :class:`~codexmini.Agent` made on the log
+        queues them again."""
+        return self._pending.messages()
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Read]:
@@ -855,7 +876,7 @@ class SessionLog:
             self._cut(file)
             self._fail(error)
             raise error from exc
-        index, knobs = self._index, self._knobs
+        index, knobs, pending = self._index, self._knobs, self._pending
         for event, written in zip(events, encoded):
             index.add(len(written))
             turn, type_ = event["turn"], event["type"]
@@ -863,6 +884,8 @@ class SessionLog:
                 self._top_turn = turn
             if type_ in knobs.TYPES:
                 knobs.feed(event)
+            elif type_ in pending.TYPES:
+                pending.feed(event)
             elif type_ == "session/header":
                 self._header = True
         for event, line in zip(events, lines) if self._listeners else ():
