@@ -112,6 +112,7 @@ from typing import (
     Callable,
     ContextManager,
     Dict,
+    Generator,
     Iterable,
     Iterator,
     List,
@@ -120,11 +121,13 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
     overload,
 )
 
-from ._errors import SessionLogChanged, SessionLogError, SessionLogLocked
+from ._errors import ForkRefused, SessionLogChanged, SessionLogError, SessionLogLocked
 from ._jsontext import encoder
+from ._version import __version__
 
 if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
     from typing import NamedTuple
@@ -156,7 +159,7 @@ Listener = Callable[[LogEntry, str], None]
 #: for writers (the agent), not enforced here.
 EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
     {
-        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion"),
+        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion", "forkedFrom?"),
         "sandbox/mode": ("mode",),
         "approval/policy": ("policy",),
         "model/choice": ("model",),
@@ -645,6 +648,155 @@ def iter_log(path: str) -> LogStream:
     return LogStream(path)
 
 
+def fork_log(path: str, at: int, new_path: str) -> int:
+    """Start a new session log at ``new_path`` from the events ``0`` to ``at``
+    (inclusive) of the log at ``path``, and return how many events it holds.
+
+    The events are copied byte for byte, streamed (a read of at most
+    :data:`READ_MAX` at a time: a log of any length), and checked as
+    :func:`read_log` checks them, the new log once more as
+    :meth:`SessionLog.open` reads it back.  Then it gets a ``session/header``
+    with ``reason: "fork"`` and ``forkedFrom: {"path", "seq"}`` (the absolute
+    path of the log and ``at``; ``provider``, ``model`` and ``codexVersion``
+    from the last header before the cut), and, when messages queued by
+    ``at`` were not delivered by then, an ``inbox/dropped`` with ``reason:
+    "fork"``: what happened after the cut is the other log's, the fork starts
+    with an empty inbox.  An :class:`~codexmini.Agent` opened on it resumes
+    there: the next turn, the knobs and the header as they were at ``at``.
+
+    The cut must fall between turns: :class:`~codexmini.ForkRefused` (with
+    ``reason`` ``inside-turn`` and the nearest ``seq`` before and after the
+    turn) when ``at`` and a later event belong to the same turn -- a fork
+    mid-turn would resume a turn that cannot go on (a tool call without its
+    result, a ``turn/start`` without its end), and cutting it back silently
+    would fork something else than was asked.  ``ForkRefused`` too when
+    ``at`` is no event's ``seq`` (``out-of-range``) or ``new_path`` exists
+    (``exists``: it is created exclusively, never replaced).  Nothing is
+    written when it refuses; a fault while writing (a
+    :class:`~codexmini.SessionLogError` naming ``new_path``) removes the
+    new file.  The log at ``path`` is only read: its writer may be running."""
+    path, new_path = os.fspath(path), os.fspath(new_path)
+    if type(at) is not int:
+        raise ForkRefused(f"{path}: cannot fork at {at!r}: an event's seq is an int", path, "out-of-range", at)
+    file = _open_for_reading(path)[0]
+    try:
+        read = _read_at(file, path)
+        end, header, dropped = _cut(path, read, at)
+        out = _create(new_path, path, at)
+        try:
+            try:
+                with out:
+                    _copy(read, out, end, path, new_path)
+            except OSError as exc:  # writing it, or closing it
+                raise SessionLogError(f"{new_path}: cannot write the forked session log: {exc}", path=new_path) from exc
+            with SessionLog.open(new_path) as log:
+                if len(log.events) != at + 1:
+                    raise SessionLogError(
+                        f"{path}: the session log changed while it was forked: {new_path} does not hold its "
+                        f"events 0 to {at}",
+                        path=new_path,
+                    )
+                data = {
+                    "reason": "fork",
+                    "provider": header.get("provider", "codex"),
+                    "model": header.get("model", "default"),
+                    "codexVersion": header.get("codexVersion", "unknown"),
+                    "codexminiVersion": __version__,
+                    "forkedFrom": {"path": os.path.abspath(path), "seq": at},
+                }
+                entries: List[Tuple[str, Dict[str, Any], Optional[int], Optional[int]]]
+                entries = [("session/header", data, None, None)]
+                if dropped:
+                    entries.append(("inbox/dropped", {"ids": dropped, "reason": "fork"}, None, None))
+                log.append_many(entries)
+                return len(log.events)
+        except BaseException:
+            with contextlib.suppress(OSError):  # (a log that failed removed its pid file when it closed)
+                os.unlink(new_path)
+            raise
+    finally:
+        file.close()
+
+
+def _cut(path: str, read: Read, at: int) -> Tuple[int, Mapping[str, Any], List[str]]:
+    """Where the event ``at`` of the log ends, the last ``session/header``'s
+    data up to it and the ids of the messages pending there, after checking
+    that ``at`` is an event between turns (else :class:`ForkRefused`)."""
+    from ._inbox import Pending
+
+    top = top_first = 0  # the highest turn up to the cut, and the seq of its first event
+    header: Mapping[str, Any] = {}
+    pending = Pending()
+    scan = _Pass(path, read)
+    events = cast("Generator[LogEntry, None, None]", iter(scan))
+    found = False
+    with contextlib.closing(events):  # (closing it sets scan.end: the end of the last event yielded)
+        for event in events:
+            seq, turn, type_ = event["seq"], event["turn"], event["type"]
+            if type(turn) is int and turn > top:
+                top, top_first = turn, seq
+            if type_ == "session/header":
+                header = event["data"]
+            elif type_ in pending.TYPES:
+                pending.feed(event)
+            if seq == at:
+                found = True
+                break
+    if not found:
+        held = f"its {scan.seq} events are seq 0 to {scan.seq - 1}" if scan.seq else "it holds no event"
+        raise ForkRefused(f"{path}: cannot fork at {at}: no such event ({held})", path, "out-of-range", at)
+    split, last = None, at  # the turn the cut would split, and its last event
+    after = cast("Generator[LogEntry, None, None]", iter(_Pass(path, read, offset=scan.end, seq=at + 1)))
+    with contextlib.closing(after):
+        for event in after:
+            turn = event["turn"]
+            if type(turn) is not int:
+                continue
+            if (split is None and turn > top) or (split is not None and turn != split):
+                break
+            split, last = turn, event["seq"]
+    if split is not None:
+        before = top_first - 1 if split == top and top_first > 0 else None
+        instead = f"at {before} (before it) or at {last} (its end)" if before is not None else f"at {last} (its end)"
+        raise ForkRefused(
+            f"{path}: cannot fork at {at}: it is inside turn {split}, which goes on to seq {last}; fork {instead}",
+            path,
+            "inside-turn",
+            at,
+            turn=split,
+            before=before,
+            after=last,
+        )
+    return scan.end, header, [message["id"] for _, message in pending.messages()]
+
+
+def _create(new_path: str, path: str, at: int) -> io.FileIO:
+    """The new log's file, created exclusively (its directory too)."""
+    parent = os.path.dirname(new_path)
+    try:
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        try:
+            return io.FileIO(new_path, "x")
+        except FileExistsError:
+            raise ForkRefused(
+                f"{new_path}: cannot fork {path} there: it exists (a fork never replaces a file)", path, "exists", at
+            ) from None
+    except OSError as exc:  # (a FileExistsError here: a file where its directory should be)
+        raise SessionLogError(f"{new_path}: cannot create the forked session log: {exc}", path=new_path) from exc
+
+
+def _copy(read: Read, out: io.FileIO, end: int, path: str, new_path: str) -> None:
+    """Copy the first ``end`` bytes of the log to ``out``, :data:`READ_MAX` at a time."""
+    pos = 0
+    while pos < end:
+        chunk = read(pos, min(READ_MAX, end - pos))
+        if not chunk:
+            raise SessionLogError(f"{path}: the session log changed while it was forked (it is shorter)", path=new_path)
+        _write_all(out, chunk)
+        pos += len(chunk)
+
+
 class SessionLog:
     """An open session log.  Create it with :meth:`open`; it is a context manager."""
 
@@ -1060,6 +1212,7 @@ __all__ = [
     "ReadResult",
     "SessionLog",
     "encode_event",
+    "fork_log",
     "has_header",
     "iter_log",
     "next_turn_number",

@@ -440,7 +440,8 @@ def test_next_turn_number_ignores_boolean_turns():
 
 def test_event_types_document_the_data_keys_of_spec_section_5_and_its_extensions():
     assert dict(EVENT_TYPES) == {
-        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion"),
+        # forkedFrom: a log fork_log started (issue 30)
+        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion", "forkedFrom?"),
         "sandbox/mode": ("mode",),
         "approval/policy": ("policy",),
         # The session's model and endpoint (the agent issue),
