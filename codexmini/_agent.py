@@ -600,6 +600,9 @@ class Agent:
             except asyncio.CancelledError:  # kept by cancel(keep_inbox=True): they come back, first in line
                 self.inbox.restore_turn(messages, generation)
                 raise
+            except Exception:  # the turn ends in error: they will not be delivered
+                self._drop(taken, "pre-step")
+                raise
             if isinstance(decision, Blocked):
                 log.info("turn %d: the pre-step hook blocked a step: %s", self._turn_no, decision.reason)
                 self._drop(taken, "pre-step")

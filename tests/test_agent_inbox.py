@@ -246,6 +246,19 @@ async def test_agent_inbox_messages_a_pre_step_hook_blocks_or_replaces_are_dropp
     assert s.log.pending == []
 
 
+async def test_agent_inbox_messages_a_failing_pre_step_hook_took_are_dropped(session):
+    s = session()
+
+    async def hook(messages: List[Dict[str, Any]]) -> Any:
+        raise RuntimeError("the hook broke")
+
+    async with s.agent(before_step=hook) as agent:
+        agent.inject("taken by a broken hook")
+        end = await agent.run_pending()
+    assert end is not None and end["reason"] == "error" and "the hook broke" in end["error"]["message"]
+    assert s.dropped() == [("pre-step", ["id-1"])] and s.log.pending == []
+
+
 @pytest.mark.parametrize("keep", [True, False], ids=["keep_inbox", "drop"])
 async def test_agent_inbox_a_cancel_during_the_pre_step_hook(session, keep):
     # What the step had taken goes back with keep_inbox (and runs next), or
@@ -340,9 +353,10 @@ def test_agent_inbox_an_old_log_without_inbox_events_reads_and_resumes_with_noth
 
 @pytest.mark.timeout_s(120)
 async def test_agent_inbox_a_killed_agent_process_resumed_runs_its_followup_once(session, tmp_path):
-    # The agent runs in a child process: mid-turn it queues a followup and an
-    # injection, and is killed with SIGKILL (no cleanup, no turn/end).  An
-    # agent made here on its log runs them, once; a second resume runs nothing.
+    # The agent runs in a child process: it queues messages that it delivers,
+    # then mid-turn a followup and an injection, and is killed with SIGKILL
+    # (no cleanup, no turn/end).  An agent made here on its log runs the last
+    # two, once, and never what was delivered; a second resume runs nothing.
     path = str(tmp_path / "session.jsonl")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, TESTS]))
     child = os.path.join(TESTS, "support", "inbox_child.py")
@@ -363,18 +377,26 @@ async def test_agent_inbox_a_killed_agent_process_resumed_runs_its_followup_once
     before = s.events()
     types = [e["type"] for e in before]
     assert types[:4] == ["session/header", "turn/start", "step/start", "user/message"]
-    assert "turn/end" not in types  # killed mid-turn
+    assert [e["turn"] for e in before if e["type"] == "turn/end"] == [1]  # killed mid-turn 2
+    assert s.queued() == [
+        ("followup", "slow two"),
+        ("inject", "injected in turn 1"),
+        ("followup", "after the kill"),
+        ("inject", "injected mid-turn"),
+    ]
     assert [(kind, m["content"][0]["text"]) for kind, m in s.log.pending] == [
         ("followup", "after the kill"),
         ("inject", "injected mid-turn"),
     ]
+    delivered = [(1, 1, "slow one"), (1, 2, "injected in turn 1"), (2, 1, "slow two")]
+    assert s.users() == delivered
     async with s.agent() as agent:
         end = await agent.run_pending()
     assert end is not None and end["reason"] == "completed"
-    assert s.users() == [(1, 1, "slow one"), (2, 1, "after the kill"), (2, 1, "injected mid-turn")]
+    assert s.users() == [*delivered, (3, 1, "after the kill"), (3, 1, "injected mid-turn")]
     assert s.events()[: len(before)] == before  # nothing logged before was lost
     s.reopen()
     assert s.log.pending == []
     async with s.agent() as agent:
         assert await agent.run_pending() is None
-    assert len(s.users()) == 3
+    assert len(s.users()) == 5
