@@ -653,9 +653,9 @@ def fork_log(path: str, at: int, new_path: str) -> int:
     (inclusive) of the log at ``path``, and return how many events it holds.
 
     The events are copied byte for byte, streamed (a read of at most
-    :data:`READ_MAX` at a time: a log of any length), and checked as
-    :func:`read_log` checks them, the new log once more as
-    :meth:`SessionLog.open` reads it back.  Then it gets a ``session/header``
+    :data:`READ_MAX` at a time: a log of any length); those up to ``at`` and
+    after it up to the next turn are checked as :func:`read_log` checks them,
+    and the new log once more as :meth:`SessionLog.open` reads it back.  Then it gets a ``session/header``
     with ``reason: "fork"`` and ``forkedFrom: {"path", "seq"}`` (the absolute
     path of the log and ``at``; ``provider``, ``model`` and ``codexVersion``
     from the last header before the cut), and, when messages queued by
@@ -681,7 +681,7 @@ def fork_log(path: str, at: int, new_path: str) -> int:
     file = _open_for_reading(path)[0]
     try:
         read = _read_at(file, path)
-        end, header, dropped = _cut(path, read, at)
+        end, header, dropped = _fork_point(path, read, at)
         out = _create(new_path, path, at)
         try:
             try:
@@ -718,7 +718,7 @@ def fork_log(path: str, at: int, new_path: str) -> int:
         file.close()
 
 
-def _cut(path: str, read: Read, at: int) -> Tuple[int, Mapping[str, Any], List[str]]:
+def _fork_point(path: str, read: Read, at: int) -> Tuple[int, Mapping[str, Any], List[str]]:
     """Where the event ``at`` of the log ends, the last ``session/header``'s
     data up to it and the ids of the messages pending there, after checking
     that ``at`` is an event between turns (else :class:`ForkRefused`)."""
