@@ -11,9 +11,9 @@ test kills a real agent process with SIGKILL mid-turn
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -333,19 +333,25 @@ async def test_agent_inbox_resumed_messages_run_before_a_new_run(session):
     assert s.log.pending == []
 
 
-def test_agent_inbox_an_old_log_without_inbox_events_reads_and_resumes_with_nothing_pending(tmp_path):
+async def test_agent_inbox_an_old_log_without_inbox_events_reads_and_resumes_with_nothing_pending(tmp_path):
     fixture = os.path.join(REPO, "fixtures", "0.171.0", "cmd_ok.session.jsonl")
     path = str(tmp_path / "old.jsonl")
-    with open(fixture, encoding="utf-8") as src, open(path, "w", encoding="utf-8") as dst:
-        for line in src:  # the golden log as written (its keys in the envelope's order)
-            event = json.loads(line)
-            dst.write(json.dumps({k: event[k] for k in ("v", "seq", "ts", "type", "turn", "step", "data")}) + "\n")
+    shutil.copyfile(fixture, path)  # a golden log, recorded before issue 30
     events = read_log(path).events
     assert len(events) > 5 and not any(e["type"].startswith("inbox/") for e in events)
     with SessionLog.open(path) as log:
         assert log.pending == [] and log.next_turn == 2
-        agent = Agent(log, AgentConfig(cwd=str(tmp_path)))
-        assert len(agent.inbox) == 0
+        config = AgentConfig(
+            cwd=str(tmp_path), skills=False, launch=Launch(launcher=FakeAppServer(tb.AgentTurns).launch)
+        )
+        async with Agent(log, config) as agent:
+            assert len(agent.inbox) == 0
+            assert await agent.run_pending() is None
+            assert (await agent.run("next"))["reason"] == "completed"
+    after = read_log(path).events[len(events) :]
+    assert [e["type"] for e in after][:3] == ["session/header", "turn/start", "step/start"]
+    assert {e["turn"] for e in after if e["turn"] is not None} == {2}
+    assert not any(e["type"].startswith("inbox/") for e in after)
 
 
 # -- a real process, killed -------------------------------------------------------------
