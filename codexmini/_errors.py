@@ -394,9 +394,9 @@ class ForkRefused(SessionLogError):
     """:func:`~codexmini.fork_log` refused, before it wrote anything: ``reason``
     says why -- ``out-of-range`` (``at`` is not the ``seq`` of an event of the
     log), ``inside-turn`` (the cut would split a turn: ``turn`` is that turn,
-    ``before`` and ``after`` the nearest ``seq`` to fork at instead, ``before``
-    ``None`` when the turn begins the log) or ``exists`` (the new log's path
-    is taken).  ``path`` is the log named; ``seq`` the ``at`` asked for."""
+    ``before`` and ``after`` the nearest ``seq`` to fork at instead: ``before``
+    is ``None`` when the turn begins the log, ``after`` when the log ends in
+    it before its ``turn/end``) or ``exists`` (the new log's path is taken).  ``path`` is the log named; ``seq`` the ``at`` asked for."""
 
     def __init__(
         self,

@@ -725,6 +725,7 @@ def _fork_point(path: str, read: Read, at: int) -> Tuple[int, Mapping[str, Any],
     from ._inbox import Pending
 
     top = top_first = 0  # the highest turn up to the cut, and the seq of its first event
+    top_ended = False  # and whether its turn/end is there too
     header: Mapping[str, Any] = {}
     pending = Pending()
     scan = _Pass(path, read)
@@ -734,7 +735,9 @@ def _fork_point(path: str, read: Read, at: int) -> Tuple[int, Mapping[str, Any],
         for event in events:
             seq, turn, type_ = event["seq"], event["turn"], event["type"]
             if type(turn) is int and turn > top:
-                top, top_first = turn, seq
+                top, top_first, top_ended = turn, seq, False
+            if type_ == "turn/end" and turn == top:
+                top_ended = True
             if type_ == "session/header":
                 header = event["data"]
             elif type_ in pending.TYPES:
@@ -745,7 +748,9 @@ def _fork_point(path: str, read: Read, at: int) -> Tuple[int, Mapping[str, Any],
     if not found:
         held = f"its {scan.seq} events are seq 0 to {scan.seq - 1}" if scan.seq else "it holds no event"
         raise ForkRefused(f"{path}: cannot fork at {at}: no such event ({held})", path, "out-of-range", at)
-    split, last = None, at  # the turn the cut would split, and its last event
+    # The turn the cut would split (one with events after it), its last event,
+    # and whether it is over (its turn/end seen, or a later turn begun).
+    split, last, over = None, at, False
     after = cast("Generator[LogEntry, None, None]", iter(_Pass(path, read, offset=scan.end, seq=at + 1)))
     with contextlib.closing(after):
         for event in after:
@@ -753,19 +758,26 @@ def _fork_point(path: str, read: Read, at: int) -> Tuple[int, Mapping[str, Any],
             if type(turn) is not int:
                 continue
             if (split is None and turn > top) or (split is not None and turn != split):
+                over = True
                 break
-            split, last = turn, event["seq"]
+            split, last, over = turn, event["seq"], event["type"] == "turn/end"
+    if split is None and not over and top and not top_ended:
+        split = top  # the log ends in a turn not ended: its writer may still be in it
     if split is not None:
         before = top_first - 1 if split == top and top_first > 0 else None
-        instead = f"at {before} (before it) or at {last} (its end)" if before is not None else f"at {last} (its end)"
+        instead = [f"at {before} (before it)"] * (before is not None) + [f"at {last} (its end)"] * over
+        where = (
+            f"which goes on to seq {last}" if over else "which has not ended (its writer may be in it, or died in it)"
+        )
         raise ForkRefused(
-            f"{path}: cannot fork at {at}: it is inside turn {split}, which goes on to seq {last}; fork {instead}",
+            f"{path}: cannot fork at {at}: it is inside turn {split}, {where}"
+            + ("; fork " + " or ".join(instead) if instead else ""),
             path,
             "inside-turn",
             at,
             turn=split,
             before=before,
-            after=last,
+            after=last if over else None,
         )
     return scan.end, header, [message["id"] for _, message in pending.messages()]
 

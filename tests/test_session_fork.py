@@ -187,6 +187,29 @@ def test_fork_after_a_turn_a_crash_left_open_is_a_boundary(tmp_path):
         assert log.next_turn == 2  # the open turn keeps its number
 
 
+def test_fork_in_a_turn_the_log_ends_in_before_its_end_is_refused(tmp_path):
+    # Its writer may still be in it (or died in it): a fork would copy half a
+    # turn.  Before it is a boundary.
+    path = write_log(
+        tmp_path / "s.jsonl",
+        [e("session/header", **HEADER), e("turn/start", 1), e("step/start", 1), e("session/header", **HEADER)],
+    )
+    for at in (1, 2, 3):  # its events, and one outside any turn after them
+        with pytest.raises(ForkRefused) as refused:
+            fork_log(path, at, str(tmp_path / "n.jsonl"))
+        error = refused.value
+        assert (error.reason, error.turn, error.before, error.after) == ("inside-turn", 1, 0, None)
+        assert str(error).endswith(
+            "inside turn 1, which has not ended (its writer may be in it, or died in it); fork at 0 (before it)"
+        )
+    assert fork_log(path, 0, str(tmp_path / "n.jsonl")) == 2
+    alone = write_log(tmp_path / "alone.jsonl", [e("turn/start", 1), e("step/start", 1)])
+    with pytest.raises(ForkRefused) as refused:
+        fork_log(alone, 1, str(tmp_path / "m.jsonl"))
+    assert (refused.value.before, refused.value.after) == (None, None)
+    assert str(refused.value).endswith("which has not ended (its writer may be in it, or died in it)")
+
+
 def test_fork_drops_the_messages_pending_at_the_cut(tmp_path):
     path = write_log(
         tmp_path / "s.jsonl",
