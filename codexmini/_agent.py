@@ -383,9 +383,14 @@ class Agent:
         ``interrupt``; :meth:`close` says ``shutdown``).  What is dropped
         and was logged queued is logged dropped (``inbox/dropped``, with
         ``cause`` as its ``reason``), so that no resumed agent runs it."""
+        self._cancel(keep_inbox, cause, keep_logged=False)
+
+    def _cancel(self, keep_inbox: bool, cause: str, keep_logged: bool) -> None:
+        """:meth:`cancel`; with ``keep_logged``, what the log holds queued stays pending there."""
         if not keep_inbox:
             self.inbox.drop()
-            self._drop([message["id"] for _, message in self.log.pending], cause)
+            if not keep_logged:
+                self._drop([message["id"] for _, message in self.log.pending], cause)
         self.child.abort_maintenance()
         if self._running and self._driver is not None:  # running means the driver runs
             self._cancelled = True
@@ -478,8 +483,11 @@ class Agent:
         self._append("model/endpoint", data, turn=None, step=None)
 
     async def close(self) -> None:
-        """Cancel anything running and shut the child down."""
-        self.cancel(cause="shutdown")
+        """Cancel anything running and shut the child down.  The inbox is
+        dropped here, not in the log: what it had logged queued stays
+        pending there (a shutdown loses no more than a crash), and an agent
+        made on the log later runs it."""
+        self._cancel(False, "shutdown", keep_logged=True)
         await self.wait_idle()
         await self.child.close()
 

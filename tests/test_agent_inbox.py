@@ -167,12 +167,22 @@ async def test_agent_inbox_cancel_keeping_the_inbox_logs_no_drop(session):
     assert s.dropped() == [] and s.users() == [(1, 1, "kept")]
 
 
-async def test_agent_inbox_close_logs_the_drop_as_a_shutdown(session):
+async def test_agent_inbox_close_leaves_what_was_queued_pending_as_a_crash_would(session):
     s = session()
-    agent = s.agent()
-    agent.inject("never run")
-    await agent.close()
-    assert s.dropped() == [("shutdown", ["id-1"])]
+    async with s.agent() as agent:
+        agent.followup("slow one")
+        await s.until_held("slow one")
+        agent.followup("after the shutdown")
+        agent.inject("injected before it")
+    assert len(agent.inbox) == 0  # dropped in memory ...
+    assert s.dropped() == []  # ... not in the log
+    assert s.events("turn/end")[0]["data"]["abortedBy"] == "shutdown"
+    assert [m["content"][0]["text"] for _, m in s.log.pending] == ["after the shutdown", "injected before it"]
+    async with s.agent() as agent:  # the next agent on the log runs them
+        assert len(agent.inbox) == 2
+        end = await agent.run_pending()
+    assert end is not None and end["reason"] == "completed"
+    assert s.users() == [(1, 1, "slow one"), (2, 1, "after the shutdown"), (2, 1, "injected before it")]
     assert s.log.pending == []
 
 
