@@ -12,10 +12,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import tracemalloc
 from typing import Any, Dict, List, Optional
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from support import thread_behaviours as tb
 
 from codexmini import Agent, AgentConfig, ForkRefused, Launch, SessionLog, SessionLogError, fork_log, read_log
@@ -429,3 +432,46 @@ def test_fork_to_a_bare_name_in_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert fork_log("s.jsonl", 0, "fork.jsonl") == 2
     assert read_log("fork.jsonl").events[-1]["data"]["forkedFrom"] == {"path": str(tmp_path / "s.jsonl"), "seq": 0}
+
+
+# -- a property: any log of turns, any cut -------------------------------------------------
+
+#: A log's shape: per turn, its number of events after turn/start, whether it
+#: ended (turn/end) and how many events outside turns follow it.
+TURNS = st.lists(st.tuples(st.integers(0, 3), st.booleans(), st.integers(0, 2)), max_size=5)
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(turns=TURNS, lead=st.integers(0, 2), data=st.data())
+def test_fork_property_refuses_exactly_the_cuts_inside_a_turn(turns, lead, data):
+    events = [e("session/header", **HEADER)] * lead
+    spans = []  # (first seq, last seq, ended) per turn
+    for number, (steps, ended, between) in enumerate(turns, 1):
+        first = len(events)
+        events += [e("turn/start", number)] + [e("step/start", number)] * steps
+        events += [e("turn/end", number, reason="completed")] * ended
+        spans.append((first, len(events) - 1, ended))
+        events += [e("model/choice", model=f"m{number}")] * between
+    assume(events)
+    at = data.draw(st.integers(0, len(events) - 1))
+
+    def inside(index: int, first: int, last: int, ended: bool) -> bool:
+        final = index == len(spans) - 1  # a turn not ended is over once a later one began
+        return first <= at < last or (final and not ended and first <= at)
+
+    refused = any(inside(i, *span) for i, span in enumerate(spans))
+    with tempfile.TemporaryDirectory() as root:
+        path = write_log(os.path.join(root, "s.jsonl"), events)
+        new = os.path.join(root, "fork.jsonl")
+        if refused:
+            with pytest.raises(ForkRefused) as error:
+                fork_log(path, at, new)
+            assert error.value.reason == "inside-turn" and not os.path.exists(new)
+            for suggested in (error.value.before, error.value.after):
+                if suggested is not None:  # what it suggests is a cut it takes
+                    fork_log(path, suggested, os.path.join(root, f"at-{suggested}.jsonl"))
+        else:
+            assert fork_log(path, at, new) == at + 2
+            assert read_log(new).events[: at + 1] == read_log(path).events[: at + 1]
+            with SessionLog.open(new) as log:
+                assert log.next_turn == 1 + max((t for t, s in enumerate(spans, 1) if s[0] <= at), default=0)
