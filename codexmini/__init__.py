@@ -41,6 +41,7 @@ _EXPORTS: Dict[str, str] = {
     "SessionLog": "_session",
     "read_log": "_session",
     "iter_log": "_session",
+    "fork_log": "_session",
     "ReadResult": "_session",
     "LogEvents": "_session",
     "LogStream": "_session",
@@ -127,6 +128,7 @@ _EXPORTS: Dict[str, str] = {
     "SessionLogError": "_errors",
     "SessionLogLocked": "_errors",
     "SessionLogChanged": "_errors",
+    "ForkRefused": "_errors",
     "TurnFailed": "_errors",
     "UsageLimitExceeded": "_errors",
     # warnings
@@ -177,6 +179,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._errors import ConfigError as ConfigError
     from ._errors import ConnectFailed as ConnectFailed
     from ._errors import EndpointKeyMissing as EndpointKeyMissing
+    from ._errors import ForkRefused as ForkRefused
     from ._errors import MethodNotFound as MethodNotFound
     from ._errors import ModelUnreachable as ModelUnreachable
     from ._errors import OutputValidationError as OutputValidationError
@@ -242,6 +245,7 @@ if TYPE_CHECKING:  # written from _EXPORTS by tools/gen_public.py (make public):
     from ._session import LogStream as LogStream
     from ._session import ReadResult as ReadResult
     from ._session import SessionLog as SessionLog
+    from ._session import fork_log as fork_log
     from ._session import iter_log as iter_log
     from ._session import read_log as read_log
     from ._threads import RunResult as RunResult

@@ -9,7 +9,11 @@ job has a place of its own:
 * the **inbox** (:mod:`._inbox`, pure) holds what the user asked, for which
   turn, and builds the messages: :meth:`Agent.followup` queues a new turn,
   :meth:`Agent.steer` adds to the current one (at once with ``turn/steer``
-  while codex runs), :meth:`Agent.inject` adds without waking the driver;
+  while codex runs), :meth:`Agent.inject` adds without waking the driver.
+  A message that waits is logged (``inbox/queued``) before it is queued, and
+  a dropped one is logged dropped, so the log's inbox (:attr:`SessionLog.pending`)
+  is the agent's: a new agent on a log whose writer died queues the pending
+  messages again, and its next wake (:meth:`Agent.run_pending`) runs them;
 * the **knobs** (:mod:`._knobs`, pure) fold the log's settings -- model,
   endpoint, sandbox and approval policy -- afresh every step, so a change
   acts on the next one;
@@ -311,6 +315,8 @@ class Agent:
         self.before_step = before_step
         self.new_id = new_id
         self.inbox = Inbox()
+        for kind, message in log_.pending:  # what a writer that died had queued: in the same order
+            (self.inbox.followup if kind == "followup" else self.inbox.add)(message)
         from ._supervisor import ChildSupervisor  # here, not with the package: an agent made needs it
 
         self.child = ChildSupervisor(
@@ -375,8 +381,18 @@ class Agent:
     # -- inbox ---------------------------------------------------------------
 
     def followup(self, content: Content) -> None:
-        """Queue a user message for the next turn and wake the driver."""
-        self.inbox.followup(self._user_message(content))
+        """Queue a user message for the next turn and wake the driver.
+
+        One that waits -- a turn runs, or another followup is queued -- is
+        logged first (``inbox/queued``), so that an agent resumed on the log
+        runs it if this process dies before it does; one that starts a turn
+        at once is logged as that turn's ``user/message`` only.  A log that
+        cannot be written raises its :class:`~codexmini.SessionLogError`
+        here, and nothing is queued."""
+        message = self._user_message(content)
+        if self._busy() or self.inbox.followups:
+            self._queue("followup", message)
+        self.inbox.followup(message)
         self._wake()
 
     async def steer(self, content: Content) -> None:
@@ -402,20 +418,34 @@ class Agent:
                     # it, or codex echoed it): adding it again would send it twice.
                     self._wake()
                     return
+        if self._busy():  # it waits for the next step: logged first, as inject()'s
+            self._queue("steer", message)
         self.inbox.add(message)
         self._wake()
 
     def inject(self, content: Content) -> None:
-        """Add a user message for the current turn's next step, without waking."""
-        self.inbox.add(self._user_message(content))
+        """Add a user message for the current turn's next step, without waking.
+        It waits for that step: it is logged first (``inbox/queued``), as a
+        followup that waits is."""
+        message = self._user_message(content)
+        self._queue("inject", message)
+        self.inbox.add(message)
 
     def cancel(self, keep_inbox: bool = False, *, cause: str = "cancel") -> None:
         """Abort the running turn (``turn/interrupt``) or an idle shutdown under
         way; drop the inbox unless kept.  ``cause`` is logged in the aborted
         turn's ``turn/end`` as ``abortedBy`` (``cancel``; the CLI's Ctrl-C says
-        ``interrupt``; :meth:`close` says ``shutdown``)."""
+        ``interrupt``; :meth:`close` says ``shutdown``).  What is dropped
+        and was logged queued is logged dropped (``inbox/dropped``, with
+        ``cause`` as its ``reason``), so that no resumed agent runs it."""
+        self._cancel(keep_inbox, cause, keep_logged=False)
+
+    def _cancel(self, keep_inbox: bool, cause: str, keep_logged: bool) -> None:
+        """:meth:`cancel`; with ``keep_logged``, what the log holds queued stays pending there."""
         if not keep_inbox:
             self.inbox.drop()
+            if not keep_logged:
+                self._drop([message["id"] for _, message in self.log.pending], cause)
         self.child.abort_maintenance()
         if self._running and self._driver is not None:  # running means the driver runs
             self._cancelled = True
@@ -433,6 +463,16 @@ class Agent:
         await self.wait_idle()
         # Cancelled before the turn could start: nothing was logged.
         return self.last_turn_end or {"reason": "aborted"}
+
+    async def run_pending(self) -> Optional[TurnEnd]:
+        """Run what the inbox holds -- on an agent made on a resumed log, the
+        messages its writer had queued and not delivered -- until idle, and
+        return the last ``turn/end`` data (``None`` when nothing ran)."""
+        self.last_turn_end = None
+        if len(self.inbox):
+            self._wake()
+        await self.wait_idle()
+        return self.last_turn_end
 
     async def wait_idle(self) -> None:
         """Wait until no turn runs and no maintenance (idle shutdown) is under way."""
@@ -517,8 +557,11 @@ class Agent:
         self._append("model/endpoint", data, turn=None, step=None)
 
     async def close(self) -> None:
-        """Cancel anything running and shut the child down."""
-        self.cancel(cause="shutdown")
+        """Cancel anything running and shut the child down.  The inbox is
+        dropped here, not in the log: what it had logged queued stays
+        pending there (a shutdown loses no more than a crash), and an agent
+        made on the log later runs it."""
+        self._cancel(False, "shutdown", keep_logged=True)
         await self.wait_idle()
         await self.child.close()
 
@@ -529,6 +572,25 @@ class Agent:
         await self.close()
 
     # -- the driver ----------------------------------------------------------
+
+    def _busy(self) -> bool:
+        """Whether the driver runs (a turn, or the start of one)."""
+        return self._driver is not None and not self._driver.done()
+
+    def _queue(self, kind: str, message: Message) -> None:
+        """Log ``message`` as waiting in the inbox (``inbox/queued``)."""
+        self._append("inbox/queued", {"id": message["id"], "kind": kind, **message}, turn=None, step=None)
+
+    def _drop(self, ids: Sequence[Any], reason: str) -> None:
+        """Log those of the messages ``ids`` names that the log holds pending as
+        dropped (``inbox/dropped``).  Never raises: a log that cannot take it
+        (closed, failed) keeps them pending, with a warning."""
+        ids = [id_ for id_ in ids if id_ in self.log._pending]
+        if ids and not self.log.closed:
+            try:
+                self._append("inbox/dropped", {"ids": ids, "reason": reason}, turn=None, step=None)
+            except SessionLogError as exc:
+                log.warning("could not log %d dropped inbox message(s): %s", len(ids), exc)
 
     def _wake(self) -> None:
         if self._driver is None or self._driver.done():
@@ -612,10 +674,20 @@ class Agent:
     # -- one step ------------------------------------------------------------
 
     async def _run_step(self, messages: List[Message], unavailable: Optional[Exception] = None) -> "_Outcome":
+        taken = [message["id"] for message in messages]
         if self.before_step is not None:  # the host may rewrite or veto the step's messages
-            decision = await self.before_step(list(messages))
+            generation = self.inbox.generation
+            try:
+                decision = await self.before_step(list(messages))
+            except asyncio.CancelledError:  # kept by cancel(keep_inbox=True): they come back, first in line
+                self.inbox.restore_turn(messages, generation)
+                raise
+            except Exception:  # the turn ends in error: they will not be delivered
+                self._drop(taken, "pre-step")
+                raise
             if isinstance(decision, Blocked):
                 log.info("turn %d: the pre-step hook blocked a step: %s", self._turn_no, decision.reason)
+                self._drop(taken, "pre-step")
                 return _Outcome("blocked", blocked={"by": "pre-step", "reason": decision.reason})
             if decision is not None:
                 messages = [self._user_message(m) if isinstance(m, str) else dict(m) for m in decision]
@@ -625,6 +697,7 @@ class Agent:
         messages = self._inject_skills(messages)
         for message in messages:
             self._append("user/message", message)
+        self._drop(taken, "pre-step")  # those the hook replaced (none else is pending now)
         permissions = self._knobs.permissions(self.config.sandbox, self.config.approval_policy)
         from ._stepfold import StepFold  # here, not with the agent: a step's fold (and the event mapping)
 

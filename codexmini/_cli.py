@@ -4,6 +4,8 @@ The contract (``docs/cli.md``); other tools script against it:
 
 * ``smoke``   -- the offline end-to-end check (see :mod:`.smoke`);
 * ``run PROMPT`` -- one agent turn against the configured model, streamed;
+* ``fork LOG --at SEQ NEW`` -- a new session log from a log's events 0..SEQ
+  (:func:`._session.fork_log`), which an agent then resumes;
 * ``doctor`` / ``install-codex`` -- what is installed and reachable, and the
   pinned codex into a user cache (see :mod:`.doctor`);
 * ``version`` / ``--version``.
@@ -56,6 +58,7 @@ from ._errors import (
     CodexTimeout,
     ConfigError,
     EndpointKeyMissing,
+    ForkRefused,
     OutputValidationError,
     SchemaError,
     SessionLogError,
@@ -66,7 +69,7 @@ from ._knobs import REASONING_SUMMARIES, check_reasoning
 from ._launch import Launch
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
 from ._render import Console, EventPrinter, Ticker, isatty, use_color
-from ._session import SessionLog
+from ._session import SessionLog, fork_log
 from ._structured import OutputSchema
 from ._version import CODEX_VERSION, __version__
 
@@ -178,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="JSON Schema for the final answer; stdout: the parsed JSON (with --json: still the log events only)",
     )
+
+    fork = sub.add_parser("fork", help="a new session log from a log's events 0..SEQ, to resume from there")
+    fork.add_argument("log", metavar="LOG", help="the session log to fork (only read: its writer may run)")
+    fork.add_argument(
+        "--at", metavar="SEQ", type=int, required=True, help="the last event to keep (inclusive), between two turns"
+    )
+    fork.add_argument("new", metavar="NEW", help="the new session log (must not exist)")
 
     sub.add_parser("version", help="versions and the codex binary found")
     add_doctor_parsers(sub, common)
@@ -503,6 +513,21 @@ def _cmd_smoke(
         raise UsageError(str(exc)) from None
 
 
+def _cmd_fork(
+    args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
+) -> int:
+    try:
+        count = fork_log(args.log, args.at, args.new)
+    except ForkRefused as exc:
+        raise UsageError(str(exc)) from None
+    except SessionLogError as exc:
+        if exc.path == args.log:  # LOG cannot be read, or is not a session log: as run --session's
+            raise UsageError(str(exc)) from None
+        raise  # writing NEW failed (and it was removed): exit 1
+    stdout.write(f"forked {args.log} at seq {args.at} into {args.new}: {count} events\n")
+    return EXIT_OK
+
+
 def _cmd_version(
     args: argparse.Namespace, stdin: IO[str], stdout: IO[str], stderr: IO[str], env: Mapping[str, str]
 ) -> int:
@@ -526,6 +551,7 @@ Command = Callable[[argparse.Namespace, IO[str], IO[str], IO[str], Mapping[str, 
 COMMANDS: Dict[str, Command] = {
     "run": _cmd_run,
     "smoke": _cmd_smoke,
+    "fork": _cmd_fork,
     "version": _cmd_version,
     "doctor": _cmd_doctor,
     "install-codex": _cmd_install,

@@ -407,6 +407,32 @@ class SessionLogChanged(SessionLogError):
         super().__init__(message, path=path, line=line)
 
 
+class ForkRefused(SessionLogError):
+    """:func:`~codexmini.fork_log` refused, before it wrote anything: ``reason``
+    says why -- ``out-of-range`` (``at`` is not the ``seq`` of an event of the
+    log), ``inside-turn`` (the cut would split a turn: ``turn`` is that turn,
+    ``before`` and ``after`` the nearest ``seq`` to fork at instead: ``before``
+    is ``None`` when the turn begins the log, ``after`` when the log ends in
+    it before its ``turn/end``) or ``exists`` (the new log's path is taken).  ``path`` is the log named; ``seq`` the ``at`` asked for."""
+
+    def __init__(
+        self,
+        message: str,
+        path: str,
+        reason: str,
+        seq: Any,
+        turn: Optional[int] = None,
+        before: Optional[int] = None,
+        after: Optional[int] = None,
+    ) -> None:
+        self.reason = reason
+        self.seq = seq
+        self.turn = turn
+        self.before = before
+        self.after = after
+        super().__init__(message, path=path)
+
+
 class TurnFailed(CodexminiError):
     """A turn ended with status ``failed``.  ``codexmini.run()`` and
     ``Thread.run()`` raise it (unless told ``raise_on_failure=False``), with

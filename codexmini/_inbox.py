@@ -10,6 +10,11 @@ codex never echoed go back in with :meth:`Inbox.requeue`, ahead of the rest --
 unless the inbox was dropped (:meth:`Inbox.drop`, a cancel) since they were
 taken: a dropped inbox stays dropped.
 
+:class:`Pending` is the inbox as the session log keeps it (issue 30): the
+messages logged ``inbox/queued`` and neither delivered since (a
+``user/message`` with the same ``id``) nor dropped (``inbox/dropped``),
+folded from the log's events one at a time, so a resumed agent runs them.
+
 The messages are built here too: :func:`content_blocks` turns what a caller
 gives (a string, or a list of blocks) into the blocks a ``user/message``
 logs, and :func:`message_input` / :func:`message_images` turn a logged
@@ -19,7 +24,7 @@ message back into codex input items.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ._inputs import InputItem, image_input, text_input
 from ._prompt import text_block
@@ -126,4 +131,76 @@ class Inbox:
         return sum(len(b) for b in self.followups) + len(self.current)
 
 
-__all__ = ["Block", "Content", "Inbox", "Message", "content_blocks", "message_images", "message_input"]
+#: How a message came into the inbox: ``inbox/queued``'s ``kind``.  A
+#: ``followup`` is a turn of its own; an ``inject`` (and a ``steer`` that went
+#: to the inbox instead of into a running codex turn) is for the next step.
+QUEUED_KINDS = ("followup", "inject", "steer")
+
+
+def queued_message(data: Mapping[str, Any]) -> Optional[Tuple[str, Message]]:
+    """The ``(kind, message)`` an ``inbox/queued`` event's data holds, or
+    ``None`` when it is not one: an ``id`` that is not a non-empty string, a
+    ``kind`` not in :data:`QUEUED_KINDS`, a ``content`` that is not a list of
+    objects, a ``source`` that is not an object."""
+    id_, kind, content = data.get("id"), data.get("kind"), data.get("content")
+    source = data.get("source", {"kind": "user"})
+    if not (isinstance(id_, str) and id_ and kind in QUEUED_KINDS and isinstance(source, dict)):
+        return None
+    if not (isinstance(content, list) and all(isinstance(block, dict) for block in content)):
+        return None
+    return str(kind), {"id": id_, "content": content, "source": source}
+
+
+class Pending:
+    """The inbox messages a session log holds pending: logged ``inbox/queued``,
+    and since neither delivered -- a ``user/message`` with the same ``id`` is
+    the delivery, so the message and its claim are one line, and a crash can
+    neither lose nor repeat it -- nor dropped (an ``inbox/dropped`` naming the
+    ``id``).  Pure: :meth:`feed` it the log's events in order (those of
+    :data:`TYPES`); it keeps the pending messages only, never the log.  An
+    ``inbox/queued`` that is not one (:func:`queued_message`) counts as absent,
+    as an invalid knob does."""
+
+    TYPES = frozenset({"inbox/queued", "inbox/dropped", "user/message"})
+
+    __slots__ = ("_queued",)
+
+    def __init__(self) -> None:
+        self._queued: Dict[str, Tuple[str, Message]] = {}  # by id, in the order logged
+
+    def feed(self, event: Mapping[str, Any]) -> None:
+        """One event of :data:`TYPES`."""
+        type_, data = event["type"], event["data"]
+        if type_ == "inbox/queued":
+            found = queued_message(data)
+            if found is not None:
+                self._queued[found[1]["id"]] = found
+        elif self._queued:  # (nothing pending, nothing to claim or drop: the usual case)
+            ids = [data.get("id")] if type_ == "user/message" else data.get("ids")
+            for id_ in ids if isinstance(ids, list) else ():
+                if isinstance(id_, str):
+                    self._queued.pop(id_, None)
+
+    def __contains__(self, id_: object) -> bool:
+        return isinstance(id_, str) and id_ in self._queued
+
+    def __len__(self) -> int:
+        return len(self._queued)
+
+    def messages(self) -> List[Tuple[str, Message]]:
+        """The pending messages, ``(kind, message)``, in the order they were queued."""
+        return list(self._queued.values())
+
+
+__all__ = [
+    "QUEUED_KINDS",
+    "Block",
+    "Content",
+    "Inbox",
+    "Message",
+    "Pending",
+    "content_blocks",
+    "message_images",
+    "message_input",
+    "queued_message",
+]

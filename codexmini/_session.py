@@ -36,8 +36,9 @@ pass keeps is an index (:class:`_Index`): the number of events, where the
 last one ends, and the byte offset of every :data:`INDEX_STRIDE`-th one --
 8 bytes per 32 events.  :meth:`SessionLog.open` also folds, in that same
 pass, what appending and resuming need: the next turn number, whether there
-is a header, and the knobs (:class:`._knobs.Knobs`, the last valid entry of
-each kind); each append updates them and the index.
+is a header, the knobs (:class:`._knobs.Knobs`, the last valid entry of
+each kind) and the inbox messages still pending (:class:`._inbox.Pending`);
+each append updates them and the index.
 
 The events are then read from the file when they are used:
 :attr:`SessionLog.events` and :attr:`ReadResult.events` are a
@@ -111,6 +112,7 @@ from typing import (
     Callable,
     ContextManager,
     Dict,
+    Generator,
     Iterable,
     Iterator,
     List,
@@ -119,11 +121,13 @@ from typing import (
     Sequence,
     Tuple,
     Union,
+    cast,
     overload,
 )
 
-from ._errors import SessionLogChanged, SessionLogError, SessionLogLocked
+from ._errors import ForkRefused, SessionLogChanged, SessionLogError, SessionLogLocked
 from ._jsontext import encoder
+from ._version import __version__
 
 if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
     from typing import NamedTuple
@@ -155,7 +159,7 @@ Listener = Callable[[LogEntry, str], None]
 #: for writers (the agent), not enforced here.
 EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
     {
-        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion"),
+        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion", "forkedFrom?"),
         "sandbox/mode": ("mode",),
         "approval/policy": ("policy",),
         "model/choice": ("model",),
@@ -171,6 +175,8 @@ EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
         "approval/decision": ("method", "itemId", "decision", "by", "unanswered?"),
         "turn/end": ("reason", "error?", "usage?", "abortedBy?", "blocked?"),
         "agent/error": ("message", "code", "cause?"),
+        "inbox/queued": ("id", "kind", "content", "source"),
+        "inbox/dropped": ("ids", "reason"),
     }
 )
 
@@ -643,6 +649,167 @@ def iter_log(path: str) -> LogStream:
     return LogStream(path)
 
 
+def fork_log(path: str, at: int, new_path: str) -> int:
+    """Start a new session log at ``new_path`` from the events ``0`` to ``at``
+    (inclusive) of the log at ``path``, and return how many events it holds.
+
+    The events are copied byte for byte, streamed (a read of at most
+    :data:`READ_MAX` at a time: a log of any length); those up to ``at`` and
+    after it up to the next turn are checked as :func:`read_log` checks them,
+    and the new log once more as :meth:`SessionLog.open` reads it back.  Then it gets a ``session/header``
+    with ``reason: "fork"`` and ``forkedFrom: {"path", "seq"}`` (the absolute
+    path of the log and ``at``; ``provider``, ``model`` and ``codexVersion``
+    from the last header before the cut), and, when messages queued by
+    ``at`` were not delivered by then, an ``inbox/dropped`` with ``reason:
+    "fork"``: what happened after the cut is the other log's, the fork starts
+    with an empty inbox.  An :class:`~codexmini.Agent` opened on it resumes
+    there: the next turn, the knobs and the header as they were at ``at``.
+
+    The cut must fall between turns: :class:`~codexmini.ForkRefused` (with
+    ``reason`` ``inside-turn`` and the nearest ``seq`` before and after the
+    turn) when ``at`` and a later event belong to the same turn -- a fork
+    mid-turn would resume a turn that cannot go on (a tool call without its
+    result, a ``turn/start`` without its end), and cutting it back silently
+    would fork something else than was asked.  ``ForkRefused`` too when
+    ``at`` is no event's ``seq`` (``out-of-range``) or ``new_path`` exists
+    (``exists``: it is created exclusively, never replaced).  Nothing is
+    written when it refuses; a fault while writing (a
+    :class:`~codexmini.SessionLogError` naming ``new_path``) removes the
+    new file.  The log at ``path`` is only read: its writer may be running."""
+    path, new_path = os.fspath(path), os.fspath(new_path)
+    if type(at) is not int:
+        raise ForkRefused(f"{path}: cannot fork at {at!r}: an event's seq is an int", path, "out-of-range", at)
+    file = _open_for_reading(path)[0]
+    try:
+        read = _read_at(file, path)
+        end, header, dropped = _fork_point(path, read, at)
+        out = _create(new_path, path, at)
+        try:
+            try:
+                with out:
+                    _copy(read, out, end, path, new_path)
+            except OSError as exc:  # writing it, or closing it
+                raise SessionLogError(f"{new_path}: cannot write the forked session log: {exc}", path=new_path) from exc
+            with SessionLog.open(new_path) as log:
+                if len(log.events) != at + 1:
+                    raise SessionLogError(
+                        f"{path}: the session log changed while it was forked: {new_path} does not hold its "
+                        f"events 0 to {at}",
+                        path=new_path,
+                    )
+                data = {
+                    "reason": "fork",
+                    "provider": header.get("provider", "codex"),
+                    "model": header.get("model", "default"),
+                    "codexVersion": header.get("codexVersion", "unknown"),
+                    "codexminiVersion": __version__,
+                    "forkedFrom": {"path": os.path.abspath(path), "seq": at},
+                }
+                entries: List[Tuple[str, Dict[str, Any], Optional[int], Optional[int]]]
+                entries = [("session/header", data, None, None)]
+                if dropped:
+                    entries.append(("inbox/dropped", {"ids": dropped, "reason": "fork"}, None, None))
+                log.append_many(entries)
+                return len(log.events)
+        except BaseException:
+            with contextlib.suppress(OSError):  # (a log that failed removed its pid file when it closed)
+                os.unlink(new_path)
+            raise
+    finally:
+        file.close()
+
+
+def _fork_point(path: str, read: Read, at: int) -> Tuple[int, Mapping[str, Any], List[str]]:
+    """Where the event ``at`` of the log ends, the last ``session/header``'s
+    data up to it and the ids of the messages pending there, after checking
+    that ``at`` is an event between turns (else :class:`ForkRefused`)."""
+    from ._inbox import Pending
+
+    top = top_first = 0  # the highest turn up to the cut, and the seq of its first event
+    top_ended = False  # and whether its turn/end is there too
+    header: Mapping[str, Any] = {}
+    pending = Pending()
+    scan = _Pass(path, read)
+    events = cast("Generator[LogEntry, None, None]", iter(scan))
+    found = False
+    with contextlib.closing(events):  # (closing it sets scan.end: the end of the last event yielded)
+        for event in events:
+            seq, turn, type_ = event["seq"], event["turn"], event["type"]
+            if type(turn) is int and turn > top:
+                top, top_first, top_ended = turn, seq, False
+            if type_ == "turn/end" and turn == top:
+                top_ended = True
+            if type_ == "session/header":
+                header = event["data"]
+            elif type_ in pending.TYPES:
+                pending.feed(event)
+            if seq == at:
+                found = True
+                break
+    if not found:
+        held = f"its {scan.seq} events are seq 0 to {scan.seq - 1}" if scan.seq else "it holds no event"
+        raise ForkRefused(f"{path}: cannot fork at {at}: no such event ({held})", path, "out-of-range", at)
+    # The turn the cut would split (one with events after it), its last event,
+    # and whether it is over (its turn/end seen, or a later turn begun).
+    split, last, over = None, at, False
+    after = cast("Generator[LogEntry, None, None]", iter(_Pass(path, read, offset=scan.end, seq=at + 1)))
+    with contextlib.closing(after):
+        for event in after:
+            turn = event["turn"]
+            if type(turn) is not int:
+                continue
+            if (split is None and turn > top) or (split is not None and turn != split):
+                over = True
+                break
+            split, last, over = turn, event["seq"], event["type"] == "turn/end"
+    if split is None and not over and top and not top_ended:
+        split = top  # the log ends in a turn not ended: its writer may still be in it
+    if split is not None:
+        before = top_first - 1 if split == top and top_first > 0 else None
+        instead = [f"at {before} (before it)"] * (before is not None) + [f"at {last} (its end)"] * over
+        where = (
+            f"which goes on to seq {last}" if over else "which has not ended (its writer may be in it, or died in it)"
+        )
+        raise ForkRefused(
+            f"{path}: cannot fork at {at}: it is inside turn {split}, {where}"
+            + ("; fork " + " or ".join(instead) if instead else ""),
+            path,
+            "inside-turn",
+            at,
+            turn=split,
+            before=before,
+            after=last if over else None,
+        )
+    return scan.end, header, [message["id"] for _, message in pending.messages()]
+
+
+def _create(new_path: str, path: str, at: int) -> io.FileIO:
+    """The new log's file, created exclusively (its directory too)."""
+    parent = os.path.dirname(new_path)
+    try:
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        try:
+            return io.FileIO(new_path, "x")
+        except FileExistsError:
+            raise ForkRefused(
+                f"{new_path}: cannot fork {path} there: it exists (a fork never replaces a file)", path, "exists", at
+            ) from None
+    except OSError as exc:  # (a FileExistsError here: a file where its directory should be)
+        raise SessionLogError(f"{new_path}: cannot create the forked session log: {exc}", path=new_path) from exc
+
+
+def _copy(read: Read, out: io.FileIO, end: int, path: str, new_path: str) -> None:
+    """Copy the first ``end`` bytes of the log to ``out``, :data:`READ_MAX` at a time."""
+    pos = 0
+    while pos < end:
+        chunk = read(pos, min(READ_MAX, end - pos))
+        if not chunk:
+            raise SessionLogError(f"{path}: the session log changed while it was forked (it is shorter)", path=new_path)
+        _write_all(out, chunk)
+        pos += len(chunk)
+
+
 class SessionLog:
     """An open session log.  Create it with :meth:`open`; it is a context manager."""
 
@@ -663,6 +830,10 @@ class SessionLog:
 
         #: The knobs' fold (:class:`._knobs.Knobs`): the agent's settings.
         self._knobs = Knobs()
+        from ._inbox import Pending
+
+        #: The inbox's fold (:class:`._inbox.Pending`): the messages queued and not yet delivered or dropped.
+        self._pending = Pending()
         self._pid_path: Optional[str] = None  # the pid file written while holding the lock
         self._failure: Optional[SessionLogError] = None  # what closed it, raised again by every append
 
@@ -701,12 +872,15 @@ class SessionLog:
         scan = _Pass(path, _read_at(file, path, " back"), marks=index.marks)
         top, header, knobs = 0, False, self._knobs
         feed, knob_types = knobs.feed, knobs.TYPES
+        inbox_feed, inbox_types = self._pending.feed, self._pending.TYPES
         for event in scan:
             turn, type_ = event["turn"], event["type"]
             if type(turn) is int and turn > top:  # (not a bool)
                 top = turn
             if type_ in knob_types:
                 feed(event)
+            elif type_ in inbox_types:
+                inbox_feed(event)
             elif type_ == "session/header":
                 header = True
         index.count, index.end = scan.seq, scan.end
@@ -753,6 +927,17 @@ class SessionLog:
     def has_header(self) -> bool:
         """Whether the log holds a ``session/header`` (the next one is a resume)."""
         return self._header
+
+    @property
+    def pending(self) -> List[Tuple[str, Dict[str, Any]]]:
+        """The agent's inbox as the log keeps it: the messages logged
+        ``inbox/queued`` and since neither delivered (a ``user/message`` with
+        their ``id``) nor dropped (``inbox/dropped``), as ``(kind, message)``
+        in the order they were queued; ``kind`` is ``followup``, ``inject``
+        or ``steer``.  Folded as the log is read back and appended to (only
+        these messages are kept); an :class:`~codexmini.Agent` made on the log
+        queues them again."""
+        return self._pending.messages()
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Read]:
@@ -856,7 +1041,7 @@ class SessionLog:
             self._cut(file)
             self._fail(error)
             raise error from exc
-        index, knobs = self._index, self._knobs
+        index, knobs, pending = self._index, self._knobs, self._pending
         for event, written in zip(events, encoded):
             index.add(len(written))
             turn, type_ = event["turn"], event["type"]
@@ -864,6 +1049,8 @@ class SessionLog:
                 self._top_turn = turn
             if type_ in knobs.TYPES:
                 knobs.feed(event)
+            elif type_ in pending.TYPES:
+                pending.feed(event)
             elif type_ == "session/header":
                 self._header = True
         for event, line in zip(events, lines) if self._listeners else ():
@@ -1038,6 +1225,7 @@ __all__ = [
     "ReadResult",
     "SessionLog",
     "encode_event",
+    "fork_log",
     "has_header",
     "iter_log",
     "next_turn_number",

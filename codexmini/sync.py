@@ -1083,7 +1083,7 @@ class Agent:
     :meth:`cancel` and :meth:`steer` may be called from another thread while
     :meth:`run` blocks.  Every call of the async agent is here: the knobs
     (:meth:`set_model`, :meth:`set_endpoint`, :meth:`set_knob`), the inbox
-    (:meth:`followup`, :meth:`steer`, :meth:`inject`), :meth:`cancel`,
+    (:meth:`followup`, :meth:`steer`, :meth:`inject`, :meth:`run_pending`), :meth:`cancel`,
     :meth:`wait_idle`, :meth:`start`, :meth:`close`.
     """
 
@@ -1144,10 +1144,20 @@ class Agent:
         A ``KeyboardInterrupt`` (logged ``abortedBy: interrupt``, as the CLI's
         Ctrl-C) or the ``timeout`` (``abortedBy: cancel``) aborts the turn
         before it propagates."""
+        return self._until_idle(self.aio.run(content), timeout)
+
+    def run_pending(self, timeout: Optional[float] = None) -> Optional[TurnEnd]:
+        """Run what the inbox holds (:meth:`codexmini.Agent.run_pending`: on a
+        resumed log, what its writer had queued) until idle; the last
+        ``turn/end`` data, or ``None`` when nothing ran.  A ``KeyboardInterrupt``
+        or the ``timeout`` aborts the turn, as for :meth:`run`."""
+        return self._until_idle(self.aio.run_pending(), timeout)
+
+    def _until_idle(self, call: Coroutine[Any, Any, T], timeout: Optional[float]) -> T:
         try:
-            return self.portal.call(self.aio.run(content), timeout)
+            return self.portal.call(call, timeout)
         except (KeyboardInterrupt, CodexTimeout) as exc:
-            # agent.run waits for a driver task of its own: stop that too.
+            # The call waits for a driver task of its own: stop that too.
             self.cancel(cause="interrupt" if isinstance(exc, KeyboardInterrupt) else "cancel")
             self.wait_idle(self.portal.cancel_grace)
             raise

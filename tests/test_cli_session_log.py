@@ -87,3 +87,25 @@ def test_cli_session_log_written_by_someone_else_mid_run_exits_1_with_the_error(
         assert [d["data"]["decision"] for d in decisions] == ["accept"]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_cli_session_log_with_messages_pending_runs_them_first(tmp_path, monkeypatch):
+    # A library agent died with a followup queued: `run --session` runs it as
+    # a turn of its own, then the prompt, whose answer and status it reports.
+    # (codex is the in-memory fake: the CLI's Launch is replaced by one on it.)
+    from support import thread_behaviours as tb
+
+    from codexmini import Launch
+    from codexmini.testing import FakeAppServer
+
+    monkeypatch.setattr(cli, "Launch", lambda **_: Launch(launcher=FakeAppServer(tb.AgentTurns).launch))
+    path = str(tmp_path / "s.jsonl")
+    text = {"content": [{"type": "text", "text": "left queued"}], "source": {"kind": "user"}}
+    with SessionLog.open(path) as log:
+        log.append("inbox/queued", {"id": "q1", "kind": "followup", **text})
+    code, out, err = call(["run", "the prompt", "--session", path, "--cwd", str(tmp_path)], {"HOME": str(tmp_path)})
+    assert (code, out) == (0, "re: the prompt\n"), err
+    users = [(e["turn"], e["data"]["content"][0]["text"]) for e in read_log(path).events if e["type"] == "user/message"]
+    assert users == [(1, "left queued"), (2, "the prompt")]
+    with SessionLog.open(path) as log:
+        assert log.pending == []

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from codexmini._inbox import Inbox, content_blocks, message_images, message_input
+import pytest
+
+from codexmini._inbox import Inbox, Pending, content_blocks, message_images, message_input, queued_message
 
 
 def msg(text: str) -> Dict[str, Any]:
@@ -197,3 +199,70 @@ def test_inbox_message_images_are_every_image_of_the_messages():
         {"type": "localImage", "path": "/2.png"},
     ]
     assert message_images([]) == []
+
+
+# -- the inbox the log keeps ---------------------------------------------------------
+
+
+def ev(type_: str, **data: Any) -> Dict[str, Any]:
+    return {"type": type_, "data": data}
+
+
+def queued(id_: str, kind: str = "followup") -> Dict[str, Any]:
+    return ev("inbox/queued", id=id_, kind=kind, content=[{"type": "text", "text": id_}], source={"kind": "user"})
+
+
+def test_inbox_pending_is_what_was_queued_and_neither_delivered_nor_dropped():
+    pending = Pending()
+    assert len(pending) == 0 and pending.messages() == []
+    pending.feed(ev("user/message", id="a"))  # nothing pending: nothing to claim
+    for event in (queued("a"), queued("b", "inject"), queued("c", "steer"), queued("d")):
+        pending.feed(event)
+    assert len(pending) == 4 and "a" in pending and "z" not in pending and ["a"] not in pending
+    pending.feed(ev("user/message", id="b", content=[], source={"kind": "user"}))  # delivered
+    pending.feed(ev("inbox/dropped", ids=["c", "unknown"], reason="cancel"))
+    assert pending.messages() == [
+        ("followup", {"id": "a", "content": [{"type": "text", "text": "a"}], "source": {"kind": "user"}}),
+        ("followup", {"id": "d", "content": [{"type": "text", "text": "d"}], "source": {"kind": "user"}}),
+    ]
+    pending.feed(ev("user/message", id="a"))
+    pending.feed(ev("user/message", id="a"))  # claimed once; again is nothing
+    assert [m["id"] for _, m in pending.messages()] == ["d"]
+
+
+def test_inbox_pending_ignores_what_names_nothing_it_can_use():
+    pending = Pending()
+    pending.feed(queued("a"))
+    pending.feed(ev("user/message", id=["a"]))  # an id that is no string
+    pending.feed(ev("user/message"))  # no id
+    pending.feed(ev("inbox/dropped", ids="a", reason="cancel"))  # not a list
+    pending.feed(ev("inbox/dropped", ids=[1, None, ["a"]], reason="cancel"))
+    assert [m["id"] for _, m in pending.messages()] == ["a"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"kind": "followup", "content": []},
+        {"id": "", "kind": "followup", "content": []},
+        {"id": 7, "kind": "followup", "content": []},
+        {"id": "x", "kind": "later", "content": []},
+        {"id": "x", "content": []},
+        {"id": "x", "kind": "followup"},
+        {"id": "x", "kind": "followup", "content": "text"},
+        {"id": "x", "kind": "followup", "content": ["text"]},
+        {"id": "x", "kind": "followup", "content": [], "source": "user"},
+    ],
+)
+def test_inbox_an_invalid_queued_entry_counts_as_absent(data):
+    assert queued_message(data) is None
+    pending = Pending()
+    pending.feed({"type": "inbox/queued", "data": data})
+    assert len(pending) == 0
+
+
+def test_inbox_a_queued_entry_without_a_source_is_the_user_s():
+    assert queued_message({"id": "x", "kind": "inject", "content": []}) == (
+        "inject",
+        {"id": "x", "content": [], "source": {"kind": "user"}},
+    )

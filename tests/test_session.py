@@ -440,7 +440,8 @@ def test_next_turn_number_ignores_boolean_turns():
 
 def test_event_types_document_the_data_keys_of_spec_section_5_and_its_extensions():
     assert dict(EVENT_TYPES) == {
-        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion"),
+        # forkedFrom: a log fork_log started (issue 30)
+        "session/header": ("reason", "provider", "model", "codexVersion", "codexminiVersion", "forkedFrom?"),
         "sandbox/mode": ("mode",),
         "approval/policy": ("policy",),
         # The session's model and endpoint (the agent issue),
@@ -458,6 +459,9 @@ def test_event_types_document_the_data_keys_of_spec_section_5_and_its_extensions
         "approval/decision": ("method", "itemId", "decision", "by", "unanswered?"),
         "turn/end": ("reason", "error?", "usage?", "abortedBy?", "blocked?"),
         "agent/error": ("message", "code", "cause?"),
+        # The durable inbox (issue 30): a message waiting, and those dropped.
+        "inbox/queued": ("id", "kind", "content", "source"),
+        "inbox/dropped": ("ids", "reason"),
     }
 
 
@@ -536,3 +540,45 @@ def test_a_turn_or_step_that_is_not_json_is_a_session_log_error(tmp_path):
             log.append_many([("step/start", {}, 1, object())])
         assert log.events == []
     assert (tmp_path / "s.jsonl").read_bytes() == b""
+
+
+# -- the inbox the log keeps (issue 30) -----------------------------------------------
+
+
+def test_session_log_folds_the_pending_inbox_on_open_and_on_append(tmp_path):
+    path = tmp_path / "inbox.jsonl"
+    text = {"content": [{"type": "text", "text": "t"}], "source": {"kind": "user"}}
+    with SessionLog.open(path) as log:
+        log.append_many(
+            [
+                ("inbox/queued", {"id": "a", "kind": "followup", **text}, None, None),
+                ("inbox/queued", {"id": "b", "kind": "inject", **text}, None, None),
+                ("inbox/queued", {"id": "c", "kind": "followup", **text}, None, None),
+            ]
+        )
+        log.append("user/message", {"id": "a", **text}, turn=1, step=1)
+        assert [m["id"] for _, m in log.pending] == ["b", "c"]
+    with SessionLog.open(path) as log:
+        assert [(kind, m["id"]) for kind, m in log.pending] == [("inject", "b"), ("followup", "c")]
+        log.append("inbox/dropped", {"ids": ["b"], "reason": "cancel"})
+        assert [m["id"] for _, m in log.pending] == ["c"]
+        assert log.pending[0][1] == {"id": "c", **text}
+    with SessionLog.open(path) as log:
+        assert [m["id"] for _, m in log.pending] == ["c"]
+        assert log.next_turn == 2  # queued and dropped are outside any turn
+
+
+def test_session_log_keeps_only_the_pending_messages_however_many_were_delivered(tmp_path):
+    # The fold streams: 20 000 messages queued and delivered leave nothing held.
+    path = tmp_path / "many.jsonl"
+    text = {"content": [{"type": "text", "text": "x" * 100}], "source": {"kind": "user"}}
+    with SessionLog.open(path) as log:
+        for n in range(20):
+            entries = []
+            for i in range(n * 1000, (n + 1) * 1000):
+                entries.append(("inbox/queued", {"id": f"m{i}", "kind": "followup", **text}, None, None))
+                entries.append(("user/message", {"id": f"m{i}", **text}, i + 1, 1))
+            log.append_many(entries)
+        log.append("inbox/queued", {"id": "last", "kind": "followup", **text})
+    with SessionLog.open(path) as log:
+        assert len(log._pending) == 1 and [m["id"] for _, m in log.pending] == ["last"]

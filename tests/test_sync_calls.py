@@ -750,3 +750,17 @@ def test_sync_daemon_call_given_up_ends_its_command(scratch):
         pid = int(fh.read())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # the command ended, and was reaped, with the call
+
+
+def test_sync_agent_run_pending_runs_what_a_resumed_log_had_queued(session):
+    text = {"content": [{"type": "text", "text": "queued before"}], "source": {"kind": "user"}}
+    session.append("inbox/queued", {"id": "q1", "kind": "followup", **text})
+    path = session.path
+    session.close()
+    with SessionLog.open(path) as log:
+        with sync.Agent(log, config(FakeAppServer(tb.AgentTurns))) as agent:
+            end = agent.run_pending()
+            assert end is not None and end["reason"] == "completed"
+            assert agent.run_pending() is None
+        assert [e["data"]["id"] for e in log.events if e["type"] == "user/message"] == ["q1"]
+        assert log.pending == []
