@@ -390,7 +390,7 @@ async def test_agent_resumed_from_a_reopened_log_streams_its_prompt_from_the_fil
     read: List[int] = []
     real = session_mod._read_at
 
-    def counted(file: Any, path: str, what: str) -> Callable[[int, int], bytes]:
+    def counted(file: Any, path: str, what: str = "") -> Callable[[int, int], bytes]:
         def read_counted(offset: int, size: int) -> bytes:
             data = real(file, path, what)(offset, size)
             read.append(len(data))
