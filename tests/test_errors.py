@@ -16,6 +16,7 @@ from codexmini._errors import (
     ClientClosed,
     CodexminiError,
     CodexTimeout,
+    CompactionFailed,
     ConfigError,
     ConnectFailed,
     MethodNotFound,
@@ -69,6 +70,7 @@ TREE = {
     SessionLogChanged: (SessionLogError,),
     TurnFailed: (CodexminiError,),
     UsageLimitExceeded: (TurnFailed,),
+    CompactionFailed: (CodexminiError,),
 }
 
 

@@ -16,6 +16,7 @@ from codexmini._jsontext import Encoder
 from codexmini._session import (
     EVENT_TYPES,
     LOG_VERSION,
+    READ_VERSIONS,
     SessionLog,
     encode_event,
     has_header,
@@ -56,7 +57,7 @@ def test_session_log_append_writes_one_compact_line(tmp_path):
             step=2,
         )
     assert event == {
-        "v": 1,
+        "v": 2,
         "seq": 0,
         "ts": 12.346,
         "type": "user/message",
@@ -66,7 +67,7 @@ def test_session_log_append_writes_one_compact_line(tmp_path):
     }
     text = path.read_text(encoding="utf-8")
     assert text == (
-        '{"v":1,"seq":0,"ts":12.346,"type":"user/message","turn":1,"step":2,'
+        '{"v":2,"seq":0,"ts":12.346,"type":"user/message","turn":1,"step":2,'
         '"data":{"id":"u","content":[{"type":"text","text":"é"}],'
         '"source":{"kind":"user"}}}\n'
     )
@@ -209,7 +210,9 @@ def test_session_log_fsync_per_event(tmp_path, monkeypatch):
 
 
 def test_event_types_log_version():
-    assert LOG_VERSION == 1
+    # 2 since session/compaction and the cut tool outputs; 1 still reads.
+    assert LOG_VERSION == 2
+    assert READ_VERSIONS == (1, 2)
 
 
 # -- reading back ---------------------------------------------------------------
@@ -296,7 +299,8 @@ def test_read_log_invalid_line_before_torn_tail_is_an_error(tmp_path):
         (good_line(0), "seq 0 where 1 was expected"),
         (good_line(0).replace('"seq":0', '"seq":true'), "seq True where 1 was expected"),
         ('{"v":1,"seq":1,"type":"turn/start"}\n', "missing ts, turn, step, data"),
-        (good_line(1).replace('"v":1', '"v":2'), "unsupported log version 2"),
+        (good_line(1).replace('"v":1', '"v":3'), "unsupported log version 3"),
+        (good_line(1).replace('"v":1', '"v":[2]'), "unsupported log version [2]"),
         (good_line(1).replace('"data":{}', '"data":[]'), "data is not an object"),
         ("[1,2]\n", "not a JSON object (list)"),
     ],
@@ -457,6 +461,8 @@ def test_event_types_document_the_data_keys_of_spec_section_5_and_its_extensions
         "approval/decision": ("method", "itemId", "decision", "by", "unanswered?"),
         "turn/end": ("reason", "error?", "usage?", "abortedBy?", "blocked?"),
         "agent/error": ("message", "code", "cause?"),
+        # Bounded prompts (issue 30): the summary that replaces the prompt before it.
+        "session/compaction": ("summary", "fromSeq", "throughSeq", "replacedChars", "usage?"),
     }
 
 
