@@ -259,15 +259,17 @@ def cut_output(text: str, budget: int, seq: Any) -> str:
     )
 
 
-def _cut(message: Message, budget: int, seq: Any) -> Message:
-    """A tool message with each text block longer than ``budget`` cut (:func:`cut_output`)."""
-    content = message.content
+def _cut(data: Mapping[str, Any], budget: int, seq: Any) -> Mapping[str, Any]:
+    """A ``tool/result``'s data with each text block of its output longer
+    than ``budget`` cut (:func:`cut_output`), before the projection adds its
+    note; ``data`` itself when nothing is that long (nothing copied)."""
+    content = data.get("content") or ()
     if all(len(str(b.get("text", ""))) <= budget for b in content):
-        return message  # the common case: nothing to cut, nothing copied
-    cut = tuple(
+        return data
+    cut = [
         dict(b, text=cut_output(str(b.get("text", "")), budget, seq)) if b.get("type") == "text" else b for b in content
-    )
-    return message._replace(content=cut)
+    ]
+    return dict(data, content=cut)
 
 
 def iter_messages(events: Iterable[LogEntry], output_budget: Optional[int] = None) -> Iterator[Message]:
@@ -277,12 +279,12 @@ def iter_messages(events: Iterable[LogEntry], output_budget: Optional[int] = Non
     for event in events:
         project = _PROJECTIONS.get(event.get("type", ""))
         if project is not None:
-            message = project(event.get("data") or {})
-            if message is None:
-                continue
-            if output_budget is not None and message.role == "tool":
-                message = _cut(message, output_budget, event.get("seq"))
-            yield message
+            data = event.get("data") or {}
+            if output_budget is not None and project is _tool:
+                data = _cut(data, output_budget, event.get("seq"))
+            message = project(data)
+            if message is not None:
+                yield message
 
 
 def derive_messages(events: Iterable[LogEntry], output_budget: Optional[int] = None) -> List[Message]:
