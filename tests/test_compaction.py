@@ -344,6 +344,19 @@ async def test_a_compaction_that_failed_writes_nothing_of_itself_and_ends_its_st
     assert not s.of_type(COMPACTION) and behaviour.summaries == 1
 
 
+async def test_a_summary_call_codex_counted_no_tokens_for_logs_no_usage(tmp_path):
+    s = Session(
+        str(tmp_path), tb.Compacting("quiet-summary", size=5_000), tool_output_budget=1_000, prompt_budget=2_000
+    )
+    with SessionLog.open(s.path) as log:
+        async with s.agent(log) as agent:
+            for n in range(3):
+                assert (await agent.run(f"big {n}"))["reason"] == "completed"
+    (compacted,) = s.of_type(COMPACTION)
+    assert sorted(compacted["data"]) == ["fromSeq", "replacedChars", "summary", "throughSeq"]
+    assert compacted["data"]["summary"] == "summary without usage"
+
+
 async def test_a_compaction_that_raised_leaves_the_log_byte_identical(tmp_path):
     behaviour = tb.Compacting("fail-summary", size=5_000)
     s = Session(str(tmp_path), behaviour, tool_output_budget=1_000, prompt_budget=2_000)

@@ -662,7 +662,7 @@ class Compacting(Mortal):
       read -- or, by ``variant``: ``fail-summary`` fails it,
       ``empty-summary`` completes it without an answer, ``die-summary``
       exits mid-call, ``hold-summary`` streams and holds the first one until
-      it is interrupted;
+      it is interrupted, ``quiet-summary`` answers without a token count;
     * a step whose newest user message is ``big N`` runs a command whose
       output is :func:`big_output` of ``size`` characters, then answers;
     * anything else is answered ``re: …``.
@@ -704,6 +704,9 @@ class Compacting(Mortal):
         elif self.variant == "hold-summary" and self.summaries == 1:
             self.started(agent_message("msg_s"))
             self.delta("msg_s", "summarising")
+        elif self.variant == "quiet-summary":  # an answer, and no token count
+            self.message("msg_s", "summary without usage")
+            self.finish(items=[agent_message("msg_s", "summary without usage")])
         else:
             newest = last_user_text({"input": [{"text": text}]})
             self.reply(f"summary {self.summaries}: the user asked for outputs up to {newest!r}")
