@@ -18,7 +18,13 @@ job has a place of its own:
   died, stopped answering or the launch changed (a new endpoint), and closes
   it after ``child_idle_s`` idle;
 * the **step fold** (:class:`._stepfold.StepFold`, pure) turns a codex turn's
-  events into log writes, cutting steps at segment boundaries.
+  events into log writes, cutting steps at segment boundaries;
+* the **prompt** (:class:`._prompt.Transcript`, pure) is bounded: long tool
+  outputs are cut in it (``tool_output_budget``; the log keeps them whole),
+  and a step whose prompt would pass ``prompt_budget`` first *compacts* the
+  session (:meth:`Agent._compact`): a summary call on a fresh thread, then
+  one ``session/compaction`` append -- nothing before the summary is in
+  hand, so a compaction that fails or dies leaves the log as it was.
 
 A turn is ``turn/start`` → steps while the inbox has messages for it →
 ``turn/end`` with ``completed``, ``blocked`` (an approval answered ``cancel``,

@@ -36,8 +36,9 @@ pass keeps is an index (:class:`_Index`): the number of events, where the
 last one ends, and the byte offset of every :data:`INDEX_STRIDE`-th one --
 8 bytes per 32 events.  :meth:`SessionLog.open` also folds, in that same
 pass, what appending and resuming need: the next turn number, whether there
-is a header, and the knobs (:class:`._knobs.Knobs`, the last valid entry of
-each kind); each append updates them and the index.
+is a header, the knobs (:class:`._knobs.Knobs`, the last valid entry of
+each kind) and the last ``session/compaction`` (one event: a resumed agent's
+prompt starts there); each append updates them and the index.
 
 The events are then read from the file when they are used:
 :attr:`SessionLog.events` and :attr:`ReadResult.events` are a
