@@ -1,4 +1,4 @@
-"""Run as a script by tests/test_compaction.py: an agent session on the
+"""Run as a script by tests/test_agent_compaction.py: an agent session on the
 in-memory fake playing ``Compacting`` that runs ``big N`` turns until it
 compacts, and stops between the summary call and the append: the append of
 the ``session/compaction`` writes a marker (the summary in hand, the log's
