@@ -10,9 +10,9 @@ reader of the log cannot see (``docs/session-log.md`` describes the result).
 
 Two stages:
 
-* :func:`derive_messages` projects events onto messages.  Only three event
+* :func:`derive_messages` projects events onto messages.  Only four event
   types are projected (``user/message``, ``assistant/message``,
-  ``tool/result``); ``tool/call`` is not, because the assistant message that
+  ``tool/result``, ``session/compaction``); ``tool/call`` is not, because the assistant message that
   precedes it already carries the same call as a ``tool-call`` block.  The
   projection looks at one event at a time, so
   ``derive(a + b) == derive(a) + derive(b)``.  A tool result's message is
