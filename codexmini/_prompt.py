@@ -264,7 +264,10 @@ def _cut(data: Mapping[str, Any], budget: int, seq: Any) -> Mapping[str, Any]:
     than ``budget`` cut (:func:`cut_output`), before the projection adds its
     note; ``data`` itself when nothing is that long (nothing copied)."""
     content = data.get("content") or ()
-    if all(len(str(b.get("text", ""))) <= budget for b in content):
+    for block in content:  # (a loop, not all(): one output block, one check, no generator)
+        if len(str(block.get("text", ""))) > budget:
+            break
+    else:
         return data
     cut = [
         dict(b, text=cut_output(str(b.get("text", "")), budget, seq)) if b.get("type") == "text" else b for b in content
