@@ -24,6 +24,8 @@ import sys
 from typing import Any, Dict, List, Optional
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support import thread_behaviours as tb
 from support.fake_client import TESTS, agent_config, until
 
@@ -150,6 +152,36 @@ def test_the_transcript_is_serialize_however_the_log_is_split(cut):
     transcript.extend(events[:cut]).extend(events[cut:])
     assert transcript.text() == serialize(derive_messages(events, 12))
     assert len(transcript) == 2
+
+
+#: One event of a random log: (kind, text length).
+_EVENT = st.tuples(st.sampled_from(["user", "result", "compaction", "bad-compaction", "knob"]), st.integers(0, 60))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_EVENT, max_size=30), st.integers(1, 40), st.data())
+def test_the_transcript_is_serialize_for_any_log_budget_and_split(kinds, budget, data):
+    makers = {
+        "user": lambda seq, n: user(seq, "u" * n),
+        "result": lambda seq, n: result(seq, "r" * n),
+        "compaction": lambda seq, n: compaction(seq, "s" * n),
+        "bad-compaction": lambda seq, n: compaction(seq, n),
+        "knob": lambda seq, n: ev(seq, "sandbox/mode", {"mode": "read-only"}, None, None),
+    }
+    events = [makers[kind](seq, n) for seq, (kind, n) in enumerate(kinds)]
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(events)), max_size=3)))
+    transcript = Transcript(output_budget=budget)
+    for start, stop in zip([0, *cuts], [*cuts, len(events)]):
+        transcript.extend(events[start:stop])
+    text = transcript.text()
+    assert text == serialize(derive_messages(events, budget))
+    # it starts at the last compaction that counts, and no output in it is longer than the budget
+    counted = [e for e in events if is_compaction(e)]
+    if counted:
+        assert text.startswith(f"<summary>\n{compaction_note(counted[-1]['data'])}\n")
+    for e in events:
+        if e["type"] == "tool/result" and e["data"]["content"] and e["seq"] > (counted[-1]["seq"] if counted else -1):
+            assert cut_output(e["data"]["content"][0]["text"], budget, e["seq"]) in text
 
 
 def test_the_transcript_measures_the_next_prompt_and_knows_when_a_compaction_would_help():
