@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -347,6 +348,10 @@ async def test_a_200_step_session_of_50_mb_of_outputs_keeps_every_prompt_under_i
         f"left out here; the whole output is in the session log, event seq {shown['seq']} ...]" in behaviour.prompts[-1]
     )
     assert shown["data"]["content"][0]["text"] == tb.big_output(98, 500_000)
+    # docs/session-log.md shows the prompt after the first compaction's (its runs of dots shortened)
+    after_first = behaviour.prompts[[p.startswith("<summary>") for p in behaviour.prompts].index(True) + 1]
+    with open(os.path.join(REPO, "docs", "session-log.md"), encoding="utf-8") as fh:
+        assert "```\n" + re.sub(r"\.{20,}", ".........", after_first) + "\n```" in fh.read()
 
 
 @pytest.mark.parametrize(
