@@ -257,10 +257,9 @@ class AgentConfig:
     one is cut to its head and tail around a marker naming the log event
     that holds it all (the log keeps every output whole).
     ``prompt_budget``: the characters a step's prompt may reach (default
-    400,000, about 100,000 tokens: well inside a 258k-token context window,
-    leaving room for codex's own instructions, for what a codex turn adds
-    and for the summary call, whose input is the prompt it replaces;
-    ``None``: no bound).  A step whose prompt would pass it first
+    400,000, about 100,000 tokens at four characters a token: well inside a
+    258k-token context window, leaving room for codex's own instructions and
+    for what a codex turn adds; ``None``: no bound).  A step whose prompt would pass it first
     *compacts* the session: a codex turn on a fresh thread summarises the
     prompt, the summary is logged (``session/compaction``) and the prompt
     is from then on that summary and what comes after it
@@ -728,7 +727,7 @@ class Agent:
         )
         try:
             result = await thread.run(
-                compaction_request(prompt),
+                compaction_request(prompt, self.config.prompt_budget),
                 idle_timeout=self.config.liveness_s,
                 interrupt_grace=self.config.interrupt_grace,
                 raise_on_failure=False,

@@ -242,21 +242,23 @@ def is_compaction(event: Mapping[str, Any]) -> bool:
 TOOL_OUTPUT_BUDGET = 16_000
 
 
-def cut_output(text: str, budget: int, seq: Any) -> str:
+def cut_middle(text: str, budget: int, where: str) -> str:
     """``text`` if it is at most ``budget`` characters long, else its first
     ``budget // 2`` and last ``budget - budget // 2`` characters around one
-    marker line saying how many were left out and which log event (``seq``)
-    holds the whole output.  The head shows how a command started, the tail
-    how it ended (the error, the summary line), which is what a long output's
-    reader needs most."""
+    marker line saying how many were left out and ``where`` they all are.
+    The head shows how it started, the tail how it ended (a command's error
+    or summary line; a session's latest work), which a reader needs most."""
     if len(text) <= budget:
         return text
     head = budget // 2
     left = len(text) - budget
-    return (
-        f"{text[:head]}\n[... {left} of {len(text)} characters left out here; the whole output is in the "
-        f"session log, event seq {seq} ...]\n{text[len(text) - (budget - head) :]}"
-    )
+    return f"{text[:head]}\n[... {left} of {len(text)} characters left out here; {where} ...]\n{text[len(text) - (budget - head) :]}"
+
+
+def cut_output(text: str, budget: int, seq: Any) -> str:
+    """A tool output cut to ``budget`` (:func:`cut_middle`), its marker naming
+    the log event (``seq``) that holds it whole."""
+    return cut_middle(text, budget, f"the whole output is in the session log, event seq {seq}")
 
 
 def _cut(data: Mapping[str, Any], budget: int, seq: Any) -> Mapping[str, Any]:
@@ -368,10 +370,16 @@ COMPACTION_INSTRUCTION = (
 )
 
 
-def compaction_request(prompt: str) -> str:
-    """The input of the summary call that compacts ``prompt`` (pure, so the
-    compaction is reproducible from the log: the prompt is that of the
-    events up to the compaction's ``throughSeq``)."""
+def compaction_request(prompt: str, budget: Optional[int] = None) -> str:
+    """The input of the summary call that compacts ``prompt``: the
+    instruction, a blank line, and ``prompt`` -- cut to ``budget`` characters
+    (:func:`cut_middle`: the head keeps the previous summary, the tail the
+    latest work) when it is longer, so that the summary call too stays within
+    the budget however much one codex turn added.  Pure, so a compaction is
+    reproducible from the log: ``prompt`` is that of the events up to the
+    compaction's ``throughSeq``."""
+    if budget is not None:
+        prompt = cut_middle(prompt, budget, "the whole session is in the session log")
     return f"{COMPACTION_INSTRUCTION}{SEPARATOR}{prompt}"
 
 
@@ -479,6 +487,7 @@ __all__ = [
     "Transcript",
     "compaction_note",
     "compaction_request",
+    "cut_middle",
     "cut_output",
     "derive_messages",
     "image_block",

@@ -202,6 +202,12 @@ def test_the_transcript_measures_the_next_prompt_and_knows_when_a_compaction_wou
 
 def test_the_summary_call_asks_for_a_summary_of_the_prompt_it_replaces():
     assert compaction_request("<user>\nhi\n</user>") == f"{COMPACTION_INSTRUCTION}\n\n<user>\nhi\n</user>"
+    assert compaction_request("<user>\nhi\n</user>", 18) == f"{COMPACTION_INSTRUCTION}\n\n<user>\nhi\n</user>"
+    # longer than the budget: its head (the previous summary) and tail (the latest work) are kept
+    assert compaction_request("<summary>S</summary>, then the rest", 12) == (
+        f"{COMPACTION_INSTRUCTION}\n\n<summa\n[... 23 of 35 characters left out here; the whole session is in "
+        "the session log ...]\ne rest"
+    )
     assert "Do not run any command" in COMPACTION_INSTRUCTION
 
 
@@ -331,12 +337,11 @@ async def test_a_200_step_session_of_50_mb_of_outputs_keeps_every_prompt_under_i
         assert c["data"]["throughSeq"] == c["seq"] - 1 and c["data"]["replacedChars"] > 50_000
         assert c["data"]["summary"].startswith("summary ") and c["data"]["usage"]["totalTokens"] > 0
     assert [c["data"]["fromSeq"] for c in compactions] == [0] + [c["seq"] for c in compactions[:-1]]
-    # what each summary call was asked: the instruction and the prompt it replaced
-    assert all(r.startswith(COMPACTION_INSTRUCTION + "\n\n<") for r in behaviour.requests)
-    assert all(
-        len(r) - len(COMPACTION_INSTRUCTION) - 2 == c["data"]["replacedChars"]
-        for r, c in zip(behaviour.requests, compactions)
-    )
+    # what each summary call was asked: the instruction and the prompt it replaced, cut to the budget
+    for request, c in zip(behaviour.requests, compactions):
+        replaced = serialize(derive_messages(events[: c["data"]["throughSeq"] + 1], 2_000))
+        assert len(replaced) == c["data"]["replacedChars"] and request == compaction_request(replaced, 60_000)
+        assert len(request) < len(COMPACTION_INSTRUCTION) + 60_000 + 200  # within the budget too
     # the last prompt is what the format says: the last summary, then what came after it
     assert behaviour.prompts[-1] == last_prompt(events, 2_000)
     assert behaviour.prompts[-1].startswith(
