@@ -459,10 +459,10 @@ class Transcript:
         """How long :meth:`text` would be with the user messages ``messages``
         (``user/message`` data, not logged yet) appended: the prompt a step
         is about to send, measured before anything of it is written."""
-        size, sections = len(self.text()), self._sections
+        size, separated = len(self.text()), bool(self._sections)  # (the first section has no separator)
         for data in messages:
-            size += (len(SEPARATOR) if sections else 0) + len(render_section(_user(data)))
-            sections += 1
+            size += (len(SEPARATOR) if separated else 0) + len(render_section(_user(data)))
+            separated = True
         return size
 
     def compactable(self) -> bool:

@@ -17,7 +17,9 @@ from codexmini._prompt import (
     COMPACTION,
     COMPACTION_INSTRUCTION,
     NO_OUTPUT,
+    TOOL_OUTPUT_BUDGET,
     Transcript,
+    _cut,
     compaction_note,
     compaction_request,
     cut_output,
@@ -69,6 +71,19 @@ def test_tool_results_are_cut_in_the_prompt_never_elsewhere():
     (text,) = [b["text"] for b in cut[1].content]
     assert text.startswith("xxxxx\n[... 40 of 50 characters left out here") and "event seq 1" in text
     assert events[1]["data"]["content"][0]["text"] == big  # the event itself is untouched
+
+
+def test_the_format_names_the_event_and_the_default_budget():
+    assert COMPACTION == "session/compaction"  # docs/session-log.md, the event types
+    assert TOOL_OUTPUT_BUDGET == 16_000  # ... and the prompt
+
+
+def test_an_output_as_long_as_its_budget_is_not_cut_nor_copied():
+    data = {"callId": "c", "content": [text_block("x" * 8), {"type": "text"}], "status": "completed"}
+    assert _cut(data, 8, 1) is data
+    assert _cut({"content": [{"type": "text"}]}, 1, 1) == {"content": [{"type": "text"}]}
+    cut = _cut({"content": [{"type": "text"}, text_block("yy")]}, 1, 1)
+    assert cut["content"][0] == {"type": "text", "text": ""}  # a text block without text is an empty one
 
 
 def test_the_cut_leaves_short_outputs_notes_and_other_blocks_alone():
