@@ -1060,6 +1060,7 @@ __all__ = [
     "LogEvents",
     "LogStream",
     "PID_SUFFIX",
+    "READ_VERSIONS",
     "ReadResult",
     "SessionLog",
     "encode_event",
