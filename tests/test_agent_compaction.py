@@ -2,9 +2,10 @@
 session compacted when its prompt would pass its budget.
 
 The pure part (``_prompt``: the cut, the summary section, the reset of the
-text at a compaction) is ``tests/test_prompt_compaction.py``.  Here: the
-CLI's line, the session log's fold of the last compaction and the format's
-version with files, the budgets' checks, and the agent with
+text at a compaction) is ``tests/test_prompt_compaction.py``; the log's
+fold of the last compaction and an older log read and resumed are in
+``tests/test_session.py``.  Here: the CLI's line, the budgets' checks, and
+the agent with
 the in-memory fake app-server playing :class:`support.thread_behaviours.Compacting`
 (its frames validated by the conformance plugin like every other client's),
 and in a child process killed with SIGKILL between the summary call and the
@@ -36,14 +37,13 @@ from codexmini._prompt import (
     COMPACTION,
     COMPACTION_INSTRUCTION,
     TOOL_OUTPUT_BUDGET,
-    Transcript,
     compaction_note,
     compaction_request,
     derive_messages,
     serialize,
 )
 from codexmini._render import compaction_line
-from codexmini._session import LOG_VERSION, SessionLog, iter_log, read_log
+from codexmini._session import SessionLog, read_log
 from codexmini.testing import FakeAppServer
 from codexmini.testing.live import LiveCodex
 
@@ -61,43 +61,6 @@ def test_the_cli_line_of_a_compaction():
         "[compacted the session: events 0 to 41 (90000 characters of prompt) are now a summary of 3 characters]"
     )
     assert compaction_line({}).endswith("a summary of 0 characters]")
-
-
-# -- the log ------------------------------------------------------------------------------
-
-
-def test_the_log_folds_its_last_compaction_as_it_is_read_and_appended(tmp_path):
-    path = str(tmp_path / "s.jsonl")
-    with SessionLog.open(path) as log:
-        assert log.compaction is None
-        log.append("turn/start", {}, turn=1)
-        first = log.append(COMPACTION, {"summary": "S1", "fromSeq": 0, "throughSeq": 0, "replacedChars": 5}, turn=1)
-        assert log.compaction == first
-        log.append(COMPACTION, {"summary": 7, "fromSeq": 1, "throughSeq": 1, "replacedChars": 5}, turn=1)
-        assert log.compaction == first  # not a string: not a compaction
-    with SessionLog.open(path) as log:
-        assert log.compaction == first
-    assert [e["type"] for e in read_log(path).events] == ["turn/start", COMPACTION, COMPACTION]
-    assert [e["v"] for e in iter_log(path)] == [LOG_VERSION] * 3 == [2] * 3
-
-
-def test_an_older_log_still_reads_and_resumes(tmp_path):
-    # A golden log written by the format's version 1, before compactions: it
-    # reads as it did, and a writer resuming it appends version-2 lines.
-    golden = os.path.join(REPO, "fixtures", "session-log-v1", "approval_accept.session.jsonl")
-    with open(golden, encoding="utf-8") as fh:
-        old = [json.loads(line) for line in fh]
-    assert {e["v"] for e in old} == {1}
-    path = str(tmp_path / "s.jsonl")
-    with open(path, "w", encoding="utf-8") as fh:  # the writer's own line format
-        fh.writelines(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in old)
-    assert list(read_log(path).events) == old
-    with SessionLog.open(path) as log:
-        assert log.next_turn == 2 and log.has_header and log.compaction is None
-        log.append("turn/start", {}, turn=2)
-    events = list(read_log(path).events)
-    assert events[:-1] == old and events[-1]["v"] == 2 and events[-1]["seq"] == len(old)
-    assert Transcript().extend(events).text() == serialize(derive_messages(old))
 
 
 # -- the knobs -----------------------------------------------------------------------------

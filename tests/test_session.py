@@ -13,6 +13,7 @@ import pytest
 from codexmini import SessionLogError
 from codexmini import _session as session_mod
 from codexmini._jsontext import Encoder
+from codexmini._prompt import COMPACTION, Transcript, derive_messages, serialize
 from codexmini._session import (
     EVENT_TYPES,
     LOG_VERSION,
@@ -20,6 +21,7 @@ from codexmini._session import (
     SessionLog,
     encode_event,
     has_header,
+    iter_log,
     next_turn_number,
     read_log,
 )
@@ -541,3 +543,40 @@ def test_a_turn_or_step_that_is_not_json_is_a_session_log_error(tmp_path):
             log.append_many([("step/start", {}, 1, object())])
         assert log.events == []
     assert (tmp_path / "s.jsonl").read_bytes() == b""
+
+
+# -- bounded prompts (issue 30): the fold of the last compaction, an older log -------------
+
+
+def test_the_log_folds_its_last_compaction_as_it_is_read_and_appended(tmp_path):
+    path = str(tmp_path / "s.jsonl")
+    with SessionLog.open(path) as log:
+        assert log.compaction is None
+        log.append("turn/start", {}, turn=1)
+        first = log.append(COMPACTION, {"summary": "S1", "fromSeq": 0, "throughSeq": 0, "replacedChars": 5}, turn=1)
+        assert log.compaction == first
+        log.append(COMPACTION, {"summary": 7, "fromSeq": 1, "throughSeq": 1, "replacedChars": 5}, turn=1)
+        assert log.compaction == first  # not a string: not a compaction
+    with SessionLog.open(path) as log:
+        assert log.compaction == first
+    assert [e["type"] for e in read_log(path).events] == ["turn/start", COMPACTION, COMPACTION]
+    assert [e["v"] for e in iter_log(path)] == [LOG_VERSION] * 3 == [2] * 3
+
+
+def test_an_older_log_still_reads_and_resumes(tmp_path):
+    # A golden log written by the format's version 1, before compactions: it
+    # reads as it did, and a writer resuming it appends version-2 lines.
+    golden = os.path.join(str(REPO), "fixtures", "session-log-v1", "approval_accept.session.jsonl")
+    with open(golden, encoding="utf-8") as fh:
+        old = [json.loads(line) for line in fh]
+    assert {e["v"] for e in old} == {1}
+    path = str(tmp_path / "s.jsonl")
+    with open(path, "w", encoding="utf-8") as fh:  # the writer's own line format
+        fh.writelines(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in old)
+    assert list(read_log(path).events) == old
+    with SessionLog.open(path) as log:
+        assert log.next_turn == 2 and log.has_header and log.compaction is None
+        log.append("turn/start", {}, turn=2)
+    events = list(read_log(path).events)
+    assert events[:-1] == old and events[-1]["v"] == 2 and events[-1]["seq"] == len(old)
+    assert Transcript().extend(events).text() == serialize(derive_messages(old))
