@@ -22,7 +22,13 @@ job has a place of its own:
   died, stopped answering or the launch changed (a new endpoint), and closes
   it after ``child_idle_s`` idle;
 * the **step fold** (:class:`._stepfold.StepFold`, pure) turns a codex turn's
-  events into log writes, cutting steps at segment boundaries.
+  events into log writes, cutting steps at segment boundaries;
+* the **prompt** (:class:`._prompt.Transcript`, pure) is bounded: long tool
+  outputs are cut in it (``tool_output_budget``; the log keeps them whole),
+  and a step whose prompt would pass ``prompt_budget`` first *compacts* the
+  session (:meth:`Agent._compact`): a summary call on a fresh thread, then
+  one ``session/compaction`` append -- nothing before the summary is in
+  hand, so a compaction that fails or dies leaves the log as it was.
 
 A turn is ``turn/start`` → steps while the inbox has messages for it →
 ``turn/end`` with ``completed``, ``blocked`` (an approval answered ``cancel``,
@@ -58,12 +64,14 @@ from typing import (
     Optional,
     Sequence,
     Tuple,
+    Type,
     TypedDict,
     Union,
     cast,
 )
 
 from ._errors import (
+    CompactionFailed,
     ConfigError,
     EndpointKeyMissing,
     ModelUnreachable,
@@ -87,7 +95,7 @@ from ._events import (
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
 from ._knobs import Knobs, ReasoningSummary, ThreadPermissions, check_reasoning
-from ._launch import Launch, positive_seconds
+from ._launch import Launch, positive_int, positive_seconds
 from ._permission import (
     SANDBOX_MODES,
     ApprovalHandler,
@@ -98,7 +106,7 @@ from ._permission import (
     install_approvals,
     unanswered,
 )
-from ._prompt import Transcript
+from ._prompt import COMPACTION, TOOL_OUTPUT_BUDGET, Transcript, compaction_request
 from ._session import SessionLog
 from ._threads import EventListener, Thread, Turn
 from ._version import CODEX_VERSION, __version__
@@ -206,6 +214,26 @@ def _error(code: str, message: str) -> Dict[str, str]:
     return {"message": message, "code": code}
 
 
+#: How a step's failed codex call (its turn, or a compaction's summary call)
+#: is logged: the first kind ``exc`` is an instance of gives the code and the
+#: message (docs/session-log.md, the codes).
+_FAILURE_CODES: Tuple[Tuple[Type[Exception], str, Callable[[Any], str]], ...] = (
+    (TransportError, "CODEX_NO_RESULT", str),  # the stream ended without turn/completed (the child died)
+    (ModelUnreachable, "MODEL_UNREACHABLE", lambda e: e.reason),  # codex retried the model past model_retry
+    (TurnTimeout, "CODEX_SILENT", str),  # the child sent nothing for liveness_s: it is replaced
+    (RpcError, "CODEX_ERROR", lambda e: e.message),  # codex refused thread/start or turn/start
+    (CompactionFailed, "COMPACTION_FAILED", str),  # the summary call gave no summary
+)
+_FAILURES: Tuple[Type[Exception], ...] = tuple(kind for kind, _, _ in _FAILURE_CODES)
+
+
+def _unavailable(exc: Exception) -> "_Outcome":
+    """A step that could not start or initialize its child ends in this
+    (its code by why: :data:`_UNAVAILABLE`)."""
+    code = _UNAVAILABLE.get(type(exc), "CODEX_UNAVAILABLE")
+    return _Outcome("error", _error(code, f"{type(exc).__name__}: {exc}"), _chain(exc))
+
+
 def _chain(exc: BaseException) -> Tuple[str, ...]:
     """An exception and what caused it, innermost last, as ``Type: message``."""
     seen: List[BaseException] = []
@@ -221,6 +249,10 @@ def _uncancel() -> None:
     cancellations; earlier versions have nothing to undo)."""
     task = asyncio.current_task()
     getattr(task, "uncancel", lambda: None)()
+
+
+#: The default of :attr:`AgentConfig.prompt_budget`, in characters of prompt text.
+PROMPT_BUDGET = 400_000
 
 
 @dataclass(frozen=True)
@@ -253,6 +285,18 @@ class AgentConfig:
     ``"high"``; ``summary``: ``auto``, ``concise``, ``detailed`` or ``none``;
     ``None``: codex's own), each overridden by a session's ``model/reasoning``
     (:meth:`Agent.set_reasoning`).
+    ``tool_output_budget``: the characters of one tool output the prompt
+    keeps (default 16,000, about 4,000 tokens; ``None``: whole): a longer
+    one is cut to its head and tail around a marker naming the log event
+    that holds it all (the log keeps every output whole).
+    ``prompt_budget``: the characters a step's prompt may reach (default
+    400,000, about 100,000 tokens at four characters a token: well inside a
+    258k-token context window, leaving room for codex's own instructions and
+    for what a codex turn adds; ``None``: no bound).  A step whose prompt would pass it first
+    *compacts* the session: a codex turn on a fresh thread summarises the
+    prompt, the summary is logged (``session/compaction``) and the prompt
+    is from then on that summary and what comes after it
+    (``docs/session-log.md``).
     Invalid values are a :class:`~codexmini.ConfigError` (or
     :class:`~codexmini.SchemaError`) here, not an error mid-turn."""
 
@@ -270,6 +314,8 @@ class AgentConfig:
     connect: Optional[Union[str, Connect]] = None
     reasoning_effort: Optional[str] = None
     reasoning_summary: Optional[ReasoningSummary] = None
+    tool_output_budget: Optional[int] = TOOL_OUTPUT_BUDGET
+    prompt_budget: Optional[int] = PROMPT_BUDGET
 
     def __post_init__(self) -> None:
         if self.connect is not None:
@@ -282,6 +328,9 @@ class AgentConfig:
         check_reasoning(self.reasoning_effort, self.reasoning_summary)
         if self.liveness_s is not None:
             positive_seconds("AgentConfig", "liveness_s", self.liveness_s)
+        for name in ("tool_output_budget", "prompt_budget"):
+            if getattr(self, name) is not None:
+                positive_int("AgentConfig", name, getattr(self, name))
         if not isinstance(self.launch, Launch):
             raise ConfigError(f"AgentConfig.launch must be a Launch, not {type(self.launch).__name__}")
         if self.output_schema is not None:
@@ -332,8 +381,12 @@ class Agent:
         self._abort_cause = "cancel"
         # Filled from the log file at the first step (streaming: a resumed log
         # is never held as events), then with each step's new events.
-        self._transcript = Transcript()
+        self._transcript = Transcript(config.tool_output_budget)
         self._seen = 0  # events fed to the transcript
+        last = log_.compaction  # a resumed log's prompt starts at its last compaction (folded: never read again)
+        if last is not None:
+            self._transcript.extend([last])
+            self._seen = last["seq"] + 1
         self._turn_no = log_.next_turn
         self._step = 0
         self._header_written = False
@@ -691,10 +744,22 @@ class Agent:
                 return _Outcome("blocked", blocked={"by": "pre-step", "reason": decision.reason})
             if decision is not None:
                 messages = [self._user_message(m) if isinstance(m, str) else dict(m) for m in decision]
+        # The prompt is measured with the step's messages (skills included)
+        # before any of them is logged: a compaction goes before the step.
+        claimed, generation = messages, self.inbox.generation
+        messages = self._inject_skills(messages)
+        failed: Optional[_Outcome] = None
+        if unavailable is not None:  # the child could not be started or initialized: the step ends in error
+            failed = _unavailable(unavailable)
+        else:
+            try:
+                failed = await self._compact_if_needed(messages)
+            except asyncio.CancelledError:  # nothing of the step was logged: its messages go back (unless dropped)
+                self.inbox.restore_turn(claimed, generation)
+                raise
         self._step += 1
         self.stats["steps"] += 1
         self._append("step/start", {})
-        messages = self._inject_skills(messages)
         for message in messages:
             self._append("user/message", message)
         self._drop(taken, "pre-step")  # those the hook replaced (none else is pending now)
@@ -708,15 +773,10 @@ class Agent:
             clock=_clock,
             shows=self.on_event is not None,
         )
-        generation = self.inbox.generation
         try:
-            if unavailable is not None:
-                # The child could not be started or initialized: the step ends in error.
+            if failed is not None:
                 self._settle(folder, None, "error")
-                code = _UNAVAILABLE.get(type(unavailable), "CODEX_UNAVAILABLE")
-                return _Outcome(
-                    "error", _error(code, f"{type(unavailable).__name__}: {unavailable}"), _chain(unavailable)
-                )
+                return failed
             return await self._codex_turn(messages, permissions, folder)
         finally:
             self._folder = None
@@ -758,20 +818,9 @@ class Agent:
         except asyncio.CancelledError:
             self._settle(folder, turn, "aborted")
             raise
-        except TransportError as exc:
-            # The stream ended without turn/completed (the child died).
+        except _FAILURES as exc:  # the codex turn failed in a way _FAILURE_CODES names
             self._settle(folder, turn, "error")
-            return _Outcome("error", _error("CODEX_NO_RESULT", str(exc)), _chain(exc))
-        except ModelUnreachable as exc:  # codex retried the model past Timeouts.model_retry
-            self._settle(folder, turn, "error")
-            return _Outcome("error", _error("MODEL_UNREACHABLE", exc.reason), _chain(exc))
-        except TurnTimeout as exc:  # the child sent nothing for liveness_s: it is replaced
-            self._settle(folder, turn, "error")
-            await self.child.close()
-            return _Outcome("error", _error("CODEX_SILENT", str(exc)), _chain(exc))
-        except RpcError as exc:  # codex refused thread/start or turn/start
-            self._settle(folder, turn, "error")
-            return _Outcome("error", _error("CODEX_ERROR", exc.message), _chain(exc))
+            return await self._failure(exc)
         except Exception:
             # Anything else (a listener that raised, a bug): what the step
             # committed before it is written all the same, the listener is not
@@ -781,6 +830,86 @@ class Agent:
         outcome = self._outcome(completed)
         self._settle(folder, turn, outcome.reason, completed=True)
         return outcome
+
+    async def _failure(self, exc: Exception) -> "_Outcome":
+        """The outcome of a step whose codex call (its turn, or the summary
+        call of a compaction) raised ``exc``, one of :data:`_FAILURES`.  A
+        child silent past ``liveness_s`` is closed: the next step gets a fresh one."""
+        if isinstance(exc, TurnTimeout):
+            await self.child.close()
+        code, message = next((code, said(exc)) for kind, code, said in _FAILURE_CODES if isinstance(exc, kind))
+        return _Outcome("error", _error(code, message), _chain(exc))
+
+    # -- compaction ------------------------------------------------------------
+
+    def _catch_up(self) -> Transcript:
+        """The transcript with every event logged so far (streamed from the
+        file: only what is new since the last call is read)."""
+        new = self.log.events[self._seen :]
+        self._transcript.extend(new)
+        self._seen += len(new)
+        return self._transcript
+
+    async def _compact_if_needed(self, messages: List[Message]) -> Optional["_Outcome"]:
+        """Compact the session when the step's prompt -- the log so far and
+        ``messages`` -- would pass ``prompt_budget`` (and the prompt holds
+        something besides a summary): ``None`` when the step may go on, else
+        the error it ends with (the log then is as it was)."""
+        budget = self.config.prompt_budget
+        transcript = self._catch_up()
+        if budget is None or transcript.size_with(messages) <= budget or not transcript.compactable():
+            return None
+        try:
+            client = await self._ensure_client()
+        except Exception as exc:  # (not a CancelledError: the caller's to handle)
+            return _unavailable(exc)
+        try:
+            await self._compact(client, transcript.text())
+        except _FAILURES as exc:
+            return await self._failure(exc)
+        return None
+
+    async def _compact(self, client: AppServerClient, prompt: str) -> None:
+        """Summarise ``prompt`` -- the prompt of every event up to the last one
+        fed to the transcript -- with a codex turn on a fresh thread (the
+        session's model, on the same child and endpoint; read-only, never
+        asking: the summary needs no tool), then log the summary as one
+        ``session/compaction`` event.  Nothing is written before the summary
+        is in hand, and then one append: a compaction that raised, or a
+        process killed during it, leaves the log as it was."""
+        last = self.log.compaction
+        thread = await Thread.start(
+            client, cwd=self.config.cwd, model=self._model(), sandbox="read-only", approval_policy="never"
+        )
+        try:
+            result = await thread.run(
+                compaction_request(prompt, self.config.prompt_budget),
+                idle_timeout=self.config.liveness_s,
+                interrupt_grace=self.config.interrupt_grace,
+                raise_on_failure=False,
+            )
+        finally:
+            thread.close()
+        self._turn_usage = self._turn_usage + result.usage  # a model call of this turn
+        summary = result.final_response
+        if result.status != "completed" or not summary or not summary.strip():
+            said = f"ended {result.status}" if result.status != "completed" else "gave no summary"
+            raise CompactionFailed(f"the summary call of a compaction {said}", result.status)
+        data: Dict[str, Any] = {
+            "summary": summary,
+            "fromSeq": last["seq"] if last is not None else 0,
+            "throughSeq": self._seen - 1,
+            "replacedChars": len(prompt),
+        }
+        if result.usage != Usage():
+            data["usage"] = result.usage.to_log()
+        self._append(COMPACTION, data, step=None)
+        log.info(
+            "compacted the session: %d characters up to event %d summarised in %d",
+            len(prompt),
+            self._seen - 1,
+            len(summary),
+        )
 
     def _settle(
         self, folder: StepFold, turn: Optional[Turn], reason: str, completed: bool = False, show: bool = True
@@ -870,12 +999,10 @@ class Agent:
 
     def _step_input(self, messages: List[Message]) -> List[Dict[str, Any]]:
         # The events logged since the last step, streamed from the file (all of
-        # them at a resumed session's first step): what the model sees is what
-        # the log holds, and only what is new is read.
-        new = self.log.events[self._seen :]
-        self._transcript.extend(new)
-        self._seen += len(new)
-        return [text_input(self._transcript.text()), *message_images(messages)]
+        # them -- from the last compaction -- at a resumed session's first
+        # step): what the model sees is what the log holds, and only what is
+        # new is read.
+        return [text_input(self._catch_up().text()), *message_images(messages)]
 
     def _inject_skills(self, messages: List[Message]) -> List[Message]:
         if not self.config.skills:

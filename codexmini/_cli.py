@@ -46,7 +46,7 @@ import sys
 import time
 from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence
 
-from ._agent import Agent, AgentConfig
+from ._agent import PROMPT_BUDGET, Agent, AgentConfig
 from ._binary import codex_version, find_codex, in_supported_range, supported_range
 from ._connect import Connect
 from ._doctor import add_parsers as add_doctor_parsers
@@ -68,7 +68,8 @@ from ._errors import (
 from ._knobs import REASONING_SUMMARIES, check_reasoning
 from ._launch import Launch
 from ._permission import ACCEPT, ACCEPT_FOR_SESSION, CANCEL, DECLINE, SANDBOX_MODES, ApprovalRequest, Reply
-from ._render import Console, EventPrinter, Ticker, isatty, use_color
+from ._prompt import COMPACTION, TOOL_OUTPUT_BUDGET
+from ._render import Console, EventPrinter, Ticker, compaction_line, isatty, use_color
 from ._session import SessionLog, fork_log
 from ._structured import OutputSchema
 from ._version import CODEX_VERSION, __version__
@@ -176,6 +177,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--token-file", metavar="FILE", help="with --connect: the file holding its capability token")
     run.add_argument("--image", action="append", default=[], metavar="FILE", help="attach an image (repeatable)")
     run.add_argument("--json", action="store_true", help="stdout: the session-log events only")
+    run.add_argument(
+        "--prompt-budget",
+        type=int,
+        metavar="CHARS",
+        help=f"compact the session when a step's prompt would pass this many characters (default {PROMPT_BUDGET})",
+    )
+    run.add_argument(
+        "--tool-output-budget",
+        type=int,
+        metavar="CHARS",
+        help=f"characters of one tool output the prompt keeps, head and tail (default {TOOL_OUTPUT_BUDGET})",
+    )
     run.add_argument(
         "--output-schema",
         metavar="FILE",
@@ -295,14 +308,23 @@ def agent_config(args: argparse.Namespace, env: Mapping[str, str]) -> AgentConfi
     for image in args.image:
         if not os.path.isfile(image) or not os.access(image, os.R_OK):
             raise UsageError(f"--image {image}: not a readable file")
-    return AgentConfig(
-        cwd=cwd,
-        model=args.model,
-        sandbox=args.sandbox,
-        launch=launch,
-        connect=connect,
-        output_schema=schema.wire if schema is not None else None,
-    )
+    budgets = {
+        name: value
+        for name, value in (("prompt_budget", args.prompt_budget), ("tool_output_budget", args.tool_output_budget))
+        if value is not None
+    }
+    try:
+        return AgentConfig(
+            cwd=cwd,
+            model=args.model,
+            sandbox=args.sandbox,
+            launch=launch,
+            connect=connect,
+            output_schema=schema.wire if schema is not None else None,
+            **budgets,
+        )
+    except ConfigError as exc:  # a budget below 1
+        raise UsageError(str(exc)) from None
 
 
 #: The options of a codex the CLI starts, refused beside --connect: (flag, argparse name).
@@ -434,6 +456,7 @@ async def run(
             stdout.flush()
 
         log.subscribe(echo)
+    log.subscribe(lambda event, line: _show_compaction(console, event))
     interactive = bool(getattr(stdin, "isatty", None) and stdin.isatty()) and args.prompt != "-"
     approvals = _accept_all if args.auto_approve else (Prompter(stdin, console) if interactive else None)
     started = time.monotonic()
@@ -479,6 +502,12 @@ async def run(
         stdout.write(answer if answer.endswith("\n") else answer + "\n")
         stdout.flush()
     return REASON_EXIT.get(end["reason"], EXIT_ERROR)
+
+
+def _show_compaction(console: Console, event: Mapping[str, Any]) -> None:
+    """Say so on the console when the agent compacts the session (the log has it all)."""
+    if event["type"] == COMPACTION:
+        console.line(compaction_line(event["data"]), "dim")
 
 
 def structured_answer(schema: OutputSchema, text: Optional[str], out: Optional[IO[str]], err: IO[str]) -> int:

@@ -36,8 +36,9 @@ the turn for its stream, the session module for the log file.
     ├── SessionLogError          a session log cannot be read or written (its path; the line, the cause)
     │   ├── SessionLogLocked     another writer holds the log (its pid)
     │   └── SessionLogChanged    the file was truncated, replaced or written behind the writer's back
-    └── TurnFailed               a turn ended ``failed`` (a value on TurnCompleted.failure)
-        └── UsageLimitExceeded   the account's usage limit was hit (resets_at)
+    ├── TurnFailed               a turn ended ``failed`` (a value on TurnCompleted.failure)
+    │   └── UsageLimitExceeded   the account's usage limit was hit (resets_at)
+    └── CompactionFailed         the agent's summary call gave no summary (logged as COMPACTION_FAILED)
 
 ``RequestTimeout`` is both a ``TransportError`` (the request is lost) and a
 ``CodexTimeout`` (a deadline passed), so either ``except`` clause catches it.
@@ -476,8 +477,21 @@ class UsageLimitExceeded(TurnFailed):
             self.args = (f"{self.args[0]} (the limit resets at {resets_at}, Unix time)",)
 
 
+class CompactionFailed(CodexminiError):
+    """The codex turn that was to summarise an agent session for its
+    compaction did not complete, or completed without an answer: nothing is
+    written to the log (it stays as it was), and the step ends in ``error``
+    with the code ``COMPACTION_FAILED`` (``docs/session-log.md``).  The agent
+    catches it; it reaches no caller.  ``status``: the summary turn's status."""
+
+    def __init__(self, message: str, status: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+
 __all__ = [
     "BinaryNotFound",
+    "CompactionFailed",
     "StartFailed",
     "ClientClosed",
     "CodexTimeout",

@@ -56,7 +56,8 @@ def positive_seconds(owner: str, name: str, value: Any) -> None:
         raise ConfigError(f"{owner}.{name} must be a positive number of seconds, not {value!r}")
 
 
-def _positive_int(owner: str, name: str, value: Any) -> None:
+def positive_int(owner: str, name: str, value: Any) -> None:
+    """A :class:`~codexmini.ConfigError` unless ``value`` is an ``int`` (not a ``bool``) of at least 1."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{owner}.{name} must be a whole number >= 1, not {value!r}")
 
@@ -136,7 +137,7 @@ class Limits:
     def __post_init__(self) -> None:
         for name in names(type(self)):
             if name != "overflow":
-                _positive_int("Limits", name, getattr(self, name))
+                positive_int("Limits", name, getattr(self, name))
         check_overflow("Limits.overflow", self.overflow)
 
 

@@ -161,6 +161,17 @@ class EventPrinter:
             c.line(f"  [{item.get('server')}/{item.get('tool')}] {item.get('status')}", "cyan")
 
 
+def compaction_line(data: Mapping[str, Any]) -> str:
+    """How the CLI shows a ``session/compaction`` (its ``data``): which events
+    the summary stands for, and how much shorter the prompt became."""
+    summary = data.get("summary")
+    return (
+        f"[compacted the session: events {data.get('fromSeq')} to {data.get('throughSeq')} "
+        f"({data.get('replacedChars')} characters of prompt) are now a summary of "
+        f"{len(summary) if isinstance(summary, str) else 0} characters]"
+    )
+
+
 class Ticker:
     """While it runs, a :class:`Console` on a terminal shows ``… 12s`` (the
     time since the ticker started) whenever nothing was written for
@@ -185,4 +196,4 @@ class Ticker:
         self.console.clear_status()
 
 
-__all__ = ["Console", "EventPrinter", "Ticker", "command_of", "isatty", "use_color"]
+__all__ = ["Console", "EventPrinter", "Ticker", "command_of", "compaction_line", "isatty", "use_color"]

@@ -37,8 +37,9 @@ last one ends, and the byte offset of every :data:`INDEX_STRIDE`-th one --
 8 bytes per 32 events.  :meth:`SessionLog.open` also folds, in that same
 pass, what appending and resuming need: the next turn number, whether there
 is a header, the knobs (:class:`._knobs.Knobs`, the last valid entry of
-each kind) and the inbox messages still pending (:class:`._inbox.Pending`);
-each append updates them and the index.
+each kind), the inbox messages still pending (:class:`._inbox.Pending`) and
+the last ``session/compaction`` (one event: a resumed agent's prompt starts
+there); each append updates them and the index.
 
 The events are then read from the file when they are used:
 :attr:`SessionLog.events` and :attr:`ReadResult.events` are a
@@ -127,6 +128,7 @@ from typing import (
 
 from ._errors import ForkRefused, SessionLogChanged, SessionLogError, SessionLogLocked
 from ._jsontext import encoder
+from ._prompt import COMPACTION, is_compaction
 from ._version import __version__
 
 if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
@@ -148,7 +150,12 @@ PID_SUFFIX = ".pid"
 #: apart: a holder that has just taken the lock writes its pid a moment later.
 PID_READS, PID_READ_INTERVAL_S = 20, 0.001
 
-LOG_VERSION = 1
+#: The format's version, written as every line's ``v``: 2 since the
+#: ``session/compaction`` event and the cut tool outputs (issue 30).  A reader
+#: takes every version in :data:`READ_VERSIONS` (a log written by an older
+#: codexmini, or resumed by a newer one: each line says which wrote it).
+LOG_VERSION = 2
+READ_VERSIONS = (1, 2)  # a tuple: membership by ==, so an unhashable `v` is refused, not a TypeError
 
 LogEntry = Dict[str, Any]
 Listener = Callable[[LogEntry, str], None]
@@ -177,6 +184,7 @@ EVENT_TYPES: Mapping[str, Tuple[str, ...]] = MappingProxyType(
         "agent/error": ("message", "code", "cause?"),
         "inbox/queued": ("id", "kind", "content", "source"),
         "inbox/dropped": ("ids", "reason"),
+        "session/compaction": ("summary", "fromSeq", "throughSeq", "replacedChars", "usage?"),
     }
 )
 
@@ -217,7 +225,7 @@ def _problem(event: Any, expected_seq: int) -> str:
     missing = [k for k in REQUIRED_KEYS if k not in event]
     if missing:
         return "missing " + ", ".join(missing)
-    if event["v"] != LOG_VERSION:
+    if event["v"] not in READ_VERSIONS:
         return f"unsupported log version {event['v']!r}"
     if event["seq"] != expected_seq or isinstance(event["seq"], bool):
         return f"seq {event['seq']!r} where {expected_seq} was expected"
@@ -328,6 +336,7 @@ class _Pass:
         pos, size = offset, READ_FIRST  # where the next read starts, and how much it takes
         parts: List[bytes] = []  # the start of a line whose newline is not read yet
         scan, loads, fields, dict_, bool_, type_ = _scan_once, json.loads, _FIELDS, dict, bool, type
+        versions = READ_VERSIONS
         try:
             while seq != stop:
                 want = size if limit is None else min(size, limit - pos)
@@ -377,7 +386,7 @@ class _Pass:
                     except (KeyError, TypeError):  # not an object, or a key missing
                         version = None
                     if not (
-                        version == LOG_VERSION
+                        version in versions
                         and number == seq
                         and type_(data) is dict_
                         and type_(event) is dict_
@@ -826,6 +835,7 @@ class SessionLog:
         # What resuming needs, folded from every event read back or appended:
         self._top_turn = 0  # the highest turn number
         self._header = False  # a session/header was written
+        self._compaction: Optional[LogEntry] = None  # the last session/compaction that counts (_prompt.is_compaction)
         from ._knobs import Knobs  # (here: reading a log needs no knob)
 
         #: The knobs' fold (:class:`._knobs.Knobs`): the agent's settings.
@@ -883,6 +893,8 @@ class SessionLog:
                 inbox_feed(event)
             elif type_ == "session/header":
                 header = True
+            elif type_ == COMPACTION:
+                self._compacted(event)
         index.count, index.end = scan.seq, scan.end
         self.warnings, self._top_turn, self._header = scan.warnings, top, header
         try:
@@ -938,6 +950,18 @@ class SessionLog:
         these messages are kept); an :class:`~codexmini.Agent` made on the log
         queues them again."""
         return self._pending.messages()
+
+    @property
+    def compaction(self) -> Optional[LogEntry]:
+        """The log's last ``session/compaction`` that counts (its summary a
+        string), or ``None``: a resumed agent's prompt starts from it, so it
+        never reads the events it summarised.  One event, whatever the log's
+        length: the fold keeps it, never the events before it."""
+        return self._compaction
+
+    def _compacted(self, event: LogEntry) -> None:
+        if is_compaction(event):
+            self._compaction = event
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[Read]:
@@ -1053,6 +1077,8 @@ class SessionLog:
                 pending.feed(event)
             elif type_ == "session/header":
                 self._header = True
+            elif type_ == COMPACTION:
+                self._compacted(event)
         for event, line in zip(events, lines) if self._listeners else ():
             for listener in list(self._listeners):
                 try:
@@ -1222,6 +1248,7 @@ __all__ = [
     "LogEvents",
     "LogStream",
     "PID_SUFFIX",
+    "READ_VERSIONS",
     "ReadResult",
     "SessionLog",
     "encode_event",

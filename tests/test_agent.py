@@ -393,7 +393,7 @@ async def test_agent_resumed_from_a_reopened_log_streams_its_prompt_from_the_fil
 
     tracemalloc.start()
     try:
-        agent = s.agent(config=s.config(model=None))
+        agent = s.agent(config=s.config(model=None, prompt_budget=None))  # the whole log, never compacted
         built, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -310,6 +310,8 @@ def test_cli_version_without_a_binary(tmp_path):
         (["run", "x", "--provider-url", "ftp://nope"], "http(s) URL"),
         (["run", "x", "-c", "novalue"], "config items must be KEY=VALUE, not 'novalue'"),
         (["run", "x", "--reasoning-effort", ""], "--reasoning-effort: a reasoning effort must be a non-empty string"),
+        (["run", "x", "--prompt-budget", "0"], "AgentConfig.prompt_budget must be a whole number >= 1, not 0"),
+        (["run", "x", "--tool-output-budget", "-1"], "AgentConfig.tool_output_budget must be a whole number >= 1"),
     ],
 )
 def test_cli_usage_errors_in_process(argv, message):
@@ -729,6 +731,28 @@ def test_cli_resumed_session_keeps_its_model_and_endpoint(hermetic, monkeypatch)
     assert [e["data"] for e in events if e["type"] == "model/choice"] == [{"model": "gpt-fake"}]
     (endpoint,) = [e["data"] for e in events if e["type"] == "model/endpoint"]
     assert endpoint["apiKeyEnv"] == "CODEXMINI_CLI_TEST_KEY" and "sk-cli" not in json.dumps(events)
+
+
+@pytest.mark.live
+@live
+def test_cli_shows_a_compaction_and_the_next_run_resumes_from_it(hermetic):
+    # Two runs on one session with a tiny prompt budget: the second one's step
+    # would pass it, so the session is compacted first; stderr says so, and
+    # the step's prompt is the summary and the new message.
+    from codexmini._prompt import COMPACTION_INSTRUCTION
+
+    summary = {"when": {"user_contains": COMPACTION_INSTRUCTION[:60]}, "respond": message("the gist")}
+    with ScriptedModel({"rules": [summary], "default": message("ok")}) as model:
+        code, _, err = call(run_args(hermetic, model, "one", "--prompt-budget", "40"))
+        assert code == 0 and "compacted" not in err, err
+        code, out, err = call(run_args(hermetic, model, "two", "--prompt-budget", "40", "--tool-output-budget", "9"))
+        prompts = [r["body"]["input"][-1]["content"][0]["text"] for r in model.requests]
+    assert code == 0 and out == "ok\n", err
+    assert "[compacted the session: events 0 to " in err and "are now a summary of 8 characters]" in err
+    assert prompts[-1].startswith("<summary>\n[a summary of the session up to event seq ")
+    assert prompts[-1].endswith("the gist\n</summary>\n\n<user>\ntwo\n</user>")
+    (compacted,) = [e for e in read_log(os.path.join(hermetic, "s.jsonl")).events if e["type"] == "session/compaction"]
+    assert compacted["data"]["summary"] == "the gist"
 
 
 def test_cli_config_items_reach_the_agent_config_in_order(tmp_path):

@@ -16,6 +16,7 @@ from codexmini._errors import (
     ClientClosed,
     CodexminiError,
     CodexTimeout,
+    CompactionFailed,
     ConfigError,
     ConnectFailed,
     EndpointKeyMissing,
@@ -71,6 +72,7 @@ TREE = {
     SessionLogChanged: (SessionLogError,),
     TurnFailed: (CodexminiError,),
     UsageLimitExceeded: (TurnFailed,),
+    CompactionFailed: (CodexminiError,),
 }
 
 

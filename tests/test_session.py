@@ -13,12 +13,15 @@ import pytest
 from codexmini import SessionLogError
 from codexmini import _session as session_mod
 from codexmini._jsontext import Encoder
+from codexmini._prompt import COMPACTION, Transcript, derive_messages, serialize
 from codexmini._session import (
     EVENT_TYPES,
     LOG_VERSION,
+    READ_VERSIONS,
     SessionLog,
     encode_event,
     has_header,
+    iter_log,
     next_turn_number,
     read_log,
 )
@@ -56,7 +59,7 @@ def test_session_log_append_writes_one_compact_line(tmp_path):
             step=2,
         )
     assert event == {
-        "v": 1,
+        "v": 2,
         "seq": 0,
         "ts": 12.346,
         "type": "user/message",
@@ -66,7 +69,7 @@ def test_session_log_append_writes_one_compact_line(tmp_path):
     }
     text = path.read_text(encoding="utf-8")
     assert text == (
-        '{"v":1,"seq":0,"ts":12.346,"type":"user/message","turn":1,"step":2,'
+        '{"v":2,"seq":0,"ts":12.346,"type":"user/message","turn":1,"step":2,'
         '"data":{"id":"u","content":[{"type":"text","text":"é"}],'
         '"source":{"kind":"user"}}}\n'
     )
@@ -209,7 +212,9 @@ def test_session_log_fsync_per_event(tmp_path, monkeypatch):
 
 
 def test_event_types_log_version():
-    assert LOG_VERSION == 1
+    # 2 since session/compaction and the cut tool outputs; 1 still reads.
+    assert LOG_VERSION == 2
+    assert READ_VERSIONS == (1, 2)
 
 
 # -- reading back ---------------------------------------------------------------
@@ -296,7 +301,8 @@ def test_read_log_invalid_line_before_torn_tail_is_an_error(tmp_path):
         (good_line(0), "seq 0 where 1 was expected"),
         (good_line(0).replace('"seq":0', '"seq":true'), "seq True where 1 was expected"),
         ('{"v":1,"seq":1,"type":"turn/start"}\n', "missing ts, turn, step, data"),
-        (good_line(1).replace('"v":1', '"v":2'), "unsupported log version 2"),
+        (good_line(1).replace('"v":1', '"v":3'), "unsupported log version 3"),
+        (good_line(1).replace('"v":1', '"v":[2]'), "unsupported log version [2]"),
         (good_line(1).replace('"data":{}', '"data":[]'), "data is not an object"),
         ("[1,2]\n", "not a JSON object (list)"),
     ],
@@ -462,6 +468,8 @@ def test_event_types_document_the_data_keys_of_spec_section_5_and_its_extensions
         # The durable inbox (issue 30): a message waiting, and those dropped.
         "inbox/queued": ("id", "kind", "content", "source"),
         "inbox/dropped": ("ids", "reason"),
+        # Bounded prompts (issue 30): the summary that replaces the prompt before it.
+        "session/compaction": ("summary", "fromSeq", "throughSeq", "replacedChars", "usage?"),
     }
 
 
@@ -582,3 +590,40 @@ def test_session_log_keeps_only_the_pending_messages_however_many_were_delivered
         log.append("inbox/queued", {"id": "last", "kind": "followup", **text})
     with SessionLog.open(path) as log:
         assert len(log._pending) == 1 and [m["id"] for _, m in log.pending] == ["last"]
+
+
+# -- bounded prompts (issue 30): the fold of the last compaction, an older log -------------
+
+
+def test_the_log_folds_its_last_compaction_as_it_is_read_and_appended(tmp_path):
+    path = str(tmp_path / "s.jsonl")
+    with SessionLog.open(path) as log:
+        assert log.compaction is None
+        log.append("turn/start", {}, turn=1)
+        first = log.append(COMPACTION, {"summary": "S1", "fromSeq": 0, "throughSeq": 0, "replacedChars": 5}, turn=1)
+        assert log.compaction == first
+        log.append(COMPACTION, {"summary": 7, "fromSeq": 1, "throughSeq": 1, "replacedChars": 5}, turn=1)
+        assert log.compaction == first  # not a string: not a compaction
+    with SessionLog.open(path) as log:
+        assert log.compaction == first
+    assert [e["type"] for e in read_log(path).events] == ["turn/start", COMPACTION, COMPACTION]
+    assert [e["v"] for e in iter_log(path)] == [LOG_VERSION] * 3 == [2] * 3
+
+
+def test_an_older_log_still_reads_and_resumes(tmp_path):
+    # A golden log written by the format's version 1, before compactions: it
+    # reads as it did, and a writer resuming it appends version-2 lines.
+    golden = os.path.join(str(REPO), "fixtures", "session-log-v1", "approval_accept.session.jsonl")
+    with open(golden, encoding="utf-8") as fh:
+        old = [json.loads(line) for line in fh]
+    assert {e["v"] for e in old} == {1}
+    path = str(tmp_path / "s.jsonl")
+    with open(path, "w", encoding="utf-8") as fh:  # the writer's own line format
+        fh.writelines(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in old)
+    assert list(read_log(path).events) == old
+    with SessionLog.open(path) as log:
+        assert log.next_turn == 2 and log.has_header and log.compaction is None
+        log.append("turn/start", {}, turn=2)
+    events = list(read_log(path).events)
+    assert events[:-1] == old and events[-1]["v"] == 2 and events[-1]["seq"] == len(old)
+    assert Transcript().extend(events).text() == serialize(derive_messages(old))

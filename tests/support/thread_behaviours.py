@@ -645,3 +645,73 @@ class RateLimited(CodexLike):
             self.finish("failed", error=turn_error)
         else:
             self.finish()
+
+
+def big_output(n: Any, size: int) -> str:
+    """Command ``n``'s output: ``size`` characters that say where they begin
+    and end, made at the cost of one string repetition."""
+    head, tail = f"output {n} begins\n", f"\noutput {n} ends\n"
+    return head + "." * max(0, size - len(head) - len(tail)) + tail
+
+
+class Compacting(Mortal):
+    """The bounded-prompt sessions (issue 30), one codex turn per step:
+
+    * a summary call (its input starts with the agent's compaction
+      instruction) answers ``summary K: …``, naming the newest ``big`` it
+      read -- or, by ``variant``: ``fail-summary`` fails it,
+      ``empty-summary`` completes it without an answer, ``die-summary``
+      exits mid-call, ``hold-summary`` streams and holds the first one until
+      it is interrupted, ``quiet-summary`` answers without a token count;
+    * a step whose newest user message is ``big N`` runs a command whose
+      output is :func:`big_output` of ``size`` characters, then answers;
+    * anything else is answered ``re: …``.
+
+    ``summaries`` counts the summary calls, ``prompts`` holds every step's
+    prompt (the summary calls' inputs are in ``requests``)."""
+
+    def __init__(self, variant: str = "", size: int = 500_000) -> None:
+        super().__init__(variant)
+        self.size = size
+        self.summaries = 0
+        self.prompts: List[str] = []
+        self.requests: List[str] = []
+
+    async def script(self, params: Mapping[str, Any]) -> None:
+        from codexmini._prompt import COMPACTION_INSTRUCTION
+
+        text = str((params.get("input") or [{}])[0].get("text") or "")
+        if text.startswith(COMPACTION_INSTRUCTION):
+            self.requests.append(text)
+            self.summaries += 1
+            self.summarise(text)
+            return
+        self.prompts.append(text)
+        said = last_user_text(params)
+        if said.startswith("big"):
+            done = dict(command("call_big", "completed"), aggregatedOutput=big_output(said.split()[-1], self.size))
+            self.started(command("call_big", "inProgress"))
+            self.completed(done)
+        self.reply(f"re: {said}")
+
+    def summarise(self, text: str) -> None:
+        if self.variant == "fail-summary":
+            self.finish("failed", error=TURN_ERROR)
+        elif self.variant == "empty-summary":
+            self.finish()
+        elif self.variant == "die-summary":
+            raise Exit(3)
+        elif self.variant == "hold-summary" and self.summaries == 1:
+            self.started(agent_message("msg_s"))
+            self.delta("msg_s", "summarising")
+        elif self.variant == "quiet-summary":  # an answer, and no token count
+            self.message("msg_s", "summary without usage")
+            self.finish(items=[agent_message("msg_s", "summary without usage")])
+        else:
+            newest = last_user_text({"input": [{"text": text}]})
+            self.reply(f"summary {self.summaries}: the user asked for outputs up to {newest!r}")
+
+    def reply(self, text: str) -> None:
+        self.message("msg_2", text)
+        self.usage(USAGE_1, USAGE_1)
+        self.finish(items=[agent_message("msg_2", text)])

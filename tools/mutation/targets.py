@@ -24,7 +24,7 @@ TARGETS: dict[str, tuple[str, ...]] = {
     "_mapping": ("tests/test_mapping.py", "conformance/test_mapping_table.py"),
     "_stepfold": ("tests/test_stepfold.py",),
     "_permission": ("tests/test_permission.py", "conformance/test_server_requests.py"),
-    "_prompt": ("tests/test_prompt.py",),
+    "_prompt": ("tests/test_prompt.py", "tests/test_prompt_reasons.py", "tests/test_prompt_compaction.py"),
     "_session": (
         "tests/test_session.py",
         "tests/test_session_stream.py",
