@@ -31,12 +31,12 @@ from typing import Any, Callable, Dict, List, Optional, cast
 import pytest
 from support import thread_behaviours as tb
 from support.fake_client import agent_config, reconfigured
+from support.run_support import HAVE_CODEX
 
 from codexmini import Agent, AgentConfig, Blocked, Launch, ModelEndpoint
 from codexmini import _agent as agent_mod
 from codexmini import _client as client_mod
 from codexmini import _session as session_mod
-from codexmini._binary import find_codex
 from codexmini._errors import BinaryNotFound, ConfigError, EndpointKeyMissing, RpcError
 from codexmini._events import (
     AgentMessageDelta,
@@ -59,12 +59,6 @@ from codexmini.testing import CodexLike, FakeAppServer
 from codexmini.testing.codex_like import TURN, TURN_ERROR, USAGE_1
 from codexmini.testing.live import LiveCodex, scratch_dir
 from codexmini.testing.scripted_model import ScriptedModel
-
-try:
-    find_codex()
-    HAVE_CODEX = True
-except BinaryNotFound:
-    HAVE_CODEX = False
 
 USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
 

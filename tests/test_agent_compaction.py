@@ -29,10 +29,10 @@ from typing import Any, Dict, List
 import pytest
 from support import thread_behaviours as tb
 from support.fake_client import TESTS, agent_config, until
+from support.run_support import HAVE_CODEX
 
 from codexmini import Agent, AgentConfig
-from codexmini._binary import find_codex
-from codexmini._errors import BinaryNotFound, ConfigError, StartFailed
+from codexmini._errors import ConfigError, StartFailed
 from codexmini._prompt import (
     COMPACTION,
     COMPACTION_INSTRUCTION,
@@ -342,16 +342,8 @@ def summary_rule() -> Dict[str, Any]:
     return {"name": "summary", "when": {"user_contains": COMPACTION_INSTRUCTION[:60]}, "respond": {"output": [said]}}
 
 
-def have_codex() -> bool:
-    try:
-        find_codex()
-        return True
-    except BinaryNotFound:
-        return False
-
-
 @pytest.mark.live
-@pytest.mark.skipif(not have_codex(), reason="the pinned codex is not installed (make setup)")
+@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
 @pytest.mark.timeout_s(240)
 async def test_live_codex_runs_an_agent_session_through_a_compaction():
     call = {"type": "function_call", "call_id": "call_big", "name": "exec_command"}

@@ -17,11 +17,11 @@ import threading
 import time
 
 import pytest
+from support.run_support import HAVE_CODEX
 
 from codexmini import CODEX_VERSION, OLDEST_CODEX_VERSION, __version__
 from codexmini import _cli as cli
-from codexmini._binary import find_codex
-from codexmini._errors import BinaryNotFound, ConfigError
+from codexmini._errors import ConfigError
 from codexmini._permission import ApprovalRequest
 from codexmini._render import Console
 from codexmini._session import SessionLog, read_log
@@ -31,15 +31,7 @@ from codexmini.testing.scripted_model import ScriptedModel
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def have_codex() -> bool:
-    try:
-        find_codex()
-        return True
-    except BinaryNotFound:
-        return False
-
-
-live = pytest.mark.skipif(not have_codex(), reason="the pinned codex is not installed (make setup)")
+live = pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
 
 USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
 
@@ -281,7 +273,7 @@ def test_cli_version_flag_and_command():
     code, out, _ = call(["--version"])
     assert code == 0  # argparse printed to the real stdout
     code, out, _ = call(["version"])
-    assert code == (0 if have_codex() else 3)
+    assert code == (0 if HAVE_CODEX else 3)
     assert f"codexmini {__version__}" in out and f"pinned codex {CODEX_VERSION} (supported: " in out
     if code == 0:
         assert out.rstrip().endswith("(supported)")  # the pinned binary is in the range

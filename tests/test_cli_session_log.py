@@ -12,23 +12,14 @@ import os
 import shutil
 
 import pytest
+from support.run_support import HAVE_CODEX
 
 from codexmini import SessionLog, read_log
 from codexmini import _cli as cli
-from codexmini._binary import find_codex
-from codexmini._errors import BinaryNotFound
 from codexmini.testing.live import scratch_dir
 from codexmini.testing.scripted_model import ScriptedModel
 
 USAGE = {"input_tokens": 10, "cached_tokens": 2, "output_tokens": 5, "reasoning_tokens": 1}
-
-
-def have_codex() -> bool:
-    try:
-        find_codex()
-        return True
-    except BinaryNotFound:
-        return False
 
 
 def call(argv, env):
@@ -53,7 +44,7 @@ def test_cli_session_log_held_by_another_writer_is_a_usage_error_naming_it(tmp_p
 
 
 @pytest.mark.live
-@pytest.mark.skipif(not have_codex(), reason="the pinned codex is not installed (make setup)")
+@pytest.mark.skipif(not HAVE_CODEX, reason="the pinned codex is not installed (make setup)")
 def test_cli_session_log_written_by_someone_else_mid_run_exits_1_with_the_error(monkeypatch):
     root = scratch_dir("codexmini-cli-")  # not under /tmp: codex refuses to create helper binaries there
     try:
