@@ -224,6 +224,7 @@ class WebSocket:
         self._random = random
         self._pending: List[bytes] = []  # the pieces of a frame the last chunks ended in
         self._pending_size = 0
+        self._pending_need: Optional[int] = None  # that frame's whole size, once its header is in
         self._parts: Optional[List[bytes]] = None  # the fragments of a message under way
         self._size = 0
         self._outbox: List[bytes] = []
@@ -295,14 +296,15 @@ class WebSocket:
         # only it), then read the rest of this chunk where it lies.
         self._pending.append(data)
         self._pending_size += len(data)
-        head = self._pending[0]
-        if len(head) < 14:
-            head = b"".join(self._pending)[:14]
-        need = _frame_size(head)
+        need = self._pending_need
+        if need is None:  # the header is not all in yet: the pieces hold fewer than 14 bytes
+            head = self._pending[0]
+            need = self._pending_need = _frame_size(head if len(head) >= 14 else b"".join(self._pending)[:14])
         if need is None or self._pending_size < need:
-            return  # still not whole: keep the pieces
+            return  # still not whole: keep the pieces (joined once, when whole: a frame
+            # that arrives a byte at a time costs its size, not its size squared)
         whole = b"".join(self._pending)
-        self._pending, self._pending_size = [], 0
+        self._pending, self._pending_size, self._pending_need = [], 0, None
         take = need - (len(whole) - len(data))
         if self._frames(whole[:need], 0, events, texts):
             self._frames(data, take, events, texts)
@@ -360,7 +362,7 @@ class WebSocket:
         finally:
             if at < end and not self.close_received:
                 tail = data[at:]
-                self._pending, self._pending_size = [tail], len(tail)
+                self._pending, self._pending_size, self._pending_need = [tail], len(tail), None
         return not self.close_received
 
     def _fail(self, reason: str, code: int) -> WebSocketError:

@@ -380,3 +380,19 @@ def test_websocket_every_valid_close_code_is_taken():
     for code in itertools.chain((1000, 1001, 1002, 1003), range(1007, 1015), (3000, 4999)):
         conn = ws()
         assert conn.receive(frame(0x8, code.to_bytes(2, "big"))) == [Closed(code, "")]
+
+
+def test_websocket_a_frame_cut_into_many_pieces_is_sized_once_and_joined_once(monkeypatch):
+    # A frame that arrives in many small reads (a big message over slow TCP) costs its
+    # size, not its size squared: its header is read until its size is known, then the
+    # pieces wait to be joined once.  Before, each piece re-joined the pieces so far.
+    from codexmini import _websocket
+
+    sized: List[int] = []
+    real = _websocket._frame_size
+    monkeypatch.setattr(_websocket, "_frame_size", lambda head: sized.append(len(head)) or real(head))
+    conn = ws()
+    data = frame(0x1, b"z" * 65536)  # a 10-byte header (64-bit length)
+    events = [event for i in range(len(data)) for event in conn.receive(data[i : i + 1])]
+    assert events == [Text(b"z" * 65536)]
+    assert sized == list(range(2, 11))  # header bytes 2..10: then the size is known, never asked again
