@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 
 import pytest
@@ -82,3 +83,21 @@ def test_live_codex_server_needs_a_listen_argument(tmp_path):
     codex.chmod(0o755)
     with pytest.raises(ConfigError, match="need --listen URL"):
         CodexServer.start(Launch(codex_bin=str(codex)), str(tmp_path / "server.stderr"))
+
+
+def test_live_codex_server_waits_for_a_unix_socket_that_accepts_not_for_its_file(tmp_path):
+    # The file exists from bind(); a connection is refused until listen().
+    # CodexServer waited for the file once, and a client connected in that
+    # gap was refused (CI saw it on 0.149.1's unix listener).
+    from codexmini.testing.live import _accepts
+
+    path = str(tmp_path / "s.sock")
+    assert not _accepts(path)  # no file yet
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        server.bind(path)
+        assert os.path.exists(path) and not _accepts(path)  # bound, not listening: refused
+        server.listen(1)
+        assert _accepts(path)
+    finally:
+        server.close()

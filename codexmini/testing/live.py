@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -50,6 +51,19 @@ def scratch_dir(prefix: str = "codexmini-") -> str:
         if base and os.path.isdir(base) and os.access(base, os.W_OK):
             return tempfile.mkdtemp(prefix=prefix, dir=base)
     return tempfile.mkdtemp(prefix=prefix)  # pragma: no cover - no writable base at all
+
+
+def _accepts(path: str) -> bool:
+    """Whether a unix socket at ``path`` accepts a connection now (closed at once)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(path)
+    except OSError:  # not there yet, or bound and not yet listening (refused)
+        return False
+    finally:
+        probe.close()
+    return True
 
 
 class CodexServer:
@@ -106,7 +120,10 @@ class CodexServer:
 
     def _listening(self) -> Optional[str]:
         if self.url.startswith("unix://"):
-            return self.url if os.path.exists(self.url[len("unix://") :]) else None
+            # The socket file is there from bind(), before listen(): only a
+            # connection that is accepted says it listens (codex prints no
+            # line for a unix listener).
+            return self.url if _accepts(self.url[len("unix://") :]) else None
         found = re.search(rb"listening on: (ws://\S+)", self._stderr())
         return found.group(1).decode() if found else None
 
