@@ -930,6 +930,7 @@ class Agent:
         listener = self.on_event
         # (Locals: this loop runs once a turn, so 3.9 caches no global lookup in it.)
         stream, streaming, feed, signals = folder.stream, folder.streaming, folder.feed, folder.signals
+        announced = folder.streams.get  # a streaming item → its message id (StepFold.stream, inlined)
         type_, delta, completed, stamped = type, MessageDelta, TurnCompleted, _STAMPED
         async with turn:
             # A burst at a time: everything codex's last output completed.  It
@@ -948,7 +949,14 @@ class Agent:
                     for event in burst:
                         if type_(event) is delta:  # nine events in ten: shown, never written
                             if listener is not None:
-                                show(stream(event))  # the event itself, its message id filled in
+                                # The event itself, its message id filled in (stream(), without
+                                # its call, for every delta of an item but the first).
+                                message_id = announced(event.item_id)
+                                if message_id is None:
+                                    show(stream(event))
+                                else:
+                                    event.__dict__["message_id"] = message_id
+                                    show(event)
                             else:
                                 streaming(event)  # nothing to show: the stream announced, no more
                             continue

@@ -204,15 +204,15 @@ def encode_event(event: Mapping[str, Any]) -> str:
 #: The envelope's constant parts as JSON, for :meth:`SessionLog.append_many`.
 _VERSION_TEXT = _encode(LOG_VERSION)
 _TYPE_TEXT: Dict[str, str] = {type_: _encode(type_) for type_ in EVENT_TYPES}
+_HEAD = f'{{"v":{_VERSION_TEXT},"seq":'
 
 
 def _number(value: Any) -> str:
-    """A turn or step number as JSON: ``null`` and plain ints directly,
-    anything else as :func:`encode_event` would write it."""
+    """A turn or step number that is not a plain int (those are written
+    directly) as JSON: ``null`` directly, anything else as
+    :func:`encode_event` would write it."""
     if value is None:
         return "null"
-    if type(value) is int:
-        return str(value)
     return _encode(value)
 
 
@@ -278,12 +278,15 @@ class _Index:
         self.end = 0
         self.marks = array("q")
 
-    def add(self, length: int) -> None:
-        """One more event, of ``length`` bytes (its newline included), at the end."""
-        if not self.count % INDEX_STRIDE:
-            self.marks.append(self.end)
-        self.count += 1
-        self.end += length
+    def extend(self, lengths: Iterable[int]) -> None:
+        """More events, of ``lengths`` bytes each (newlines included), at the end."""
+        count, end, marks = self.count, self.end, self.marks
+        for length in lengths:
+            if not count % INDEX_STRIDE:
+                marks.append(end)
+            count += 1
+            end += length
+        self.count, self.end = count, end
 
 
 class _Pass:
@@ -844,6 +847,9 @@ class SessionLog:
 
         #: The inbox's fold (:class:`._inbox.Pending`): the messages queued and not yet delivered or dropped.
         self._pending = Pending()
+        #: The event types a fold reads (:meth:`_fold`): every other append only
+        #: counts its lines.
+        self._folded = self._knobs.TYPES | self._pending.TYPES | {"session/header", COMPACTION}
         self._pid_path: Optional[str] = None  # the pid file written while holding the lock
         self._failure: Optional[SessionLogError] = None  # what closed it, raised again by every append
 
@@ -1019,18 +1025,33 @@ class SessionLog:
             if self._failure is not None:
                 raise self._failure.with_traceback(None)
             raise SessionLogError(f"session log {self.path} is closed", path=self.path)
+        index = self._index
+        first = seq = index.count
+        # The envelope's parts that every event of this append shares, as JSON:
+        # the version, and the one timestamp (all of them are written at once).
+        now = round(self._clock(), 3)
+        stamp = f',"ts":{_encode(now)},"type":'
         events: List[LogEntry] = []
         lines: List[str] = []
         encoded: List[bytes] = []
-        now = round(self._clock(), 3)
-        ts: Optional[str] = None  # the batch's one timestamp, as JSON: encoded once
+        folded: List[LogEntry] = []  # the events a fold of the log reads (knobs, inbox, header, compaction)
+        type_texts, folds, encode, number = _TYPE_TEXT, self._folded, _encode, _number
+        top, last = self._top_turn, None
         for type_, data, turn, step in entries:
-            type_text = _TYPE_TEXT.get(type_)
+            type_text = type_texts.get(type_)
             if type_text is None:
                 raise SessionLogError(f"unknown session log event type {type_!r}", path=self.path)
             if not isinstance(data, dict):
                 raise SessionLogError(f"event data must be a dict, not {data.__class__.__name__}", path=self.path)
-            seq = self._index.count + len(events)
+            try:
+                # encode_event(event), the envelope written directly (its keys in the same order).
+                line = (
+                    f'{_HEAD}{seq}{stamp}{type_text},"turn":{turn if type(turn) is int else number(turn)},'
+                    f'"step":{step if type(step) is int else number(step)},"data":{encode(data)}}}\n'
+                )
+                encoded.append(line.encode("utf-8"))  # a lone surrogate is no UTF-8
+            except (TypeError, ValueError, RecursionError) as exc:  # nothing was written
+                raise SessionLogError(f"{type_} event is not JSON or not UTF-8: {exc}", path=self.path) from exc
             event: LogEntry = {
                 "v": LOG_VERSION,
                 "seq": seq,
@@ -1040,23 +1061,18 @@ class SessionLog:
                 "step": step,
                 "data": data,
             }
-            try:
-                ts = _encode(now) if ts is None else ts
-                # encode_event(event), the envelope written directly (its keys in the same order).
-                line = (
-                    f'{{"v":{_VERSION_TEXT},"seq":{seq},"ts":{ts},"type":{type_text},"turn":{_number(turn)},'
-                    f'"step":{_number(step)},"data":{_encode(data)}}}\n'
-                )
-                encoded.append(line.encode("utf-8"))  # a lone surrogate is no UTF-8
-            except (TypeError, ValueError, RecursionError) as exc:  # nothing was written
-                raise SessionLogError(f"{type_} event is not JSON or not UTF-8: {exc}", path=self.path) from exc
             lines.append(line)
             events.append(event)
-        first = self._index.count
+            seq += 1
+            if type_ in folds:
+                folded.append(event)
+            if turn is not last:  # (the events of one append mostly share their turn)
+                last = turn
+                if isinstance(turn, int) and not isinstance(turn, bool) and turn > top:
+                    top = turn
         self._check_unchanged(first)
-        payload = b"".join(encoded)
         try:
-            _write_all(file, payload)  # one write: whole lines, then at most a torn tail
+            _write_all(file, b"".join(encoded))  # one write: whole lines, then at most a torn tail
             _sync(file, self.fsync)
         except OSError as exc:
             error = SessionLogError(f"{self.path}: cannot append event {first}: {exc}", path=self.path, line=first + 1)
@@ -1065,20 +1081,10 @@ class SessionLog:
             self._cut(file)
             self._fail(error)
             raise error from exc
-        index, knobs, pending = self._index, self._knobs, self._pending
-        for event, written in zip(events, encoded):
-            index.add(len(written))
-            turn, type_ = event["turn"], event["type"]
-            if isinstance(turn, int) and not isinstance(turn, bool) and turn > self._top_turn:
-                self._top_turn = turn
-            if type_ in knobs.TYPES:
-                knobs.feed(event)
-            elif type_ in pending.TYPES:
-                pending.feed(event)
-            elif type_ == "session/header":
-                self._header = True
-            elif type_ == COMPACTION:
-                self._compacted(event)
+        index.extend(map(len, encoded))
+        self._top_turn = top
+        for event in folded:
+            self._fold(event)
         for event, line in zip(events, lines) if self._listeners else ():
             for listener in list(self._listeners):
                 try:
@@ -1088,6 +1094,20 @@ class SessionLog:
                     # make the writer believe the append failed.
                     logger.exception("session log listener %r failed", listener)
         return events
+
+    def _fold(self, event: LogEntry) -> None:
+        """Keep what the log's folds read of an event just appended (one of
+        the types they read): the knobs, the inbox, the header, the last
+        compaction."""
+        type_ = event["type"]
+        if type_ in self._knobs.TYPES:
+            self._knobs.feed(event)
+        elif type_ in self._pending.TYPES:
+            self._pending.feed(event)
+        elif type_ == "session/header":
+            self._header = True
+        else:  # COMPACTION
+            self._compacted(event)
 
     def _check_unchanged(self, first: int) -> None:
         """Raise (and close) unless the path still leads to the file this writer

@@ -129,7 +129,10 @@ class StepFold:
         self._steered: List[List[Dict[str, Any]]] = []  # sent with turn/steer, not echoed yet
         self._user_items = 0
         self._reserved: Optional[str] = None  # the id the next held message takes (a stream announced it)
-        self._streams: Dict[str, str] = {}  # agent message item streaming → the message id announced
+        #: An agent message item streaming → the id of the message announced
+        #: for it (the agent's loop reads it for every delta: :meth:`stream`'s
+        #: work without its call).
+        self.streams: Dict[str, str] = {}
         self._committing: Dict[str, str] = {}  # item completed into the held message → its id
         self._signals: List[Event] = []
 
@@ -193,7 +196,7 @@ class StepFold:
         when the turn built it as one (the agent's turns:
         :meth:`._turnfold.TurnFold.deltas_as`), else a new one."""
         item_id = event.item_id
-        message_id = self._streams.get(item_id)
+        message_id = self.streams.get(item_id)
         if message_id is None:
             message_id = self._announce(item_id)
         if type(event) is MessageDelta:
@@ -211,12 +214,12 @@ class StepFold:
     def streaming(self, event: AgentMessageDelta) -> None:
         """:meth:`stream` with no one to show it to (an agent without a
         listener): the stream is announced, no event is built."""
-        if event.item_id not in self._streams:
+        if event.item_id not in self.streams:
             self._announce(event.item_id)
 
     def _announce(self, item_id: str) -> str:
         """A new stream: the message its text becomes."""
-        message_id = self._streams[item_id] = self._stream_id()
+        message_id = self.streams[item_id] = self._stream_id()
         return message_id
 
     def _stream_id(self) -> str:
@@ -232,9 +235,9 @@ class StepFold:
         self._signals.append(self.stream(event))
 
     def _abandon_streams(self) -> None:
-        for item_id, message_id in self._streams.items():
+        for item_id, message_id in self.streams.items():
             self._signals.append(MessageStreamEnd(message_id, item_id, committed=False))
-        self._streams.clear()
+        self.streams.clear()
 
     def steer(self, messages: List[Dict[str, Any]]) -> None:
         """User messages sent into this codex turn with one ``turn/steer`` (a
@@ -379,7 +382,7 @@ class StepFold:
     def _commit_stream(self, item_id: str, message_id: str) -> None:
         """The item's text went into the held message: its stream (if it
         streamed) ends committed when that message is written."""
-        announced = self._streams.pop(item_id, None)
+        announced = self.streams.pop(item_id, None)
         if announced is None:
             return
         if announced == message_id:
@@ -388,7 +391,7 @@ class StepFold:
             self._signals.append(MessageStreamEnd(announced, item_id, committed=False))
 
     def _end_stream(self, item_id: str, committed: bool) -> None:
-        message_id = self._streams.pop(item_id, None)
+        message_id = self.streams.pop(item_id, None)
         if message_id is not None:
             self._signals.append(MessageStreamEnd(message_id, item_id, committed))
 

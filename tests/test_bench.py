@@ -70,6 +70,21 @@ def test_bench_contender_delivers_every_delta(tiny, name):
     assert not [d for d in os.listdir(tiny["scratch"]) if d.startswith("agent-")]  # the agent's scratch is gone
 
 
+def test_bench_agent_clock_starts_at_codexs_first_event_not_the_agents_own():
+    # The client's clock starts at the turn's first event; the agent's must
+    # too, not at the phase change it shows before asking codex for the turn.
+    from codexmini import ItemStarted, MessageDelta, PhaseChanged, SessionStarted
+
+    watch = stream._Watch()
+    on_event = watch.listener()
+    on_event(SessionStarted.__new__(SessionStarted))
+    on_event(PhaseChanged.__new__(PhaseChanged))
+    on_event(MessageDelta.__new__(MessageDelta))
+    assert watch.first is None and watch.events == 3 and watch.deltas == 1
+    on_event(ItemStarted.__new__(ItemStarted))
+    assert watch.first is not None and watch.before
+
+
 def test_bench_importtime_parser_sums_the_top_level_after_the_marker():
     stderr = textwrap.dedent(
         f"""\

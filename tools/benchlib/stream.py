@@ -257,13 +257,19 @@ class _Watch:
         self.events = 0
 
     def listener(self) -> Any:
-        from codexmini import MessageDelta
+        from codexmini import MessageDelta, PhaseChanged, SessionStarted
+
+        # The agent's own lifecycle events come before it asks codex for the
+        # turn: the clock starts at the first event of codex's turn, as the
+        # client's does (not at the phase change, which would charge the agent
+        # for the fake's answer to thread/start and turn/start).
+        own = (PhaseChanged, SessionStarted)
 
         def on_event(event: Any) -> None:
             self.events += 1
             if type(event) is MessageDelta:  # the agent shows each delta once, as its MessageDelta
                 self.deltas += 1
-            elif self.first is None:
+            elif self.first is None and type(event) not in own:
                 self.first, self.first_cpu, self.before = time.perf_counter(), time.process_time(), counters()
 
         return on_event
