@@ -59,6 +59,9 @@ class Subscription:
         # the frame): the turn folds them; the public getters hand out frames.
         self._items: Deque[_rpc.Notification] = collections.deque()
         self._waiter: Optional["asyncio.Future[None]"] = None
+        # The client routed frames here while the consumer waited and has yet to
+        # wake it (it wakes consumers once for many frames: AppServerClient._wake).
+        self._due = False
         self._error: Optional[TransportError] = None
         self.dropped = 0
         self._stats = stats  # the client's: "dropped" counts for all its subscriptions

@@ -5,10 +5,12 @@ Counted, never timed.  The routing of a read (``Connection.receive`` and the
 client's dispatch) is counted in Python lines run and functions called
 (``sys.settrace``, ``sys.setprofile``) with 1, 8 and 128 subscriptions open:
 the same notifications cost the same operations.
-The consumers' wakes are counted with 1 and 64 of them waiting on a
-transport that hands over what it holds without waiting: each consumer wakes
-once for :data:`~codexmini._client.FRAMES_PER_WAKE` frames, not once a read,
-and a lone consumer still runs after every read that brought it that many.
+The consumers' wakes are counted with 1, 64 and 128 of them waiting on a
+transport that hands over what it holds without waiting, and on one that
+hands each read over a turn of the event loop after it is asked for, as a
+pipe does: each consumer wakes once for
+:data:`~codexmini._client.FRAMES_PER_WAKE` frames, not once a read, and a
+lone consumer still runs after every read that brought it that many.
 """
 
 from __future__ import annotations
@@ -167,12 +169,29 @@ async def test_client_many_turns_routing_interleaved_threads_costs_the_same_for_
 # -- wakes: a consumer wakes for many frames, not for each read -------------------------
 
 
-async def wakes(consumers: int, reads: int, per_thread: int) -> Dict[str, Any]:
+class PacedTransport(HeldTransport):
+    """A :class:`HeldTransport` whose reads come as a pipe's do: the bytes
+    arrive a turn of the event loop after the reader asks (the selector's
+    callback feeds the ``StreamReader``), and the reader takes them the turn
+    after (its task runs when woken) -- so between two reads the loop always
+    runs whatever is ready, the consumers the reader woke included."""
+
+    async def read(self) -> bytes:
+        await self.gate
+        if not self.reads:
+            return await super().read()
+        arrived = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(arrived.set_result, self.reads.popleft())
+        return await arrived
+
+
+async def wakes(consumers: int, reads: int, per_thread: int, paced: bool = False) -> Dict[str, Any]:
     """``consumers`` subscriptions, each with a consumer waiting; ``reads``
-    reads held, each with ``per_thread`` deltas of every thread (interleaved).
-    How often the consumers had to wait, and the most one found queued."""
+    reads held (handed over as a pipe does, with ``paced``), each with
+    ``per_thread`` deltas of every thread (interleaved).  How often the
+    consumers had to wait, and the most one found queued."""
     frames = [delta(thread_id(t)) for _ in range(per_thread) for t in range(consumers)]
-    transport = HeldTransport([lines(frames) for _ in range(reads)])
+    transport = (PacedTransport if paced else HeldTransport)([lines(frames) for _ in range(reads)])
     client = AppServerClient(transport)
     expected = reads * per_thread
     waits, most = [0], [0]
@@ -209,6 +228,27 @@ async def test_client_many_turns_the_old_rule_woke_every_consumer_after_every_re
     # (what it did before): a wake a frame.  The test above can fail.
     monkeypatch.setattr(client_mod, "FRAMES_PER_WAKE", 0)
     got = await wakes(consumers=64, reads=32, per_thread=1)
+    assert got["waits"] == got["frames"]
+
+
+async def test_client_many_turns_128_consumers_on_a_pipe_wake_once_for_many_frames():
+    # As the bench's 128 turns at once: each read (a turn of the loop apart, as
+    # a pipe's) brings a delta or two of each thread.  The reader wakes no
+    # consumer for them until it routed FRAMES_PER_WAKE frames a consumer:
+    # 16 frames a wake, where waking after every read was one.
+    got = await wakes(consumers=128, reads=64, per_thread=1, paced=True)
+    assert got["waits"] <= got["frames"] // client_mod.FRAMES_PER_WAKE + 128
+    assert got["waits"] * 8 <= got["frames"]
+
+
+async def test_client_many_turns_on_a_pipe_waking_once_the_loop_turned_woke_every_consumer_after_every_read(
+    monkeypatch,
+):
+    # The same, waking the consumers as soon as a turn of the loop passed
+    # after a read (before the pipe's next bytes can be taken, what the reader
+    # did before): a wake a frame.  The test above can fail.
+    monkeypatch.setattr(client_mod, "DRY_TURNS", 0)
+    got = await wakes(consumers=128, reads=16, per_thread=1, paced=True)
     assert got["waits"] == got["frames"]
 
 
