@@ -18,9 +18,9 @@ handshake.  Beside the caller run:
   it brought frames to and lets them run, so one read's frames die young --
   unless that is a few frames for each of many consumers (many turns at
   once): then it reads on, and wakes them once the frames it routed are
-  :data:`FRAMES_PER_WAKE` a consumer, or once the transport had nothing
-  more for :data:`DRY_TURNS` turns of the event loop: a consumer wakes
-  once for many frames, not once a read.  What a notification costs to
+  :data:`FRAMES_PER_WAKE` a consumer (:data:`FRAMES_HELD` in all at most),
+  or once the transport had nothing more for :data:`DRY_TURNS` turns of the
+  event loop: a consumer wakes once for many frames, not once a read.  What a notification costs to
   route does not grow with the subscriptions open: one lookup of its
   route, its subscribers' queues and no other.
 * **handler tasks**, one per server request, so a slow approval never stalls
@@ -105,6 +105,10 @@ _DECLINED_TURNS = 64  # how many turns _say_declined remembers
 #: once the frames it routed are at least this many per consumer to wake (or
 #: the transport had nothing more for a while: :data:`DRY_TURNS`).
 FRAMES_PER_WAKE = 16
+#: However many consumers wait, the reader wakes them once it routed this many
+#: frames: what it holds for them beyond what the transport holds is bounded
+#: (about 1.3 MB of deltas, parsed).
+FRAMES_HELD = 1024
 #: How many turns of the event loop the transport may hand over nothing
 #: before the consumers that wait for frames already routed are woken: a
 #: turn to poll the transport, a turn for the reader to take what came.  No
@@ -641,13 +645,14 @@ class AppServerClient(Extras):
                 frames = 0
                 self._wake()  # the consumers of the full queues among them
                 await self._wait_for_room()
-            elif frames < len(due) * FRAMES_PER_WAKE:
+            elif frames < min(len(due) * FRAMES_PER_WAKE, FRAMES_HELD):
                 # A few frames a consumer: read on while the transport holds
                 # more.  A lone consumer is woken now (it runs once the reader
                 # waits for the transport: what it would batch came in this
                 # read).  Many (many turns at once) are woken once the frames
-                # are FRAMES_PER_WAKE a consumer, not one a read -- or once
-                # the transport had nothing more for DRY_TURNS turns of the loop.
+                # are FRAMES_PER_WAKE a consumer, not one a read (FRAMES_HELD
+                # in all at most) -- or once the transport had nothing more
+                # for DRY_TURNS turns of the loop.
                 if len(due) == 1:
                     self._wake()
                 else:

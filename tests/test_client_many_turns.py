@@ -189,17 +189,21 @@ async def wakes(consumers: int, reads: int, per_thread: int, paced: bool = False
     """``consumers`` subscriptions, each with a consumer waiting; ``reads``
     reads held (handed over as a pipe does, with ``paced``), each with
     ``per_thread`` deltas of every thread (interleaved).  How often the
-    consumers had to wait, and the most one found queued."""
+    consumers had to wait, the most one found queued, and the most all the
+    subscriptions held when a consumer woke."""
     frames = [delta(thread_id(t)) for _ in range(per_thread) for t in range(consumers)]
     transport = (PacedTransport if paced else HeldTransport)([lines(frames) for _ in range(reads)])
     client = AppServerClient(transport)
     expected = reads * per_thread
-    waits, most = [0], [0]
+    waits, most, held = [0], [0], [0]
 
     async def consume(sub: Any) -> None:
         for _ in range(expected):
             if not sub.pending():
                 waits[0] += 1
+                await sub.get()  # a wake: what is queued for every consumer now
+                held[0] = max(held[0], sum(s.pending() for s in subs) + 1)
+                continue
             most[0] = max(most[0], sub.pending())
             await sub.get()
 
@@ -210,7 +214,7 @@ async def wakes(consumers: int, reads: int, per_thread: int, paced: bool = False
             await asyncio.sleep(0)
         transport.open()
         await asyncio.wait_for(asyncio.gather(*tasks), 30)  # a hang guard, not a time limit
-        return {"waits": waits[0], "most_queued": most[0], "frames": expected * consumers}
+        return {"waits": waits[0], "most_queued": most[0], "most_held": held[0], "frames": expected * consumers}
     finally:
         await client.close()
 
@@ -231,14 +235,25 @@ async def test_client_many_turns_the_old_rule_woke_every_consumer_after_every_re
     assert got["waits"] == got["frames"]
 
 
-async def test_client_many_turns_128_consumers_on_a_pipe_wake_once_for_many_frames():
-    # As the bench's 128 turns at once: each read (a turn of the loop apart, as
-    # a pipe's) brings a delta or two of each thread.  The reader wakes no
-    # consumer for them until it routed FRAMES_PER_WAKE frames a consumer:
-    # 16 frames a wake, where waking after every read was one.
-    got = await wakes(consumers=128, reads=64, per_thread=1, paced=True)
-    assert got["waits"] <= got["frames"] // client_mod.FRAMES_PER_WAKE + 128
+async def test_client_many_turns_64_consumers_on_a_pipe_wake_once_for_many_frames():
+    # As the bench's turns at once: each read (a turn of the loop apart, as a
+    # pipe's) brings a delta of each thread.  The reader wakes no consumer
+    # for them until it routed FRAMES_PER_WAKE frames a consumer: 16 frames
+    # a wake, where waking after every read was one.
+    assert 64 * client_mod.FRAMES_PER_WAKE <= client_mod.FRAMES_HELD
+    got = await wakes(consumers=64, reads=64, per_thread=1, paced=True)
+    assert got["waits"] <= got["frames"] // client_mod.FRAMES_PER_WAKE + 64
     assert got["waits"] * 8 <= got["frames"]
+
+
+async def test_client_many_turns_128_consumers_on_a_pipe_hold_at_most_frames_held():
+    # With more consumers than FRAMES_HELD / FRAMES_PER_WAKE, what the reader
+    # routes before it wakes them is bounded all the same (FRAMES_HELD, and
+    # the read that crossed it): 8 frames a wake here, not 16.
+    got = await wakes(consumers=128, reads=64, per_thread=1, paced=True)
+    assert got["most_held"] <= client_mod.FRAMES_HELD + 128
+    assert got["waits"] <= got["frames"] // (client_mod.FRAMES_HELD // 128) + 128
+    assert got["waits"] * 4 <= got["frames"]
 
 
 async def test_client_many_turns_on_a_pipe_waking_once_the_loop_turned_woke_every_consumer_after_every_read(
