@@ -638,21 +638,23 @@ class AppServerClient(Extras):
             if not data:
                 break
             events = self._conn.receive(data)
-            self._handle(events)
+            small = self._handle(events)
             frames += len(events)
             self._reads += 1
             if self._full:
                 frames = 0
                 self._wake()  # the consumers of the full queues among them
                 await self._wait_for_room()
-            elif frames < min(len(due) * FRAMES_PER_WAKE, FRAMES_HELD):
+            elif not small and frames < min(len(due) * FRAMES_PER_WAKE, FRAMES_HELD):
                 # A few frames a consumer: read on while the transport holds
                 # more.  A lone consumer is woken now (it runs once the reader
                 # waits for the transport: what it would batch came in this
                 # read).  Many (many turns at once) are woken once the frames
                 # are FRAMES_PER_WAKE a consumer, not one a read (FRAMES_HELD
                 # in all at most) -- or once the transport had nothing more
-                # for DRY_TURNS turns of the loop.
+                # for DRY_TURNS turns of the loop.  (Not a consumer whose queue
+                # is FRAMES_HELD or smaller: what is held for it could fill it,
+                # and make the reader wait or the queue drop.)
                 if len(due) == 1:
                     self._wake()
                 else:
@@ -731,14 +733,16 @@ class AppServerClient(Extras):
         self._read_freely = True
         self._make_room()
 
-    def _handle(self, events: List[_rpc.Incoming]) -> None:
+    def _handle(self, events: List[_rpc.Incoming]) -> bool:
         """Route what one read brought.  On the hot path (a thread's one
         subscriber) a consumer that waits is not woken here: it joins
-        ``_due``, which :meth:`_read` wakes."""
+        ``_due``, which :meth:`_read` wakes.  True when one of them has a
+        queue of :data:`FRAMES_HELD` or fewer (to be woken after this read:
+        what the reader holds for it must not fill it)."""
         # (Builtins as locals: 3.9 caches no global lookup in a function called
         # fewer than 1,024 times, and this one runs once a chunk.)
         taps, handlers, notification, type_, len_ = self._taps, _HANDLERS, _rpc.Notification, type, len
-        due = self._due
+        due, small = self._due, False
         # The previous notification's route and its subscribers (the same list
         # while it has any: a route equal to it needs no hash and no lookup).
         last: Any = _NO_ROUTE
@@ -762,11 +766,13 @@ class AppServerClient(Extras):
                             if sub._waiter is not None and not sub._due:
                                 sub._due = True
                                 due.append(sub)
+                                small = small or sub.maxsize <= FRAMES_HELD
                             continue
                 handlers[type_(event)](self, event)
             except Exception:  # the boundary no frame crosses: log, count, read on
                 self.stats["handler_errors"] += 1
                 log.exception("handling a frame from codex failed; skipped")
+        return small
 
     def _on_response(self, event: _rpc.Response) -> None:
         future = self._futures.get(event.id)

@@ -185,12 +185,13 @@ class PacedTransport(HeldTransport):
         return await arrived
 
 
-async def wakes(consumers: int, reads: int, per_thread: int, paced: bool = False) -> Dict[str, Any]:
+async def wakes(consumers: int, reads: int, per_thread: int, paced: bool = False, **queue: Any) -> Dict[str, Any]:
     """``consumers`` subscriptions, each with a consumer waiting; ``reads``
     reads held (handed over as a pipe does, with ``paced``), each with
-    ``per_thread`` deltas of every thread (interleaved).  How often the
-    consumers had to wait, the most one found queued, and the most all the
-    subscriptions held when a consumer woke."""
+    ``per_thread`` deltas of every thread (interleaved); ``queue``: the
+    subscriptions' ``maxsize`` and ``overflow``.  How often the consumers had
+    to wait, the most one found queued, the most all the subscriptions held
+    when a consumer woke, and what they dropped."""
     frames = [delta(thread_id(t)) for _ in range(per_thread) for t in range(consumers)]
     transport = (PacedTransport if paced else HeldTransport)([lines(frames) for _ in range(reads)])
     client = AppServerClient(transport)
@@ -199,6 +200,8 @@ async def wakes(consumers: int, reads: int, per_thread: int, paced: bool = False
 
     async def consume(sub: Any) -> None:
         for _ in range(expected):
+            if client.stats["dropped"]:  # what was dropped never comes: no use waiting for it
+                return
             if not sub.pending():
                 waits[0] += 1
                 await sub.get()  # a wake: what is queued for every consumer now
@@ -208,13 +211,19 @@ async def wakes(consumers: int, reads: int, per_thread: int, paced: bool = False
             await sub.get()
 
     try:
-        subs = [client.subscribe(thread_id(t)) for t in range(consumers)]
+        subs = [client.subscribe(thread_id(t), **queue) for t in range(consumers)]
         tasks = [asyncio.ensure_future(consume(sub)) for sub in subs]
         while not all(sub._waiter is not None for sub in subs):  # every consumer waits
             await asyncio.sleep(0)
         transport.open()
         await asyncio.wait_for(asyncio.gather(*tasks), 30)  # a hang guard, not a time limit
-        return {"waits": waits[0], "most_queued": most[0], "most_held": held[0], "frames": expected * consumers}
+        return {
+            "waits": waits[0],
+            "most_queued": most[0],
+            "most_held": held[0],
+            "frames": expected * consumers,
+            "dropped": client.stats["dropped"],
+        }
     finally:
         await client.close()
 
@@ -254,6 +263,16 @@ async def test_client_many_turns_128_consumers_on_a_pipe_hold_at_most_frames_hel
     assert got["most_held"] <= client_mod.FRAMES_HELD + 128
     assert got["waits"] <= got["frames"] // (client_mod.FRAMES_HELD // 128) + 128
     assert got["waits"] * 4 <= got["frames"]
+
+
+async def test_client_many_turns_small_queues_are_woken_after_each_read_and_drop_nothing():
+    # Queues of 8 that drop: holding 16 frames for each before waking them
+    # would drop half.  A consumer whose queue is FRAMES_HELD or smaller is
+    # woken after each read (and runs before the next), as before the reader
+    # held frames across reads.
+    got = await wakes(consumers=64, reads=32, per_thread=1, paced=True, maxsize=8, overflow="drop")
+    assert got["dropped"] == 0 and got["most_queued"] <= 1
+    assert got["waits"] == got["frames"]
 
 
 async def test_client_many_turns_on_a_pipe_waking_once_the_loop_turned_woke_every_consumer_after_every_read(
