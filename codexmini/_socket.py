@@ -70,8 +70,18 @@ async def _open(address: Address) -> Streams:
         streams = await asyncio.open_unix_connection(address.host, limit=READ_CHUNK)
     else:
         streams = await asyncio.open_connection(address.host, address.port, limit=READ_CHUNK)
-    streams[1].transport.max_size = SOCKET_READ  # type: ignore[attr-defined]  # (the selector transports' read size)
+    _read_at_most(streams[1].transport, SOCKET_READ)
     return streams
+
+
+def _read_at_most(transport: asyncio.BaseTransport, size: int) -> None:
+    """Set the most one read of ``transport`` takes: ``max_size``, the read
+    size of asyncio's socket transports.  A transport without one keeps its
+    own (uvloop's, a compiled class, takes no new attribute)."""
+    try:
+        transport.max_size = size  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
 
 
 async def _answer(reader: asyncio.StreamReader, handshake: Handshake) -> Answer:

@@ -414,6 +414,13 @@ async def test_socket_a_read_of_the_socket_takes_what_a_pipe_read_takes_at_most(
         await transport.aclose(5)
 
 
+def test_socket_a_transport_without_a_read_size_keeps_its_own():
+    class Compiled:  # as uvloop's transports: no attribute can be added
+        __slots__ = ()
+
+    _socket._read_at_most(Compiled(), 1024)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     "ending, error",
     [
