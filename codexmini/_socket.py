@@ -55,10 +55,33 @@ def _host_header(address: Address) -> str:
     return f"{host}:{address.port}"
 
 
+#: The most one read of the socket takes: what a pipe holds, as much as one
+#: read of a child's stdout brings (asyncio's socket transports read up to
+#: 256 KiB at once).  The stream's buffer then grows and shrinks by 64 KiB of
+#: reused memory; by 256 KiB it drew fresh pages from the system again and
+#: again: on the bench's 200,000-notification turn over TCP, 17,000-18,000
+#: page faults in the reader's window and twice the system time; now about
+#: 2,000 (``make bench``'s ``client_ws``).
+SOCKET_READ = 2 * READ_CHUNK
+
+
 async def _open(address: Address) -> Streams:
     if address.family == "unix":
-        return await asyncio.open_unix_connection(address.host, limit=READ_CHUNK)
-    return await asyncio.open_connection(address.host, address.port, limit=READ_CHUNK)
+        streams = await asyncio.open_unix_connection(address.host, limit=READ_CHUNK)
+    else:
+        streams = await asyncio.open_connection(address.host, address.port, limit=READ_CHUNK)
+    _read_at_most(streams[1].transport, SOCKET_READ)
+    return streams
+
+
+def _read_at_most(transport: asyncio.BaseTransport, size: int) -> None:
+    """Set the most one read of ``transport`` takes: ``max_size``, the read
+    size of asyncio's socket transports.  A transport without one keeps its
+    own (uvloop's, a compiled class, takes no new attribute)."""
+    try:
+        transport.max_size = size  # type: ignore[attr-defined]
+    except AttributeError:
+        pass
 
 
 async def _answer(reader: asyncio.StreamReader, handshake: Handshake) -> Answer:

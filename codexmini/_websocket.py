@@ -28,6 +28,7 @@ import base64
 import hashlib
 import os
 import re
+import struct
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ._errors import AuthRejected, ConfigError, ConnectFailed, WebSocketError
@@ -45,6 +46,9 @@ _CONTROL = frozenset({CLOSE, PING, PONG})
 _VALID_CLOSE = frozenset({1000, 1001, 1002, 1003, *range(1007, 1015), *range(3000, 5000)})
 
 Random = Callable[[int], bytes]
+
+#: A frame's first 4 bytes: its first byte, its second, and what would be a 16-bit length.
+_HEAD: Callable[[bytes, int], Tuple[int, int, int]] = struct.Struct(">BBH").unpack_from
 
 
 def new_key(random: Random = os.urandom) -> str:
@@ -289,56 +293,47 @@ class WebSocket:
     def _parse(self, data: bytes, events: List[Incoming], texts: Optional[List[bytes]]) -> None:
         if self.close_received:
             return  # the server said it is done: what follows is not read
-        if not self._pending:
+        pending = self._pending
+        if not pending:
             self._frames(data, 0, events, texts)
             return
         # A frame began in an earlier chunk: complete that one frame (copying
-        # only it), then read the rest of this chunk where it lies.
-        self._pending.append(data)
-        self._pending_size += len(data)
-        need = self._pending_need
-        if need is None:  # the header is not all in yet: the pieces hold fewer than 14 bytes
-            head = self._pending[0]
-            need = self._pending_need = _frame_size(head if len(head) >= 14 else b"".join(self._pending)[:14])
-        if need is None or self._pending_size < need:
-            return  # still not whole: keep the pieces (joined once, when whole: a frame
-            # that arrives a byte at a time costs its size, not its size squared)
-        whole = b"".join(self._pending)
+        # only it and the part of this chunk it takes), then read the rest of
+        # this chunk where it lies.
+        size, need = self._pending_size, self._pending_need
+        if need is None:  # not sized yet: the last chunk's tail, or a header not all in (under 14 bytes)
+            head = pending[0]
+            need = self._pending_need = _frame_size(head if len(head) >= 14 else (b"".join(pending) + data[:14])[:14])
+        if need is None or size + len(data) < need:
+            pending.append(data)  # still not whole: keep the pieces (joined once, when whole: a
+            self._pending_size += len(data)  # frame that arrives a byte at a time costs its size,
+            return  # not its size squared)
+        take = need - size
+        pending.append(data[:take])
+        whole = b"".join(pending)
         self._pending, self._pending_size, self._pending_need = [], 0, None
-        take = need - (len(whole) - len(data))
-        if self._frames(whole[:need], 0, events, texts):
+        if self._frames(whole, 0, events, texts):
             self._frames(data, take, events, texts)
 
     def _frames(self, data: bytes, at: int, events: List[Incoming], texts: Optional[List[bytes]]) -> bool:
         """The frames of ``data`` from ``at``; an unfinished last one is kept
         for the next chunk.  False once the server closed (read no more)."""
         end = len(data)
-        limit = self.max_message
         try:
             while end - at >= 2 and not self.close_received:
-                first, second = data[at], data[at + 1]
-                if first == 0x81 and second <= 126 and self._parts is None:
-                    # The common frame: a whole text message, unmasked, its
-                    # length in 7 or 16 bits; no other check applies to it.
-                    if second < 126:
-                        n, start = second, at + 2
-                    elif end - at < 4:
-                        break
-                    else:
-                        n, start = (data[at + 2] << 8) | data[at + 3], at + 4
-                    if n > limit:
-                        raise self._fail(f"a message over {limit} bytes", 1009)
-                    if end - start < n:
-                        break
-                    at = start + n
-                    payload = data[start:at]
-                    if not payload.isascii():
-                        self._check_utf8(payload)
+                if data[at] == 0x81 and self._parts is None:
+                    # A run of the common frame, taken in one tight loop.
                     if texts is not None:
-                        texts.append(payload)
+                        stop = self._texts(data, at, texts)
                     else:
-                        events.append(Text(payload))
-                    continue
+                        run: List[bytes] = []
+                        stop = self._texts(data, at, run)
+                        events.extend(map(Text, run))
+                    if stop > at:
+                        at = stop
+                        continue
+                    # Not whole yet, or not a common frame (a 64-bit length, a mask): as any frame.
+                first, second = data[at], data[at + 1]
                 n, start = second & 0x7F, at + 2
                 if n == 126:
                     if end - at < 4:
@@ -364,6 +359,42 @@ class WebSocket:
                 tail = data[at:]
                 self._pending, self._pending_size, self._pending_need = [tail], len(tail), None
         return not self.close_received
+
+    def _texts(self, data: bytes, at: int, out: List[bytes]) -> int:
+        """The common frames of ``data`` from ``at``, one after the other: a
+        whole text message each (final, unmasked, its length in 7 or 16 bits),
+        no other check applies to them.  Their payloads go to ``out``; returns
+        where the run ends (``at`` itself when the frame there is not one, or
+        not whole yet, or closer to the end than 4 bytes).  The transport's hot
+        loop: per frame, one unpack of its first 4 bytes (fewer steps than
+        reading them one by one), the length held to the limit, the payload
+        sliced and checked as ASCII."""
+        end, limit = len(data), self.max_message
+        append, isascii, head = out.append, bytes.isascii, _HEAD
+        try:
+            while True:
+                first, n, n16 = head(data, at)
+                if first != 0x81:
+                    break
+                if n == 126:
+                    n, start = n16, at + 4
+                elif n < 126:
+                    start = at + 2
+                else:
+                    break
+                if n > limit:
+                    raise self._fail(f"a message over {limit} bytes", 1009)
+                stop = start + n
+                if stop > end:
+                    break
+                payload = data[start:stop]
+                if not isascii(payload):
+                    self._check_utf8(payload)
+                append(payload)
+                at = stop
+        except struct.error:  # fewer than 4 bytes from ``at``
+            pass
+        return at
 
     def _fail(self, reason: str, code: int) -> WebSocketError:
         """The error to raise; our close frame with ``code`` is queued."""

@@ -201,6 +201,38 @@ def test_bench_fake_interleaves_the_open_turns_a_line_each():
     assert streamed[::2] == turn("t-one", 1) and streamed[1::2] == turn("t-two", 2)
 
 
+def test_bench_fake_over_websocket_hands_the_socket_a_framed_turn_a_slice_at_a_time():
+    # The whole turn is framed before its first byte goes out, then handed to
+    # the socket SEND_CHUNK bytes at a time, each taken (drained) before the
+    # next: the transport never holds the turn (asyncio shrinking a buffer of
+    # tens of MiB cost the fake more than the stdio fake's blocking write).
+    from tools.benchlib import fake_appserver
+
+    class Writer:
+        def __init__(self) -> None:
+            self.calls: list = []
+
+        def write(self, data) -> None:
+            self.calls.append(bytes(data))
+
+        async def drain(self) -> None:
+            self.calls.append("drain")
+
+    out = fake_appserver.FrameWriter()
+    lines = [b'{"n":%d,"text":"%s"}' % (i, b"x" * (i % 300)) for i in range(2000)]
+    out.write(b"\n".join(lines[:10]) + b"\n")
+    out.write(b"\n".join(lines[10:]) + b"\n")
+    framed = b"".join(out.framed)
+    assert framed == fake_appserver.text_frames(b"\n".join(lines))
+    writer = Writer()
+    asyncio.run(out.send(writer))
+    sent = writer.calls[::2]
+    assert writer.calls[1::2] == ["drain"] * len(sent)
+    assert b"".join(sent) == framed and max(map(len, sent)) == fake_appserver.SEND_CHUNK
+    assert len(sent) == 1 + -(-(len(framed) - len(sent[0])) // fake_appserver.SEND_CHUNK)
+    assert out.framed == []
+
+
 def test_instructions_reads_cachegrinds_total_and_refuses_output_without_one():
     stderr = "==7== Cachegrind, a high-precision tracing profiler\n==7== \n==7== I   refs:      12,427,361,494\n"
     assert instructions.parse_irefs(stderr) == 12_427_361_494

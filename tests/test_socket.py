@@ -382,6 +382,45 @@ async def test_socket_frames_with_the_answer_pings_and_line_breaks_inside_a_mess
         await transport.aclose(5)
 
 
+async def test_socket_a_read_of_the_socket_takes_what_a_pipe_read_takes_at_most():
+    # asyncio's socket transports read 256 KiB at once; the stream's buffer
+    # then grew and shrank by that much, on fresh pages from the system each
+    # time.  A WebSocket connection reads 64 KiB at most, as a child's pipe does.
+    messages = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * 300) for i in range(4000)]  # 1.3 MB
+    burst = b"".join(server_frame(0x1, m) for m in messages)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await accept(reader, writer)
+        await reader.read(1)  # the client is ready: all of it in one write
+        writer.write(burst)
+        await writer.drain()
+        await reader.read()
+
+    server, url = await raw_server(handler)
+    async with server:
+        transport = await open_websocket(Connect(url))
+        reads: List[int] = []
+        feed = transport._reader.feed_data
+        transport._reader.feed_data = lambda data: reads.append(len(data)) or feed(data)
+        await transport.write(b"{}\n")
+        got: List[bytes] = []
+        while len(got) < len(messages):
+            chunk = await transport.read()
+            assert isinstance(chunk, list)
+            got += chunk
+        assert got == messages
+        assert sum(reads) == len(burst) and max(reads) <= _socket.SOCKET_READ == 64 * 1024
+        transport.signal(9)
+        await transport.aclose(5)
+
+
+def test_socket_a_transport_without_a_read_size_keeps_its_own():
+    class Compiled:  # as uvloop's transports: no attribute can be added
+        __slots__ = ()
+
+    _socket._read_at_most(Compiled(), 1024)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     "ending, error",
     [

@@ -362,6 +362,10 @@ def test_websocket_a_message_over_the_limit_is_refused_from_its_length():
     with pytest.raises(WebSocketError, match="over 10 bytes") as caught:
         conn.receive(header_only)
     assert caught.value.code == 1009
+    for head in (frame(0x1, b"x" * 11)[:6], frame(0x1, b"x" * 200)[:4]):  # in the hot loop: 7 and 16 bits
+        with pytest.raises(WebSocketError, match="over 10 bytes") as caught:
+            ws(max_message=10).receive_texts(head)
+        assert caught.value.code == 1009
     fragments = ws(max_message=10)
     assert fragments.receive(frame(0x1, b"x" * 6, fin=False)) == []
     with pytest.raises(WebSocketError, match="over 10 bytes"):
@@ -396,3 +400,46 @@ def test_websocket_a_frame_cut_into_many_pieces_is_sized_once_and_joined_once(mo
     events = [event for i in range(len(data)) for event in conn.receive(data[i : i + 1])]
     assert events == [Text(b"z" * 65536)]
     assert sized == list(range(2, 11))  # header bytes 2..10: then the size is known, never asked again
+
+
+def test_websocket_the_frame_a_chunk_completes_is_copied_not_the_chunk():
+    # A read ends inside a frame nearly every time.  The frame the next chunk
+    # completes is joined from its pieces: the ones before and the part of this
+    # chunk it takes; the rest of the chunk is read where it lies.  Before, the
+    # whole chunk was joined onto the pieces: a copy of every read, alive while
+    # the chunk's messages were sliced out of it.
+    import tracemalloc
+
+    cut = frame(0x1, b"s" * 200)
+    rest = b"".join(frame(0x1, b"x" * 1000) for _ in range(1000))  # 1 MB of whole frames after it
+    conn = ws()
+    assert conn.receive_texts(cut[:100]) == ([], [])
+    chunk = cut[100:] + rest
+    tracemalloc.start()
+    try:
+        texts, events = conn.receive_texts(chunk)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert texts == [b"s" * 200] + [b"x" * 1000] * 1000 and events == []
+    assert peak < 1.5 * len(chunk)  # the messages (a chunk's worth), not a second chunk besides
+
+
+def test_websocket_common_frames_take_the_short_way_the_others_every_check(monkeypatch):
+    # A final, unmasked text frame with a 7- or 16-bit length is taken in the
+    # codec's hot loop, with no per-frame check or call (its length against the
+    # limit, its payload as ASCII or UTF-8, are done in the loop); any other
+    # frame is checked in full, and so is one of fewer than 4 bytes that ends a chunk.
+    checked: List[int] = []
+    real = WebSocket._check_frame
+    monkeypatch.setattr(
+        WebSocket, "_check_frame", lambda self, first, *rest: checked.append(first) or real(self, first, *rest)
+    )
+    common = [b"", b"a", b"b" * 125, b"c" * 126, b"d" * 65535, "é".encode()]
+    data = b"".join(frame(0x1, payload) for payload in common)
+    assert ws().receive_texts(data) == (common, [])
+    assert checked == []
+    others = frame(0x1, b"e" * 65536) + frame(0x1, b"f", fin=False) + frame(0x0, b"g") + frame(0x9, b"")
+    data = others + frame(0x1, b"hi") + frame(0x1, b"j")
+    assert ws().receive_texts(data) == ([b"e" * 65536, b"fg", b"hi", b"j"], [Ping(b"")])
+    assert checked == [0x81, 0x01, 0x80, 0x89, 0x81]  # not "hi": "j", 3 bytes at the end

@@ -1,6 +1,6 @@
 """Where a stream contender's time goes: py-spy (sampling) or cProfile, per function.
 
-    python -m tools.benchlib.profile [client|agent|raw] [--notifications N] [--cprofile] [--top N]
+    python -m tools.benchlib.profile [client|client_ws|client_unix|agent|raw] [--notifications N] [--cprofile] [--top N]
 
 Builds the stream turn (as the bench does) in a scratch directory, runs the
 contender once in a fresh interpreter under ``py-spy record --format raw``
@@ -161,7 +161,9 @@ def with_cprofile(args: list[str], scratch: str, top: int) -> str:
 
 def main(argv: Any = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("contender", nargs="?", default="client", choices=["client", "agent", "raw"])
+    parser.add_argument(
+        "contender", nargs="?", default="client", choices=["client", "client_ws", "client_unix", "agent", "raw"]
+    )
     parser.add_argument("--notifications", type=int, default=200_000)
     parser.add_argument("--rate", type=int, default=1000, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=30)
