@@ -14,15 +14,13 @@ handshake.  Beside the caller run:
   gets the fail-closed answer), ``serverRequest/resolved`` cancels its
   handler, a skipped line is logged and counted.  Nothing a frame does ends
   the reader: a failure is logged, counted in ``stats["handler_errors"]``,
-  and the next frame is read.  After a read the reader wakes the consumers
-  it brought frames to and lets them run, so one read's frames die young --
-  unless that is a few frames for each of many consumers (many turns at
-  once): then it reads on, and wakes them once the frames it routed are
-  :data:`FRAMES_PER_WAKE` a consumer (:data:`FRAMES_HELD` in all at most),
-  or once the transport had nothing more for :data:`DRY_TURNS` turns of the
-  event loop: a consumer wakes once for many frames, not once a read.  What a notification costs to
-  route does not grow with the subscriptions open: one lookup of its
-  route, its subscribers' queues and no other.
+  and the next frame is read.  After a read the reader lets the consumers
+  run, so one read's frames die young -- unless the reads so far woke many
+  consumers for a few frames each (many turns at once): then it reads on
+  while the transport holds more, so that a consumer wakes once for
+  :data:`FRAMES_PER_WAKE` frames, not once a read.  What a notification
+  costs to route does not grow with the subscriptions open: one lookup of
+  its route, its subscribers' queues and no other.
 * **handler tasks**, one per server request, so a slow approval never stalls
   the reader; one that raises or misses its deadline gets the fail-closed
   answer.
@@ -101,19 +99,9 @@ AnswerObserver = Callable[[str, Dict[str, Any], Frame, str], None]
 _observers: List[Callable[[], Optional[Tap]]] = []
 _NO_ROUTE = object()  # no notification routed yet (see AppServerClient._handle)
 _DECLINED_TURNS = 64  # how many turns _say_declined remembers
-#: The reader wakes the consumers it brought frames to, and lets them run,
-#: once the frames it routed are at least this many per consumer to wake (or
-#: the transport had nothing more for a while: :data:`DRY_TURNS`).
+#: The reader lets the consumers run once the frames it routed are at least
+#: this many per consumer it woke (or it has to wait for the transport).
 FRAMES_PER_WAKE = 16
-#: However many consumers wait, the reader wakes them once it routed this many
-#: frames: what it holds for them beyond what the transport holds is bounded
-#: (about 1.3 MB of deltas, parsed).
-FRAMES_HELD = 1024
-#: How many turns of the event loop the transport may hand over nothing
-#: before the consumers that wait for frames already routed are woken: a
-#: turn to poll the transport, a turn for the reader to take what came.  No
-#: timer: an idle loop spins these turns at once.
-DRY_TURNS = 2
 
 
 def observe_clients(factory: Callable[[], Optional[Tap]]) -> Callable[[], None]:
@@ -196,10 +184,6 @@ class AppServerClient(Extras):
         self._unsubscribing: Set["asyncio.Task[Any]"] = set()
         self._subs: Dict[Optional[str], List[Subscription]] = {}
         self._all: List[Subscription] = []  # the ALL subscribers (the same list as _subs[ALL])
-        # Subscriptions the reader brought frames to while their consumer waits,
-        # not woken yet (Subscription._due), and how many reads it routed.
-        self._due: List[Subscription] = []
-        self._reads = 0
         # Back-pressure (Limits.overflow "wait"): the subscriptions over their
         # size the reader waits for, the future it waits on, and whether the
         # server is gone or going (the rest of what it sent is read at once).
@@ -630,71 +614,35 @@ class AppServerClient(Extras):
     # -- reading -----------------------------------------------------------
 
     async def _read(self) -> None:
-        transport, due = self._transport, self._due
-        call_soon = asyncio.get_running_loop().call_soon
-        frames = 0  # frames routed since the consumers were last woken
+        transport = self._transport
+        # Frames routed and consumers woken since the consumers last ran.
+        frames = woken = 0
         while True:
             data = await transport.read()
             if not data:
                 break
             events = self._conn.receive(data)
-            small = self._handle(events)
+            woken += self._handle(events)
             frames += len(events)
-            self._reads += 1
             if self._full:
-                frames = 0
-                self._wake()  # the consumers of the full queues among them
+                frames = woken = 0
                 await self._wait_for_room()
-            elif not small and frames < min(len(due) * FRAMES_PER_WAKE, FRAMES_HELD):
-                # A few frames a consumer: read on while the transport holds
-                # more.  A lone consumer is woken now (it runs once the reader
-                # waits for the transport: what it would batch came in this
-                # read).  Many (many turns at once) are woken once the frames
-                # are FRAMES_PER_WAKE a consumer, not one a read (FRAMES_HELD
-                # in all at most) -- or once the transport had nothing more
-                # for DRY_TURNS turns of the loop.  (Not a consumer whose queue
-                # is FRAMES_HELD or smaller: what is held for it could fill it,
-                # and make the reader wait or the queue drop.)
-                if len(due) == 1:
-                    self._wake()
-                else:
-                    call_soon(self._wake_if_dry, self._reads, DRY_TURNS)
-            elif frames:
+            elif frames and frames >= woken * FRAMES_PER_WAKE:
                 # Let the consumers take what came before the next read is
                 # decoded (read() returns at once while the transport holds
-                # more): one read's frames die young.
-                frames = 0
-                self._wake()
+                # more): one read's frames die young.  Unless the reads woke
+                # many consumers for a few frames each (many turns at once):
+                # then read on while the transport holds more, so that a
+                # consumer wakes for FRAMES_PER_WAKE frames, not one.
+                frames = woken = 0
                 await asyncio.sleep(0)
         self._handle(self._conn.receive_eof())
-        self._wake()
         # stdout ended: the process is exiting, or it closed stdout and is of no
         # further use.  Give it the close timeout, then kill its group.
         try:
             await within(transport.wait_exited(), self.timeouts.close)
         except asyncio.TimeoutError:
             transport.signal(signal.SIGKILL)
-
-    def _wake(self) -> None:
-        """Wake the consumers that wait for the frames routed to them (once each)."""
-        due = self._due
-        for sub in due:
-            sub._due = False
-            waiter = sub._waiter
-            if waiter is not None and not waiter.done():
-                waiter.set_result(None)
-        due.clear()
-
-    def _wake_if_dry(self, reads: int, turns: int) -> None:
-        """Called after read number ``reads``, which left consumers to wake: if
-        the reader read nothing more for ``turns`` more turns of the loop (the
-        transport had nothing for it), wake them.  A later read decides anew."""
-        if reads != self._reads:
-            return
-        if turns:
-            asyncio.get_running_loop().call_soon(self._wake_if_dry, reads, turns - 1)
-        else:
-            self._wake()
 
     async def _wait_for_room(self) -> None:
         """Back-pressure: read nothing more while a subscription whose overflow
@@ -733,16 +681,13 @@ class AppServerClient(Extras):
         self._read_freely = True
         self._make_room()
 
-    def _handle(self, events: List[_rpc.Incoming]) -> bool:
-        """Route what one read brought.  On the hot path (a thread's one
-        subscriber) a consumer that waits is not woken here: it joins
-        ``_due``, which :meth:`_read` wakes.  True when one of them has a
-        queue of :data:`FRAMES_HELD` or fewer (to be woken after this read:
-        what the reader holds for it must not fill it)."""
+    def _handle(self, events: List[_rpc.Incoming]) -> int:
+        """Route what one read brought; how many waiting consumers it woke
+        (on the hot path: a thread's one subscriber)."""
         # (Builtins as locals: 3.9 caches no global lookup in a function called
         # fewer than 1,024 times, and this one runs once a chunk.)
+        woken = 0
         taps, handlers, notification, type_, len_ = self._taps, _HANDLERS, _rpc.Notification, type, len
-        due, small = self._due, False
         # The previous notification's route and its subscribers (the same list
         # while it has any: a route equal to it needs no hash and no lookup).
         last: Any = _NO_ROUTE
@@ -763,16 +708,16 @@ class AppServerClient(Extras):
                         sub = subs[0]
                         if len_(sub._items) < sub.maxsize:
                             sub._items.append(event)
-                            if sub._waiter is not None and not sub._due:
-                                sub._due = True
-                                due.append(sub)
-                                small = small or sub.maxsize <= FRAMES_HELD
+                            waiter = sub._waiter
+                            if waiter is not None and not waiter.done():
+                                waiter.set_result(None)
+                                woken += 1
                             continue
                 handlers[type_(event)](self, event)
             except Exception:  # the boundary no frame crosses: log, count, read on
                 self.stats["handler_errors"] += 1
                 log.exception("handling a frame from codex failed; skipped")
-        return small
+        return woken
 
     def _on_response(self, event: _rpc.Response) -> None:
         future = self._futures.get(event.id)

@@ -59,9 +59,6 @@ class Subscription:
         # the frame): the turn folds them; the public getters hand out frames.
         self._items: Deque[_rpc.Notification] = collections.deque()
         self._waiter: Optional["asyncio.Future[None]"] = None
-        # The client routed frames here while the consumer waited and has yet to
-        # wake it (it wakes consumers once for many frames: AppServerClient._wake).
-        self._due = False
         self._error: Optional[TransportError] = None
         self.dropped = 0
         self._stats = stats  # the client's: "dropped" counts for all its subscriptions
@@ -136,8 +133,6 @@ class Subscription:
             try:
                 await within(waiter, timeout)
             except asyncio.TimeoutError:
-                if self._items:  # routed before the deadline, its wake still to come: taken
-                    continue
                 raise CodexTimeout(
                     f"no notification for {self.key!r} within {timeout:g}s", float(timeout or 0)
                 ) from None

@@ -538,21 +538,10 @@ class Turn:
             queued = sub._items
             # (Locals: a generator's code is "called" once a turn, so 3.9 caches no global lookup in it.)
             type_, delta = type, books.delta_type
-            create_future = asyncio.get_running_loop().create_future
             while not self.done:
                 note = queued.popleft() if queued else sub._next()  # queued already: no await
                 if note is None:
-                    if self.idle_timeout is not None or self._retrying is not None:
-                        note = await self._wait(sub)  # within a deadline
-                    else:
-                        # No deadline: the wait of Subscription._get, here, so that a
-                        # wake resumes this frame, not two more beneath it.
-                        sub._waiter = waiter = create_future()
-                        try:
-                            await waiter
-                        finally:
-                            sub._waiter = None
-                        continue  # what came, or the client's end (sub._next raises it)
+                    note = await self._wait(sub)
                 event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()
                 if type_(event) is not delta:  # a delta needs no check (nine frames in ten)
                     self._after(event)

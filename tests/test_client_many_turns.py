@@ -5,12 +5,10 @@ Counted, never timed.  The routing of a read (``Connection.receive`` and the
 client's dispatch) is counted in Python lines run and functions called
 (``sys.settrace``, ``sys.setprofile``) with 1, 8 and 128 subscriptions open:
 the same notifications cost the same operations.
-The consumers' wakes are counted with 1, 64 and 128 of them waiting on a
-transport that hands over what it holds without waiting, and on one that
-hands each read over a turn of the event loop after it is asked for, as a
-pipe does: each consumer wakes once for
-:data:`~codexmini._client.FRAMES_PER_WAKE` frames, not once a read, and a
-lone consumer still runs after every read that brought it that many.
+The consumers' wakes are counted with 1 and 64 of them waiting on a
+transport that hands over what it holds without waiting: each consumer wakes
+once for :data:`~codexmini._client.FRAMES_PER_WAKE` frames, not once a read,
+and a lone consumer still runs after every read that brought it that many.
 """
 
 from __future__ import annotations
@@ -169,61 +167,31 @@ async def test_client_many_turns_routing_interleaved_threads_costs_the_same_for_
 # -- wakes: a consumer wakes for many frames, not for each read -------------------------
 
 
-class PacedTransport(HeldTransport):
-    """A :class:`HeldTransport` whose reads come as a pipe's do: the bytes
-    arrive a turn of the event loop after the reader asks (the selector's
-    callback feeds the ``StreamReader``), and the reader takes them the turn
-    after (its task runs when woken) -- so between two reads the loop always
-    runs whatever is ready, the consumers the reader woke included."""
-
-    async def read(self) -> bytes:
-        await self.gate
-        if not self.reads:
-            return await super().read()
-        arrived = asyncio.get_running_loop().create_future()
-        asyncio.get_running_loop().call_soon(arrived.set_result, self.reads.popleft())
-        return await arrived
-
-
-async def wakes(consumers: int, reads: int, per_thread: int, paced: bool = False, **queue: Any) -> Dict[str, Any]:
+async def wakes(consumers: int, reads: int, per_thread: int) -> Dict[str, Any]:
     """``consumers`` subscriptions, each with a consumer waiting; ``reads``
-    reads held (handed over as a pipe does, with ``paced``), each with
-    ``per_thread`` deltas of every thread (interleaved); ``queue``: the
-    subscriptions' ``maxsize`` and ``overflow``.  How often the consumers had
-    to wait, the most one found queued, the most all the subscriptions held
-    when a consumer woke, and what they dropped."""
+    reads held, each with ``per_thread`` deltas of every thread (interleaved).
+    How often the consumers had to wait, and the most one found queued."""
     frames = [delta(thread_id(t)) for _ in range(per_thread) for t in range(consumers)]
-    transport = (PacedTransport if paced else HeldTransport)([lines(frames) for _ in range(reads)])
+    transport = HeldTransport([lines(frames) for _ in range(reads)])
     client = AppServerClient(transport)
     expected = reads * per_thread
-    waits, most, held = [0], [0], [0]
+    waits, most = [0], [0]
 
     async def consume(sub: Any) -> None:
         for _ in range(expected):
-            if client.stats["dropped"]:  # what was dropped never comes: no use waiting for it
-                return
             if not sub.pending():
                 waits[0] += 1
-                await sub.get()  # a wake: what is queued for every consumer now
-                held[0] = max(held[0], sum(s.pending() for s in subs) + 1)
-                continue
             most[0] = max(most[0], sub.pending())
             await sub.get()
 
     try:
-        subs = [client.subscribe(thread_id(t), **queue) for t in range(consumers)]
+        subs = [client.subscribe(thread_id(t)) for t in range(consumers)]
         tasks = [asyncio.ensure_future(consume(sub)) for sub in subs]
         while not all(sub._waiter is not None for sub in subs):  # every consumer waits
             await asyncio.sleep(0)
         transport.open()
         await asyncio.wait_for(asyncio.gather(*tasks), 30)  # a hang guard, not a time limit
-        return {
-            "waits": waits[0],
-            "most_queued": most[0],
-            "most_held": held[0],
-            "frames": expected * consumers,
-            "dropped": client.stats["dropped"],
-        }
+        return {"waits": waits[0], "most_queued": most[0], "frames": expected * consumers}
     finally:
         await client.close()
 
@@ -241,48 +209,6 @@ async def test_client_many_turns_the_old_rule_woke_every_consumer_after_every_re
     # (what it did before): a wake a frame.  The test above can fail.
     monkeypatch.setattr(client_mod, "FRAMES_PER_WAKE", 0)
     got = await wakes(consumers=64, reads=32, per_thread=1)
-    assert got["waits"] == got["frames"]
-
-
-async def test_client_many_turns_64_consumers_on_a_pipe_wake_once_for_many_frames():
-    # As the bench's turns at once: each read (a turn of the loop apart, as a
-    # pipe's) brings a delta of each thread.  The reader wakes no consumer
-    # for them until it routed FRAMES_PER_WAKE frames a consumer: 16 frames
-    # a wake, where waking after every read was one.
-    assert 64 * client_mod.FRAMES_PER_WAKE <= client_mod.FRAMES_HELD
-    got = await wakes(consumers=64, reads=64, per_thread=1, paced=True)
-    assert got["waits"] <= got["frames"] // client_mod.FRAMES_PER_WAKE + 64
-    assert got["waits"] * 8 <= got["frames"]
-
-
-async def test_client_many_turns_128_consumers_on_a_pipe_hold_at_most_frames_held():
-    # With more consumers than FRAMES_HELD / FRAMES_PER_WAKE, what the reader
-    # routes before it wakes them is bounded all the same (FRAMES_HELD, and
-    # the read that crossed it): 8 frames a wake here, not 16.
-    got = await wakes(consumers=128, reads=64, per_thread=1, paced=True)
-    assert got["most_held"] <= client_mod.FRAMES_HELD + 128
-    assert got["waits"] <= got["frames"] // (client_mod.FRAMES_HELD // 128) + 128
-    assert got["waits"] * 4 <= got["frames"]
-
-
-async def test_client_many_turns_small_queues_are_woken_after_each_read_and_drop_nothing():
-    # Queues of 8 that drop: holding 16 frames for each before waking them
-    # would drop half.  A consumer whose queue is FRAMES_HELD or smaller is
-    # woken after each read (and runs before the next), as before the reader
-    # held frames across reads.
-    got = await wakes(consumers=64, reads=32, per_thread=1, paced=True, maxsize=8, overflow="drop")
-    assert got["dropped"] == 0 and got["most_queued"] <= 1
-    assert got["waits"] == got["frames"]
-
-
-async def test_client_many_turns_on_a_pipe_waking_once_the_loop_turned_woke_every_consumer_after_every_read(
-    monkeypatch,
-):
-    # The same, waking the consumers as soon as a turn of the loop passed
-    # after a read (before the pipe's next bytes can be taken, what the reader
-    # did before): a wake a frame.  The test above can fail.
-    monkeypatch.setattr(client_mod, "DRY_TURNS", 0)
-    got = await wakes(consumers=128, reads=16, per_thread=1, paced=True)
     assert got["waits"] == got["frames"]
 
 

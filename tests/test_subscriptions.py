@@ -137,23 +137,6 @@ async def test_client_subscription_get_times_out_and_iterates_until_the_end():
     assert [f async for f in sub] == []
 
 
-async def test_client_subscription_get_takes_what_was_routed_before_its_deadline_though_not_yet_woken():
-    # The client routes a frame to a waiting consumer and wakes it later, once
-    # for many frames (AppServerClient._wake): a deadline that passes meanwhile
-    # finds the frame queued, and returns it instead of timing out.
-    client = await started(b.echo)
-    sub = client.subscribe(THREAD)
-    note = client._conn._notification({"method": "turn/started", "params": {"threadId": THREAD}}, "turn/started")
-    try:
-        waiting = asyncio.ensure_future(sub.get(timeout=0))
-        while sub._waiter is None:  # then it waits, its deadline armed (due the next turn of the loop)
-            await asyncio.sleep(0)
-        sub._items.append(note)  # as the reader's hot path does, the wake still to come
-        assert await waiting is note.frame
-    finally:
-        await client.close()
-
-
 async def test_subscription_events_end_with_the_client() -> None:
     client = await client_for_behaviour(CodexLike())
     sub = client.subscribe(client.GLOBAL)

@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import sys
 from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple
 
 import pytest
@@ -33,8 +32,6 @@ from support import thread_behaviours as tb
 from support.canned import Canned, client_for, client_for_behaviour, recorded
 
 from codexmini import Launch, Timeouts
-from codexmini import _subscriptions as subscriptions_mod
-from codexmini import _threads as threads_mod
 from codexmini._client import AppServerClient
 from codexmini._errors import (
     CodexminiError,
@@ -294,32 +291,6 @@ async def test_turn_plain_events_items_and_usage():
         assert await collect(turn) == []
         assert sent(seen, "turn/start") == [{"threadId": THREAD, "input": [{"type": "text", "text": "say hi"}]}]
         assert sent(seen, "turn/interrupt") == []
-
-
-async def test_turn_without_a_deadline_waits_on_its_future_itself():
-    # A wake of a turn with no deadline (no idle_timeout, codex not retrying)
-    # resumes the turn's generator and nothing beneath it: no Turn._wait and
-    # no Subscription._get, two coroutines more a wait (made, resumed, ended).
-    async with server(tb.Plain) as (client, seen):
-        thread = await Thread.start(client)
-        turn = thread.turn("say hi")
-        resumed: Dict[str, int] = {}
-
-        def profile(frame: Any, event: str, arg: Any) -> None:
-            if event == "call":  # a call, or a generator or coroutine resumed
-                name = frame.f_code.co_name
-                if frame.f_code.co_filename in (threads_mod.__file__, subscriptions_mod.__file__):
-                    resumed[name] = resumed.get(name, 0) + 1
-
-        before = sys.getprofile()
-        sys.setprofile(profile)
-        try:
-            events = await collect(turn)
-        finally:
-            sys.setprofile(before)
-        assert type(events[-1]) is TurnCompleted
-        assert resumed["_iterate"] > 2  # it waited: started, resumed after waits, ended
-        assert "_wait" not in resumed and "_get" not in resumed, resumed
 
 
 async def test_turn_params_are_added_to_turn_start():
