@@ -886,23 +886,15 @@ class SessionLog:
         path, index, file = self.path, self._index, self._file
         assert file is not None  # (open() has just opened it)
         scan = _Pass(path, _read_at(file, path, " back"), marks=index.marks)
-        top, header, knobs = 0, False, self._knobs
-        feed, knob_types = knobs.feed, knobs.TYPES
-        inbox_feed, inbox_types = self._pending.feed, self._pending.TYPES
+        top, folds, fold = 0, self._folded, self._fold
         for event in scan:
-            turn, type_ = event["turn"], event["type"]
+            turn = event["turn"]
             if type(turn) is int and turn > top:  # (not a bool)
                 top = turn
-            if type_ in knob_types:
-                feed(event)
-            elif type_ in inbox_types:
-                inbox_feed(event)
-            elif type_ == "session/header":
-                header = True
-            elif type_ == COMPACTION:
-                self._compacted(event)
+            if event["type"] in folds:
+                fold(event)
         index.count, index.end = scan.seq, scan.end
-        self.warnings, self._top_turn, self._header = scan.warnings, top, header
+        self.warnings, self._top_turn = scan.warnings, top
         try:
             opened = os.fstat(file.fileno())
             if scan.end < opened.st_size:
@@ -1096,9 +1088,9 @@ class SessionLog:
         return events
 
     def _fold(self, event: LogEntry) -> None:
-        """Keep what the log's folds read of an event just appended (one of
-        the types they read): the knobs, the inbox, the header, the last
-        compaction."""
+        """Keep what the log's folds read of an event read back or just
+        appended (one of the types they read): the knobs, the inbox, the
+        header, the last compaction."""
         type_ = event["type"]
         if type_ in self._knobs.TYPES:
             self._knobs.feed(event)
