@@ -18,9 +18,9 @@ and :meth:`TurnFold.started_tools` instead of counting on its own).
   access) -- or not at all for a reader that writes them elsewhere as they
   complete (``keep_items=False``: the agent);
 * the items started and not (yet) completed -- *open* -- and, for that same
-  reader, every *tool* item ever started, in start order, as its call (the
-  step fold settles the tools it never saw finish; a reader that keeps the
-  history has no step fold, and keeps no calls);
+  reader, the open *tool* items as first started, in start order, whose calls
+  the step fold settles if it never sees them finish (a reader that keeps the
+  history has no step fold, and keeps none);
 * usage, summed from ``tokenUsage.last`` of each model call;
 * the last ``error`` that codex will not retry, in case ``turn/completed``
   carries none.
@@ -49,7 +49,7 @@ from ._events import (
     Usage,
 )
 from ._items import ItemArchive
-from ._mapping import NOTIFICATIONS, ToolCall, delta_row, to_event, tool_call
+from ._mapping import NOTIFICATIONS, TOOL_ITEMS, ToolCall, delta_row, to_event, tool_call
 
 if TYPE_CHECKING:
     from dataclasses import replace
@@ -80,10 +80,12 @@ class TurnFold:
         self.keep_items = keep_items
         self.archive: Optional[ItemArchive] = ItemArchive() if keep_items else None
         self.open: Dict[str, "ThreadItem"] = {}  # started, not completed since
-        # Without a history: every tool item started (first start), in start
-        # order, as its call: what the step fold needs to settle a tool it
-        # never saw finish, without holding every item of a long turn.
-        self.started: Dict[str, ToolCall] = {}
+        # Without a history: the tool items started and not completed since
+        # (as first started), in start order: what the step fold needs to
+        # settle a tool it never saw finish.  A call is built only then
+        # (:meth:`started_tools`), not for every tool of the turn, and a long
+        # turn holds only its open tools.
+        self.started: Dict[str, "ThreadItem"] = {}
         self.usage = Usage()
         self.invalid = 0  # notifications skipped as malformed (InvalidNotification)
         self.last_error: Optional["TurnError"] = None
@@ -112,8 +114,8 @@ class TurnFold:
         return {} if self.archive is None else self.archive.by_id()  # type: ignore[return-value]
 
     def started_tools(self) -> List[ToolCall]:
-        """The call of every tool item that started, in start order."""
-        return list(self.started.values())
+        """The call of every tool item started and not completed since, in start order."""
+        return [call for call in map(tool_call, self.started.values()) if call is not None]
 
     def feed(self, method: str, params: Mapping[str, Any]) -> Optional[Event]:
         """Fold one notification of the thread; the event to yield, if any
@@ -151,17 +153,19 @@ class TurnFold:
     # -- the books, one per event type ---------------------------------------------
 
     def _started(self, event: ItemStarted) -> Event:
-        self.open[event.item_id] = event.item
-        if self.archive is None and event.item_id not in self.started:
-            call = tool_call(event.item)  # None for an item that is not a tool
-            if call is not None:
-                self.started[event.item_id] = call
+        item_id, item = event.item_id, event.item
+        self.open[item_id] = item
+        if self.archive is None and item.get("type") in TOOL_ITEMS and item_id not in self.started:
+            self.started[item_id] = item
         return event
 
     def _completed(self, event: ItemCompleted) -> Event:
-        self.open.pop(event.item_id, None)
+        item_id = event.item_id
+        self.open.pop(item_id, None)
         if self.archive is not None:
-            self.archive.add(event.item_id, event.item)
+            self.archive.add(item_id, event.item)
+        else:
+            self.started.pop(item_id, None)  # completed: the step fold folds it
         return event
 
     def _invalid(self, event: InvalidNotification) -> Event:

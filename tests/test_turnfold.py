@@ -148,8 +148,16 @@ def test_turnfold_open_items_versus_every_tool_item_started():
     books.feed(*started(agent_message("a", "again")))
     assert list(books.open) == ["call_1", "a"]
     books.feed(*started(command("call_1", "completed")))
-    # Kept as its call (what settling it needs), from the first start.
+    # Settled as its call (built only when asked), from the first start.
     assert books.started_tools() == [tool_call(cmd)]
+    assert books.started["call_1"] == cmd  # the item, not a call built for every tool
+    # Completed: the step fold folds it; nothing is left to settle, nothing held.
+    books.feed(*completed(command("call_1", "completed")))
+    assert books.started == {} and books.started_tools() == []
+    # Started again after its completion (a retried item): open, and settled if it never ends.
+    again = command("call_1", "inProgress")
+    books.feed(*started(again))
+    assert books.started_tools() == [tool_call(again)]
 
 
 def test_turnfold_without_the_history_keeps_no_completed_items():
