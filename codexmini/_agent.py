@@ -991,12 +991,10 @@ class Agent:
         the fold's stream events (``show``): each after the writes it speaks of."""
         if writes:
             turn = self._turn_no
-            for logged in self.log.append_many([(w.type, w.data, turn, w.step) for w in writes]):
-                type_ = logged["type"]
-                if type_ == "tool/call":
-                    self.stats["tool_calls"] += 1
-                elif type_ == "step/start":
-                    self.stats["steps"] += 1
+            self.log._write_many([(w.type, w.data, turn, w.step) for w in writes], keep=False)
+            types = [w.type for w in writes]
+            self.stats["tool_calls"] += types.count("tool/call")
+            self.stats["steps"] += types.count("step/start")
         self._step = folder.step
         listener = self.on_event
         if listener is not None and show:

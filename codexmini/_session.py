@@ -1012,6 +1012,14 @@ class SessionLog:
         one torn last line, as for :meth:`append`.  A fault of the file, or a
         file changed behind our back, closes the log; this append and every
         later one raise that error."""
+        return self._write_many(entries, keep=True)
+
+    def _write_many(
+        self, entries: Iterable[Tuple[str, Dict[str, Any], Optional[int], Optional[int]]], keep: bool
+    ) -> List[LogEntry]:
+        """:meth:`append_many`; ``keep=False``: the events are not returned (the
+        agent, which writes an event for every tenth notification, has them
+        already), only built for a fold of the log or a listener."""
         file = self._file
         if file is None:
             if self._failure is not None:
@@ -1029,6 +1037,7 @@ class SessionLog:
         folded: List[LogEntry] = []  # the events a fold of the log reads (knobs, inbox, header, compaction)
         type_texts, folds, encode, number = _TYPE_TEXT, self._folded, _encode, _number
         top, last = self._top_turn, None
+        keep = keep or bool(self._listeners)  # a listener is shown each event and its line
         for type_, data, turn, step in entries:
             type_text = type_texts.get(type_)
             if type_text is None:
@@ -1044,20 +1053,22 @@ class SessionLog:
                 encoded.append(line.encode("utf-8"))  # a lone surrogate is no UTF-8
             except (TypeError, ValueError, RecursionError) as exc:  # nothing was written
                 raise SessionLogError(f"{type_} event is not JSON or not UTF-8: {exc}", path=self.path) from exc
-            event: LogEntry = {
-                "v": LOG_VERSION,
-                "seq": seq,
-                "ts": now,
-                "type": type_,
-                "turn": turn,
-                "step": step,
-                "data": data,
-            }
-            lines.append(line)
-            events.append(event)
+            if keep or type_ in folds:
+                event: LogEntry = {
+                    "v": LOG_VERSION,
+                    "seq": seq,
+                    "ts": now,
+                    "type": type_,
+                    "turn": turn,
+                    "step": step,
+                    "data": data,
+                }
+                if keep:
+                    lines.append(line)
+                    events.append(event)
+                if type_ in folds:
+                    folded.append(event)
             seq += 1
-            if type_ in folds:
-                folded.append(event)
             if turn is not last:  # (the events of one append mostly share their turn)
                 last = turn
                 if isinstance(turn, int) and not isinstance(turn, bool) and turn > top:

@@ -691,16 +691,17 @@ async def test_agent_lifecycle_listener_that_raises_is_logged_and_ends_nothing(o
 
 
 def write_batches(s: Offline) -> List[List[str]]:
-    """The event types of each ``append_many`` of ``s``'s log (one write each), as they come."""
+    """The event types of each write of ``s``'s log (``append_many``, and
+    the agent's own ``_write_many``: one write each), as they come."""
     batches: List[List[str]] = []
-    append_many = s.log.append_many
+    write_many = s.log._write_many
 
-    def spy(entries: Any) -> Any:
+    def spy(entries: Any, keep: bool) -> Any:
         entries = list(entries)
         batches.append([e[0] for e in entries])
-        return append_many(entries)
+        return write_many(entries, keep)
 
-    s.log.append_many = spy  # type: ignore[method-assign]
+    s.log._write_many = spy  # type: ignore[method-assign]
     return batches
 
 
