@@ -81,6 +81,18 @@ class Usage:
         is not an integer is a :class:`~codexmini.ProtocolError`."""
         if breakdown is None:
             return cls()
+        if type(breakdown) is dict and cls is Usage:  # as parsed: the common case, checked by exact type
+            get = breakdown.get
+            # (_USAGE_KEYS, spelled out: a tuple of five gets beats any loop over them)
+            a, b, c, d, e = (
+                get("inputTokens"),
+                get("cachedInputTokens"),
+                get("outputTokens"),
+                get("reasoningOutputTokens"),
+                get("totalTokens"),
+            )
+            if type(a) is int and type(b) is int and type(c) is int and type(d) is int and type(e) is int:
+                return _usage((a, b, c, d, e))  # (a null or a bool count: the long way)
         if not isinstance(breakdown, Mapping):
             raise ProtocolError(f"a token usage breakdown is {type(breakdown).__name__}, not an object")
         counts = []

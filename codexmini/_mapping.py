@@ -16,7 +16,7 @@ decision instead of silently dropping something:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple, Type, Union, cast
 
 from ._errors import ProtocolError
 from ._events import (
@@ -172,7 +172,34 @@ _ITEM_ELEMENTS: Dict[str, Dict[str, Tuple[type, ...]]] = {
 }
 
 
+_NONE = type(None)
+
+#: :data:`_ITEM_FIELDS` as the exact types ``json.loads`` makes (and null): a
+#: field of one of these types passes without the long way's checks.
+_ITEM_TYPES: Dict[str, Tuple[Tuple[str, FrozenSet[type]], ...]] = {
+    kind: tuple((key, frozenset((*kinds, _NONE))) for key, (kinds, _) in fields.items())
+    for kind, fields in _ITEM_FIELDS.items()
+}
+
+
 def _item(p: Union["ItemStartedNotification", "ItemCompletedNotification"]) -> "ThreadItem":
+    item: Any = p.get("item")
+    if type(item) is dict and type(item.get("id")) is str:
+        # The common case (every tenth frame of a turn), checked by exact type:
+        # anything else -- a missing field, a bool for an int, an array to walk,
+        # an MCP result -- takes the long way, which says what is wrong.
+        kind = item.get("type")
+        if type(kind) is str and kind not in _ITEM_ELEMENTS and kind != "mcpToolCall":
+            get = item.get
+            for key, allowed in _ITEM_TYPES.get(kind, ()):
+                if type(get(key)) not in allowed:
+                    break
+            else:
+                return cast("ThreadItem", item)
+    return _checked_item(p)
+
+
+def _checked_item(p: Union["ItemStartedNotification", "ItemCompletedNotification"]) -> "ThreadItem":
     item: ThreadItem = _obj(p.get("item", _MISSING), "item")
     _str(item.get("id", _MISSING), "id")
     kind = _str(item.get("type", _MISSING), "type")
@@ -219,7 +246,26 @@ def _plan_updated(p: "TurnPlanUpdatedNotification") -> Event:
     return PlanUpdated(_opt_str(p.get("explanation"), "explanation"), steps)
 
 
+#: A context window as parsed, and a breakdown (:meth:`Usage.from_wire` checks its counts).
+_WINDOW_TYPES = frozenset((int, _NONE))
+_BREAKDOWN_TYPES = frozenset((dict, _NONE))
+
+
 def _token_usage(p: "ThreadTokenUsageUpdatedNotification") -> Event:
+    usage: Any = p.get("tokenUsage")
+    if type(usage) is dict:  # the common case (every tenth frame), checked by exact type
+        window, last, total = usage.get("modelContextWindow"), usage.get("last"), usage.get("total")
+        if type(window) in _WINDOW_TYPES and type(last) in _BREAKDOWN_TYPES and type(total) in _BREAKDOWN_TYPES:
+            event: TokenUsage = _object_new(TokenUsage)  # without the frozen __init__
+            fields = event.__dict__
+            fields["last"] = Usage.from_wire(last)
+            fields["total"] = Usage.from_wire(total)
+            fields["context_window"] = window
+            return event
+    return _checked_token_usage(p)
+
+
+def _checked_token_usage(p: "ThreadTokenUsageUpdatedNotification") -> Event:
     usage: ThreadTokenUsage = _obj(p.get("tokenUsage", _MISSING), "tokenUsage")
     window: Optional[int] = _get(usage.get("modelContextWindow"), "modelContextWindow", (int,), "an integer", True)
     last: Optional[TokenUsageBreakdown] = _opt_obj(usage.get("last"), "last")

@@ -10,9 +10,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
+from codexmini import ProtocolError, _mapping
 from codexmini._events import (
     AgentMessageDelta,
     CommandOutputDelta,
@@ -1053,3 +1055,82 @@ def test_tool_values_are_frozen_and_hashable():
             setattr(value, dataclasses.fields(value)[0].name, "changed")
     assert {call: 1}[tool_call(CMD_COMPLETED)] == 1
     assert hash(result) == hash(tool_result(CMD_COMPLETED))
+
+
+# -- the common case's fast checks agree with the long way --------------------------
+
+_COMMAND = {
+    "id": "call_1",
+    "type": "commandExecution",
+    "command": "ls",
+    "aggregatedOutput": "a\n",
+    "exitCode": 0,
+    "status": "completed",
+}
+_BREAKDOWN = {"inputTokens": 5, "cachedInputTokens": 1, "outputTokens": 2, "reasoningOutputTokens": 0, "totalTokens": 7}
+
+
+def _outcome(row: Any, params: Any) -> Any:
+    """What a row makes of ``params``: its result, or the ProtocolError's words."""
+    try:
+        return row(copy.deepcopy(params))
+    except ProtocolError as exc:
+        return ("refused", str(exc))
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        _COMMAND,
+        {**_COMMAND, "exitCode": None, "aggregatedOutput": None},
+        {**_COMMAND, "exitCode": True},  # a bool is no integer
+        {**_COMMAND, "exitCode": 1.0},
+        {**_COMMAND, "status": 3},
+        {"id": "m", "type": "agentMessage", "text": "hi"},
+        {"id": "m", "type": "agentMessage", "text": ["hi"]},
+        {"id": "m", "type": "agentMessage"},  # a missing field reads as absent
+        {"id": 7, "type": "agentMessage", "text": "hi"},
+        {"type": "agentMessage", "text": "hi"},
+        {"id": "m", "type": None},
+        {"id": "m", "type": "somethingNew", "anything": [1]},
+        {"id": "r", "type": "reasoning", "summary": ["a"], "content": [2]},
+        {"id": "r", "type": "reasoning", "summary": ["a"], "content": ["b"]},
+        {"id": "t", "type": "mcpToolCall", "server": "s", "tool": "t", "result": {"content": {}}, "status": "failed"},
+        {"id": "t", "type": "mcpToolCall", "server": "s", "tool": "t", "result": None, "status": "completed"},
+        ["not", "an", "object"],
+        None,
+    ],
+)
+def test_item_checks_by_exact_type_as_the_long_way_does(item: Any) -> None:
+    params = {"threadId": "th", "turnId": "tu", "item": item}
+    assert _outcome(_mapping._item, params) == _outcome(_mapping._checked_item, params)
+    if item is _COMMAND:
+        assert _mapping._item(params) is item  # passed as it came: nothing copied
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"last": _BREAKDOWN, "total": _BREAKDOWN, "modelContextWindow": 258400},
+        {"last": _BREAKDOWN, "total": None, "modelContextWindow": None},
+        {"last": {**_BREAKDOWN, "outputTokens": None}, "total": _BREAKDOWN},  # a null count is 0
+        {"last": {**_BREAKDOWN, "outputTokens": False}, "total": _BREAKDOWN},
+        {"last": {**_BREAKDOWN, "totalTokens": "7"}, "total": _BREAKDOWN},
+        {"last": [1], "total": _BREAKDOWN},
+        {"last": _BREAKDOWN, "total": _BREAKDOWN, "modelContextWindow": "big"},
+        {"last": _BREAKDOWN, "total": _BREAKDOWN, "modelContextWindow": True},
+        "not an object",
+    ],
+)
+def test_token_usage_checks_by_exact_type_as_the_long_way_does(usage: Any) -> None:
+    params = {"threadId": "th", "turnId": "tu", "tokenUsage": usage}
+    assert _outcome(_mapping._token_usage, params) == _outcome(_mapping._checked_token_usage, params)
+
+
+def test_a_usage_subclass_reads_a_breakdown_the_long_way() -> None:
+    class Counted(Usage):
+        pass
+
+    counted = Counted.from_wire(dict(_BREAKDOWN))
+    assert type(counted) is Counted and counted == Counted(5, 1, 2, 0, 7)
+    assert Usage.from_wire(dict(_BREAKDOWN)) == Usage(5, 1, 2, 0, 7)
