@@ -172,8 +172,11 @@ class StepFold:
             self._signals.append(form(**event.__dict__, message_id=message_id))
 
     def _item_started(self, event: ItemStarted, out: List[Write]) -> None:
-        if self.clock is not None and event.item_type in TOOL_ITEMS and event.item_id not in self._tool_started:
-            self._tool_started[event.item_id] = self.clock()  # its first start
+        item = event.item  # (its id and type as the event's properties read them, without their calls)
+        if item.get("type") in TOOL_ITEMS and self.clock is not None:
+            item_id = str(item.get("id", ""))
+            if item_id not in self._tool_started:
+                self._tool_started[item_id] = self.clock()  # its first start
 
     def _item_completed(self, event: ItemCompleted, out: List[Write]) -> None:
         self._completed(event.item, out)
@@ -396,8 +399,9 @@ class StepFold:
             self._signals.append(MessageStreamEnd(message_id, item_id, committed))
 
     def _fold_reasoning(self, held: Dict[str, Any]) -> None:
-        held["content"].extend(reasoning_block(t) for t in self.pending_reasoning)
-        self.pending_reasoning = []
+        if self.pending_reasoning:  # (most segments have none)
+            held["content"].extend(reasoning_block(t) for t in self.pending_reasoning)
+            self.pending_reasoning = []
 
     def _flush(self, out: List[Write]) -> None:
         if self.pending_reasoning:
