@@ -538,9 +538,20 @@ class Turn:
             queued = sub._items
             # (Locals: a generator's code is "called" once a turn, so 3.9 caches no global lookup in it.)
             type_, delta = type, books.delta_type
+            create_future = asyncio.get_running_loop().create_future
             while not self.done:
                 note = queued.popleft() if queued else sub._next()  # queued already: no await
                 if note is None:
+                    if self.idle_timeout is None and self._retrying is None:
+                        # No deadline: await the subscription's future right here, as
+                        # Subscription._get would, without its frame nor _wait's to
+                        # create and resume (many turns at once wake once an event or two).
+                        sub._waiter = waiter = create_future()
+                        try:
+                            await waiter
+                        finally:
+                            sub._waiter = None
+                        continue
                     note = await self._wait(sub)
                 event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()
                 if type_(event) is not delta:  # a delta needs no check (nine frames in ten)

@@ -1028,3 +1028,25 @@ async def test_usage_limit_failure_carries_the_reset_time_from_the_last_snapshot
             "codex", RateLimitWindow(100, 300, 1796130000), RateLimitWindow(40, 10080, 1796216400), SNAPSHOT
         )
         assert event.resets_at == 1796130000
+
+
+async def test_turn_without_a_deadline_waits_on_the_subscriptions_future_itself(monkeypatch):
+    # Many turns at once wake once an event or two: a wait with no deadline
+    # awaits the subscription's future in the turn's own frame, not through
+    # Turn._wait and Subscription._get (two coroutines created and resumed a
+    # wake); a wait with a deadline still goes through them.
+    calls: List[str] = []
+    wait = Turn._wait
+
+    async def counted(self: Turn, sub: Any) -> Any:
+        calls.append("wait")
+        return await wait(self, sub)
+
+    monkeypatch.setattr(Turn, "_wait", counted)
+    async with server(tb.Plain) as (client, _seen):
+        thread = await Thread.start(client)
+        plain = await collect(thread.turn("say hi"))
+        assert calls == [] and thread._sub._waiter is None
+        bounded = await collect(thread.turn("say hi", idle_timeout=30))
+        assert calls and thread._sub._waiter is None
+        assert kinds(bounded) == kinds(plain) and plain[-1].status == "completed"
