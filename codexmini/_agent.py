@@ -107,7 +107,6 @@ from ._permission import (
     unanswered,
 )
 from ._prompt import COMPACTION, TOOL_OUTPUT_BUDGET, Transcript, compaction_request
-from ._session import SessionLog
 from ._threads import EventListener, Thread, Turn
 from ._version import CODEX_VERSION, __version__
 
@@ -117,6 +116,7 @@ if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._datac
     from ._client import AppServerClient, Tap
     from ._connect import Connect
     from ._endpoint import ModelEndpoint
+    from ._session import SessionLog  # the agent is given an open log: only named here
     from ._stepfold import StepFold, Write
 else:
     from ._dataclasses import dataclass, replace

@@ -88,7 +88,6 @@ from ._portal import (
     shut,
     worker,
 )
-from ._session import SessionLog
 from ._threads import EventListener, RunResult
 from ._wire import Frame
 
@@ -101,6 +100,7 @@ if TYPE_CHECKING:
     from ._connect import Connect
     from ._endpoint import ModelEndpoint
     from ._retry import RetryPolicy
+    from ._session import SessionLog
     from .protocol import (
         CommandExecResponse,
         ConfigReadResponse,

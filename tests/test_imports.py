@@ -450,7 +450,6 @@ _AGENT = {
     "_agent",
     "_threads",
     "_events",
-    "_session",
     "_prompt",
     "_knobs",
     "_inbox",
