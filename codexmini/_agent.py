@@ -107,7 +107,6 @@ from ._permission import (
     unanswered,
 )
 from ._prompt import COMPACTION, TOOL_OUTPUT_BUDGET, Transcript, compaction_request
-from ._threads import EventListener, Thread, Turn
 from ._version import CODEX_VERSION, __version__
 
 if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
@@ -118,6 +117,7 @@ if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._datac
     from ._endpoint import ModelEndpoint
     from ._session import SessionLog  # the agent is given an open log: only named here
     from ._stepfold import StepFold, Write
+    from ._threads import EventListener, Turn
 else:
     from ._dataclasses import dataclass, replace
 
@@ -789,6 +789,8 @@ class Agent:
         turn: Optional[Turn] = None
         try:
             client = await self._ensure_client()
+            from ._threads import Thread  # here, not with the agent: at its first codex turn
+
             thread = await Thread.start(
                 client,
                 cwd=self.config.cwd,
@@ -878,6 +880,8 @@ class Agent:
         is in hand, and then one append: a compaction that raised, or a
         process killed during it, leaves the log as it was."""
         last = self.log.compaction
+        from ._threads import Thread
+
         thread = await Thread.start(
             client, cwd=self.config.cwd, model=self._model(), sandbox="read-only", approval_policy="never"
         )

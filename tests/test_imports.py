@@ -448,7 +448,6 @@ _CLIENT = {"_client", "_rpc", "_wire", "_subscriptions", "_extras", "_deadline",
 _CORE = {"__init__", "_version", "_errors", "_dataclasses", "_jsontext"}
 _AGENT = {
     "_agent",
-    "_threads",
     "_events",
     "_prompt",
     "_knobs",
@@ -466,7 +465,8 @@ _SYNC = _AGENT | {"sync", "_run", "_portal"}
 #: paths is a decision (its cost shows in the bench), not an accident of an import line.
 #: The client's stdio child, the binary finder, the transports, the typed events, the
 #: schema validator, the skills: where they are used.  The agent and ``sync`` import
-#: the client when they start codex, a turn's folds (and the event mapping) at a turn.
+#: the client when they start codex, a turn's folds (and the event mapping) at a turn,
+#: the async thread (``_threads``) at the first one; the session log is the caller's.
 PUBLIC_IMPORTS = {
     "from codexmini import AppServerClient": _CORE | _CLIENT,
     "from codexmini import Agent": _CORE | _AGENT,
