@@ -94,7 +94,6 @@ from ._events import (
 )
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
-from ._knobs import Knobs, ReasoningSummary, ThreadPermissions, check_reasoning
 from ._launch import Launch, positive_int, positive_seconds
 from ._permission import (
     SANDBOX_MODES,
@@ -115,6 +114,7 @@ if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._datac
     from ._client import AppServerClient, Tap
     from ._connect import Connect
     from ._endpoint import ModelEndpoint
+    from ._knobs import Knobs, ReasoningSummary, ThreadPermissions
     from ._session import SessionLog  # the agent is given an open log: only named here
     from ._stepfold import StepFold, Write
     from ._threads import EventListener, Turn
@@ -324,6 +324,8 @@ class AgentConfig:
             as_connect(self.connect)  # a bad URL is a ConfigError now
             if self.launch != Launch():
                 raise ConfigError("AgentConfig takes launch or connect, not both")
+        from ._knobs import check_reasoning  # here, not with the agent: at the first config
+
         check_thread_options(self.sandbox, self.approval_policy)
         check_reasoning(self.reasoning_effort, self.reasoning_summary)
         if self.liveness_s is not None:
@@ -593,6 +595,8 @@ class Agent:
         offers) and ``summary`` (``auto``, ``concise``, ``detailed``,
         ``none``); either ``None`` leaves that one to
         ``AgentConfig.reasoning_effort`` / ``reasoning_summary``, then codex."""
+        from ._knobs import check_reasoning
+
         check_reasoning(effort, summary)
         self._append("model/reasoning", {"effort": effort, "summary": summary}, turn=None, step=None)
 

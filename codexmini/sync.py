@@ -74,7 +74,6 @@ from ._errors import CodexminiError, CodexTimeout, ConfigError, ProtocolError
 from ._events import Event, TurnCompleted, Usage
 from ._inbox import Content, Message
 from ._inputs import Input, InputItem
-from ._knobs import ReasoningSummary
 from ._launch import ALL, GLOBAL, Launch, Limits, Overflow, Timeouts
 from ._permission import ApprovalPolicy, SandboxMode, install_approvals
 from ._portal import (
@@ -98,6 +97,7 @@ if TYPE_CHECKING:
     from ._client import AnswerObserver, AppServerClient, Handler, Tap
     from ._connect import Connect
     from ._endpoint import ModelEndpoint
+    from ._knobs import ReasoningSummary
     from ._retry import RetryPolicy
     from ._session import SessionLog
     from ._threads import EventListener, RunResult

@@ -450,7 +450,6 @@ _AGENT = {
     "_agent",
     "_events",
     "_prompt",
-    "_knobs",
     "_inbox",
     "_inputs",
     "_permission",
