@@ -448,7 +448,6 @@ _CLIENT = {"_client", "_rpc", "_wire", "_subscriptions", "_extras", "_deadline",
 _CORE = {"__init__", "_version", "_errors", "_dataclasses", "_jsontext"}
 _AGENT = {
     "_agent",
-    "_events",
     "_prompt",
     "_inbox",
     "_inputs",
