@@ -86,7 +86,6 @@ from ._portal import (
     shut,
     worker,
 )
-from ._wire import Frame
 
 if TYPE_CHECKING:
     # The client stack, named in signatures, is imported when a Client or a daemon call
@@ -101,6 +100,7 @@ if TYPE_CHECKING:
     from ._retry import RetryPolicy
     from ._session import SessionLog
     from ._threads import EventListener, RunResult
+    from ._wire import Frame
     from .protocol import (
         CommandExecResponse,
         ConfigReadResponse,

@@ -444,8 +444,19 @@ ROOT = str(PACKAGE_DIR.parent)
 #: numbers ... -- is imported where it is used, not with the package.
 IMPORT_STDLIB = frozenset({"__future__", "json", "json.decoder", "json.encoder", "json.scanner", "_json", "fcntl"})
 
-_CLIENT = {"_client", "_rpc", "_wire", "_subscriptions", "_extras", "_deadline", "_retry", "_permission", "_launch"}
-_CORE = {"__init__", "_version", "_errors", "_dataclasses", "_jsontext"}
+_CLIENT = {
+    "_client",
+    "_rpc",
+    "_wire",
+    "_jsontext",
+    "_subscriptions",
+    "_extras",
+    "_deadline",
+    "_retry",
+    "_permission",
+    "_launch",
+}
+_CORE = {"__init__", "_version", "_errors", "_dataclasses"}  # (the agent loads neither the wire nor json)
 _AGENT = {
     "_agent",
     "_prompt",
@@ -454,7 +465,6 @@ _AGENT = {
     "_permission",
     "_launch",
 }
-_AGENT |= {"_wire"}  # (Limits' default frame size)
 # The blocking facade names the client stack in its signatures only (under TYPE_CHECKING)
 # and imports it when a Client or a daemon call starts one.
 _SYNC = _AGENT | {"sync", "_run", "_portal"}
