@@ -28,7 +28,10 @@ from typing import TYPE_CHECKING, Any, Dict, Literal, Mapping, Optional, Sequenc
 
 from ._dataclasses import names
 from ._errors import ConfigError
-from ._wire import DEFAULT_MAX_FRAME_BYTES
+
+#: The wire's ``DEFAULT_MAX_FRAME_BYTES``, spelled here so that the agent's import (which
+#: reads ``Limits``) does not load the wire and ``json``; ``tests/test_launch.py`` holds the two equal.
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 
 if TYPE_CHECKING:
     from ._endpoint import ModelEndpoint

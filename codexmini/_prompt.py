@@ -54,7 +54,6 @@ log (the agent streams them from the file: ``SessionLog.events``).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._dataclasses (nothing compiled)
@@ -304,7 +303,11 @@ def _arguments(block: Block) -> str:
     args = block.get("arguments", "")
     # The log stores arguments as JSON *text*; anything else was built by hand
     # and is shown as the JSON it stands for rather than as a Python repr.
-    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+    if isinstance(args, str):
+        return args
+    import json  # here, not with the agent: only for arguments built by hand
+
+    return json.dumps(args, ensure_ascii=False)
 
 
 #: How each block type is transcribed.  A type missing here -- ``reasoning``,

@@ -24,11 +24,11 @@ from ._errors import ConfigError
 from ._inputs import Input
 from ._launch import Launch
 from ._permission import ApprovalHandler, ApprovalPolicy, SandboxMode, check_thread_options, install_approvals
-from ._threads import EventListener, RunResult, Thread
 
 if TYPE_CHECKING:
     from ._client import AppServerClient
     from ._connect import Connect
+    from ._threads import EventListener, RunResult
 
 
 async def run(
@@ -107,6 +107,8 @@ async def run(
         client = await AppServerClient.start((launch or Launch()).for_workspace(cwd))
     if own and approvals is not None:
         install_approvals(client, approvals)
+    from ._threads import Thread  # here, not with sync: at the first run
+
     try:
         thread = await Thread.start(
             client, cwd=cwd, model=model, sandbox=sandbox, approval_policy=approval_policy, params=thread_params

@@ -68,13 +68,11 @@ from typing import (
     Union,
 )
 
-from . import _agent, _run, _threads
+from . import _agent, _run
 from ._agent import AgentConfig, Blocked, TurnEnd
 from ._errors import CodexminiError, CodexTimeout, ConfigError, ProtocolError
-from ._events import Event, TurnCompleted, Usage
 from ._inbox import Content, Message
 from ._inputs import Input, InputItem
-from ._knobs import ReasoningSummary
 from ._launch import ALL, GLOBAL, Launch, Limits, Overflow, Timeouts
 from ._permission import ApprovalPolicy, SandboxMode, install_approvals
 from ._portal import (
@@ -88,19 +86,21 @@ from ._portal import (
     shut,
     worker,
 )
-from ._session import SessionLog
-from ._threads import EventListener, RunResult
-from ._wire import Frame
 
 if TYPE_CHECKING:
     # The client stack, named in signatures, is imported when a Client or a daemon call
     # starts one, so that ``import codexmini.sync`` costs what the agent's import does;
     # the wire types of the pinned schema, as the async API names them.
-    from . import _subscriptions, protocol
+    from . import _subscriptions, _threads, protocol
     from ._client import AnswerObserver, AppServerClient, Handler, Tap
     from ._connect import Connect
     from ._endpoint import ModelEndpoint
+    from ._events import Event, TurnCompleted, Usage
+    from ._knobs import ReasoningSummary
     from ._retry import RetryPolicy
+    from ._session import SessionLog
+    from ._threads import EventListener, RunResult
+    from ._wire import Frame
     from .protocol import (
         CommandExecResponse,
         ConfigReadResponse,
@@ -653,6 +653,8 @@ class Thread:
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
+        from . import _threads  # here, not with sync: the async thread at its first use
+
         started = _threads.Thread.start(
             client.aio,
             cwd=cwd,
@@ -677,6 +679,8 @@ class Thread:
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
+        from . import _threads
+
         resumed = _threads.Thread.resume(
             client.aio,
             thread_id,
@@ -704,6 +708,8 @@ class Thread:
         params: Optional[Mapping[str, Any]] = None,
         timeout: Optional[float] = None,
     ) -> "Thread":
+        from . import _threads
+
         forked = _threads.Thread.fork(
             client.aio,
             thread_id,
@@ -733,6 +739,8 @@ class Thread:
         ``Thread`` objects: a plain iterator, each page (``limit`` per page)
         fetched when the one before is used up.  ``archived=True`` lists the
         archived ones."""
+        from . import _threads
+
         listed = _threads.Thread.list(
             client.aio, limit=limit, archived=archived, cwd=cwd, search=search, params=params, timeout=timeout
         )

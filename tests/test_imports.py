@@ -444,21 +444,27 @@ ROOT = str(PACKAGE_DIR.parent)
 #: numbers ... -- is imported where it is used, not with the package.
 IMPORT_STDLIB = frozenset({"__future__", "json", "json.decoder", "json.encoder", "json.scanner", "_json", "fcntl"})
 
-_CLIENT = {"_client", "_rpc", "_wire", "_subscriptions", "_extras", "_deadline", "_retry", "_permission", "_launch"}
-_CORE = {"__init__", "_version", "_errors", "_dataclasses", "_jsontext"}
+_CLIENT = {
+    "_client",
+    "_rpc",
+    "_wire",
+    "_jsontext",
+    "_subscriptions",
+    "_extras",
+    "_deadline",
+    "_retry",
+    "_permission",
+    "_launch",
+}
+_CORE = {"__init__", "_version", "_errors", "_dataclasses"}  # (the agent loads neither the wire nor json)
 _AGENT = {
     "_agent",
-    "_threads",
-    "_events",
-    "_session",
     "_prompt",
-    "_knobs",
     "_inbox",
     "_inputs",
     "_permission",
     "_launch",
 }
-_AGENT |= {"_wire"}  # (Limits' default frame size)
 # The blocking facade names the client stack in its signatures only (under TYPE_CHECKING)
 # and imports it when a Client or a daemon call starts one.
 _SYNC = _AGENT | {"sync", "_run", "_portal"}
@@ -467,7 +473,8 @@ _SYNC = _AGENT | {"sync", "_run", "_portal"}
 #: paths is a decision (its cost shows in the bench), not an accident of an import line.
 #: The client's stdio child, the binary finder, the transports, the typed events, the
 #: schema validator, the skills: where they are used.  The agent and ``sync`` import
-#: the client when they start codex, a turn's folds (and the event mapping) at a turn.
+#: the client when they start codex, a turn's folds (and the event mapping) at a turn,
+#: the async thread (``_threads``) at the first one; the session log is the caller's.
 PUBLIC_IMPORTS = {
     "from codexmini import AppServerClient": _CORE | _CLIENT,
     "from codexmini import Agent": _CORE | _AGENT,

@@ -14,6 +14,7 @@ from types import MappingProxyType
 import pytest
 
 from codexmini import ConfigError, Launch, Limits, ModelEndpoint, Timeouts
+from codexmini import _launch as launch_module
 from codexmini._endpoint import API_KEY_ENV
 from codexmini._launch import Plan, plan
 from codexmini._wire import DEFAULT_MAX_FRAME_BYTES
@@ -29,6 +30,8 @@ async def a_launcher(argv, env, cwd):  # pragma: no cover - never called: plan()
 
 
 def test_launch_defaults_are_those_the_client_used_before():
+    # _launch spells the wire's frame cap itself (so the agent's import loads no wire): the same number.
+    assert vars(launch_module)["DEFAULT_MAX_FRAME_BYTES"] == DEFAULT_MAX_FRAME_BYTES
     assert Timeouts() == Timeouts(
         initialize=60.0, request=120.0, handler=300.0, close=5.0, model_retry=120.0, write=30.0, consumer=60.0
     )
