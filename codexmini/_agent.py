@@ -81,6 +81,17 @@ from ._errors import (
     TransportError,
     TurnTimeout,
 )
+from ._events import (
+    Event,
+    MessageDelta,
+    PhaseChanged,
+    PlanDelta,
+    ReasoningSummaryDelta,
+    ReasoningTextDelta,
+    SessionStarted,
+    TurnCompleted,
+    Usage,
+)
 from ._inbox import Content, Inbox, Message, content_blocks, message_images, message_input
 from ._inputs import text_input
 from ._launch import Launch, positive_int, positive_seconds
@@ -103,7 +114,6 @@ if TYPE_CHECKING:  # the checker sees the standard library; at run time, ._datac
     from ._client import AppServerClient, Tap
     from ._connect import Connect
     from ._endpoint import ModelEndpoint
-    from ._events import Event, TurnCompleted
     from ._knobs import Knobs, ReasoningSummary, ThreadPermissions
     from ._session import SessionLog  # the agent is given an open log: only named here
     from ._stepfold import StepFold, Write
@@ -130,6 +140,10 @@ def uuid4_hex() -> str:
 
 
 IDLE, MAINTENANCE, RUNNING = "idle", "maintenance", "running"
+
+#: The deltas a listener sees in their agent form, with a message id (the step
+#: fold shows them: :meth:`._stepfold.StepFold._stamp`), not as codex sent them.
+_STAMPED = frozenset({ReasoningSummaryDelta, ReasoningTextDelta, PlanDelta})
 
 #: The ``agent/error`` code of a step whose codex could not start, by why
 #: (anything else: ``CODEX_UNAVAILABLE``).
@@ -345,8 +359,6 @@ class Agent:
         before_step: Optional[PreStepHook] = None,
         new_id: Callable[[], str] = uuid4_hex,
     ) -> None:
-        from ._events import Usage  # here, not with the agent: the events at its first use
-
         self.log = log_
         self.config = config
         self.approvals = approvals
@@ -404,8 +416,6 @@ class Agent:
         not the one it saw last."""
         phase, previous = self.phase, self._phase_shown
         if phase != previous:
-            from ._events import PhaseChanged
-
             self._phase_shown = phase
             self._lifecycle(PhaseChanged(phase, previous))
 
@@ -539,8 +549,6 @@ class Agent:
         self._write_header()
 
     def _write_header(self) -> None:
-        from ._events import SessionStarted
-
         if not self._header_written:
             self._header_written = True
             header = {
@@ -656,8 +664,6 @@ class Agent:
             self.child.arm_idle(lambda: not self._running)
 
     async def _run_turn(self, messages: List[Message]) -> None:
-        from ._events import Usage
-
         self._set_running(True)
         self._cancelled = False
         unavailable: Optional[Exception] = None
@@ -707,8 +713,6 @@ class Agent:
         self._finish_turn(turn_no, outcome)
 
     def _finish_turn(self, turn_no: int, outcome: "_Outcome") -> None:
-        from ._events import Usage
-
         if outcome.error is not None:  # every turn-ending error, with its cause chain
             data: Dict[str, Any] = dict(outcome.error)
             if outcome.cause:
@@ -786,8 +790,6 @@ class Agent:
     async def _codex_turn(
         self, messages: List[Message], permissions: ThreadPermissions, folder: StepFold
     ) -> "_Outcome":
-        from ._events import MessageDelta
-
         turn: Optional[Turn] = None
         try:
             client = await self._ensure_client()
@@ -881,10 +883,9 @@ class Agent:
         ``session/compaction`` event.  Nothing is written before the summary
         is in hand, and then one append: a compaction that raised, or a
         process killed during it, leaves the log as it was."""
-        from ._events import Usage
+        last = self.log.compaction
         from ._threads import Thread
 
-        last = self.log.compaction
         thread = await Thread.start(
             client, cwd=self.config.cwd, model=self._model(), sandbox="read-only", approval_policy="never"
         )
@@ -934,16 +935,11 @@ class Agent:
             self._apply([], folder)
 
     async def _consume(self, turn: Turn, folder: StepFold) -> TurnCompleted:
-        from ._events import MessageDelta, PlanDelta, ReasoningSummaryDelta, ReasoningTextDelta, TurnCompleted
-
         listener = self.on_event
         # (Locals: this loop runs once a turn, so 3.9 caches no global lookup in it.)
         stream, streaming, feed, signals = folder.stream, folder.streaming, folder.feed, folder.signals
         announced = folder.streams.get  # a streaming item → its message id (StepFold.stream, inlined)
-        type_, delta, completed = type, MessageDelta, TurnCompleted
-        # The deltas a listener sees in their agent form, with a message id (the step
-        # fold shows them: :meth:`._stepfold.StepFold._stamp`), not as codex sent them.
-        stamped = frozenset({ReasoningSummaryDelta, ReasoningTextDelta, PlanDelta})
+        type_, delta, completed, stamped = type, MessageDelta, TurnCompleted, _STAMPED
         async with turn:
             # A burst at a time: everything codex's last output completed.  It
             # is folded without an await, so nothing else runs meanwhile: its

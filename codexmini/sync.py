@@ -71,6 +71,7 @@ from typing import (
 from . import _agent, _run
 from ._agent import AgentConfig, Blocked, TurnEnd
 from ._errors import CodexminiError, CodexTimeout, ConfigError, ProtocolError
+from ._events import Event, TurnCompleted, Usage
 from ._inbox import Content, Message
 from ._inputs import Input, InputItem
 from ._launch import ALL, GLOBAL, Launch, Limits, Overflow, Timeouts
@@ -95,7 +96,6 @@ if TYPE_CHECKING:
     from ._client import AnswerObserver, AppServerClient, Handler, Tap
     from ._connect import Connect
     from ._endpoint import ModelEndpoint
-    from ._events import Event, TurnCompleted, Usage
     from ._knobs import ReasoningSummary
     from ._retry import RetryPolicy
     from ._session import SessionLog

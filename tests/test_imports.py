@@ -459,6 +459,7 @@ _CLIENT = {
 _CORE = {"__init__", "_version", "_errors", "_dataclasses"}  # (the agent loads neither the wire nor json)
 _AGENT = {
     "_agent",
+    "_events",
     "_prompt",
     "_inbox",
     "_inputs",
