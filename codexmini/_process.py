@@ -13,6 +13,10 @@ conversation.
   that cannot be executed is :class:`~._errors.BinaryNotFound`; a working
   directory that does not exist is a :class:`~._errors.ConfigError` -- not the
   same mistake, so not the same error.
+* **stdout** is a pipe of our own, deeper than asyncio's (:data:`PIPE_BYTES`
+  where the system lets us), read straight by :class:`Stdout`: the client
+  reads on through what the pipe holds without letting the event loop run,
+  and waits on the loop only when it is empty.
 * **stderr** is drained in chunks by a task of its own, so the child never
   blocks on a full pipe; a bounded, ANSI-stripped tail is kept for
   :class:`~._errors.ProcessExited` and every line goes to the
@@ -31,6 +35,7 @@ import logging
 import os
 import re
 import signal
+import sys
 from typing import Deque, List, Mapping, Optional, Sequence, Tuple
 
 from ._binary import INSTALL_HINT, find_codex
@@ -53,6 +58,21 @@ stderr_log = logging.getLogger("codexmini.codex")
 #: collector, six full collections of its heap; now two or three and 0.06 s, the
 #: client none and 0.006 s (``python -m tools.benchlib.gcstats``).
 READ_CHUNK = 1 << 15
+#: How much codex's stdout pipe holds (Linux: ``F_SETPIPE_SZ``; where the
+#: system refuses, its own size, 64 KiB).  Deep on purpose: with many turns
+#: at once the client reads on while the pipe holds more
+#: (``_client.FRAMES_PER_WAKE``), so that each consumer wakes for many
+#: frames -- 128 turns at a time need some 2,000 frames, 560 KB of a delta
+#: stream, to wake each one for 16.  With asyncio's 64 KiB pipe a consumer
+#: woke for one or two, and the wakes cost the client a tenth of its pace.
+#: A constant, not per turn, and in the kernel: what codex wrote and we have
+#: not read yet.
+PIPE_BYTES = 1 << 20
+#: The most one read of the pipe takes (what asyncio's pipe transport takes too).
+PIPE_READ = 1 << 18
+#: F_SETPIPE_SZ (``fcntl`` names it from Python 3.10 on): Linux only.
+_F_SETPIPE_SZ = 1031
+
 #: The most of codex's stderr one read takes (a tail is kept, nothing decoded).
 STDERR_CHUNK = 1 << 16
 EXIT_POLL_S = 0.05
@@ -71,6 +91,87 @@ _LEVELS = {"ERROR": logging.WARNING, "WARN": logging.INFO}
 _BENIGN = ("could not find bubblewrap on PATH",)
 
 
+def deepen(fd: int, size: int) -> None:
+    """Make the pipe ``fd`` hold ``size`` bytes, where the system lets us
+    (Linux; up to ``/proc/sys/fs/pipe-max-size`` and the user's pipe quota);
+    else it keeps the size it has."""
+    if not sys.platform.startswith("linux"):  # pragma: no cover - no such call elsewhere
+        return
+    import fcntl
+
+    try:
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, size)
+    except OSError:  # over the limit or the quota, or bytes already in it: the size it has
+        pass
+
+
+class Stdout:
+    """codex's stdout: a pipe read straight, :data:`PIPE_READ` bytes a call,
+    handed out :data:`READ_CHUNK` at a time.
+
+    A read takes from what the pipe gave last, else from the pipe itself, and
+    waits on the event loop only when the pipe is empty.  So the client can
+    read on through all the pipe holds without letting the loop run (and the
+    consumers it woke with it), as asyncio's pipe transport would after each
+    256 KiB it reads."""
+
+    def __init__(self, fd: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._chunk = b""  # what the pipe gave last ...
+        self._start = 0  # ... and where its unread bytes start
+        self._ready: "Optional[asyncio.Future[None]]" = None  # set while a read waits for the pipe
+
+    async def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes, as soon as there are any; ``b""`` once stdout ended (or was closed)."""
+        chunk, start = self._chunk, self._start
+        if start == len(chunk):
+            chunk, start = await self._fill(), 0
+        end = start + n
+        if end < len(chunk):
+            self._chunk, self._start = chunk, end
+            return chunk[start:end]
+        self._chunk, self._start = b"", 0
+        return chunk[start:] if start else chunk
+
+    async def _fill(self) -> bytes:
+        while self._fd >= 0:
+            try:
+                return os.read(self._fd, PIPE_READ)  # b"" at the end
+            except BlockingIOError:
+                await self._readable()
+            except OSError:  # pragma: no cover - a pipe's read end fails no other way
+                break
+        return b""
+
+    async def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._ready = ready = loop.create_future()
+        loop.add_reader(self._fd, _wake, ready)
+        try:
+            await ready
+        finally:
+            self._ready = None
+            if self._fd >= 0:  # (close() unregistered a closed one)
+                loop.remove_reader(self._fd)
+
+    def close(self) -> None:
+        """Close the pipe (idempotent); a read waiting returns ``b""``, as does every read after."""
+        fd, ready = self._fd, self._ready
+        if fd < 0:
+            return
+        self._fd = -1
+        if ready is not None:  # a read waits: unregister the fd before its number can be reused
+            asyncio.get_running_loop().remove_reader(fd)
+            _wake(ready)
+        os.close(fd)
+
+
+def _wake(future: "asyncio.Future[None]") -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 def _level(line: str) -> int:
     match = re.match(_CODEX_LEVEL, line)
     if match is None:
@@ -84,9 +185,14 @@ class ChildProcess:
     """One spawned ``codex app-server``: its pipes, its stderr tail, its exit."""
 
     def __init__(
-        self, proc: "asyncio.subprocess.Process", stderr_tail_lines: int = 40, secrets: Sequence[str] = ()
+        self,
+        proc: "asyncio.subprocess.Process",
+        stdout: Stdout,
+        stderr_tail_lines: int = 40,
+        secrets: Sequence[str] = (),
     ) -> None:
         self._proc = proc
+        self._stdout = stdout
         self._secrets = list(secrets)  # kept out of the tail and the log, whatever codex prints
         self._tail: Deque[str] = collections.deque(maxlen=stderr_tail_lines)
         self._stderr_task = asyncio.get_running_loop().create_task(self._drain_stderr())
@@ -102,19 +208,25 @@ class ChildProcess:
         """Start ``argv`` in its own process group with exactly ``env``."""
         if cwd is not None and not os.path.isdir(cwd):
             raise ConfigError(f"working directory {cwd!r} does not exist (or is not a directory)")
+        # stdout: a pipe of our own, deeper than asyncio's (PIPE_BYTES), read by Stdout.
+        ours, theirs = os.pipe()
         try:
+            deepen(theirs, PIPE_BYTES)
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
+                stdout=theirs,
                 stderr=asyncio.subprocess.PIPE,
                 env=dict(env),
                 cwd=cwd,
                 start_new_session=True,  # its own process group: close() kills the whole tree
             )
         except OSError as exc:  # missing, not executable, exec format error
+            os.close(ours)
             raise BinaryNotFound(f"cannot start {argv[0]!r}: {exc}; {INSTALL_HINT}") from exc
-        return cls(proc, stderr_tail_lines, secret_values(env))
+        finally:
+            os.close(theirs)  # the child has its copy: stdout ends when every holder has closed it
+        return cls(proc, Stdout(ours), stderr_tail_lines, secret_values(env))
 
     # -- what the client reads ---------------------------------------------
 
@@ -132,11 +244,7 @@ class ChildProcess:
 
     async def read(self) -> bytes:
         """The next chunk of stdout; ``b""`` once it ended."""
-        assert self._proc.stdout is not None
-        try:
-            return await self._proc.stdout.read(READ_CHUNK)
-        except (ConnectionError, OSError):  # pragma: no cover - pipe errors are platform noise
-            return b""
+        return await self._stdout.read(READ_CHUNK)
 
     async def write(self, data: bytes) -> None:
         """Write one or more lines to stdin; raises ``OSError`` when codex stopped reading."""
@@ -173,6 +281,7 @@ class ChildProcess:
         """After exit: kill what is left of the group, let stderr drain and
         asyncio release the pipes (bounded by ``timeout`` each)."""
         self.signal(signal.SIGKILL)
+        self._stdout.close()
         await asyncio.wait([self._stderr_task], timeout=timeout)
         self._stderr_task.cancel()
         try:
@@ -232,4 +341,4 @@ async def spawn(launch: Launch) -> Tuple[Transport, Plan]:
     return transport, planned
 
 
-__all__ = ["ChildProcess", "READ_CHUNK", "spawn"]
+__all__ = ["ChildProcess", "PIPE_BYTES", "PIPE_READ", "READ_CHUNK", "Stdout", "deepen", "spawn"]

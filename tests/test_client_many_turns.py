@@ -7,8 +7,10 @@ client's dispatch) is counted in Python lines run and functions called
 the same notifications cost the same operations.
 The consumers' wakes are counted with 1 and 64 of them waiting on a
 transport that hands over what it holds without waiting: each consumer wakes
-once for :data:`~codexmini._client.FRAMES_PER_WAKE` frames, not once a read,
-and a lone consumer still runs after every read that brought it that many.
+once for :data:`~codexmini._client.FRAMES_PER_WAKE` frames, not once a read
+(up to :data:`~codexmini._client.FRAMES_PER_ROUND` frames between two runs of
+the consumers), and a lone consumer still runs after every read that brought
+it that many.
 """
 
 from __future__ import annotations
@@ -199,9 +201,27 @@ async def wakes(consumers: int, reads: int, per_thread: int) -> Dict[str, Any]:
 async def test_client_many_turns_64_consumers_wake_once_for_many_frames_not_once_a_read():
     # 32 reads, each one delta for each of 64 threads: waking every consumer
     # after every read would be 32 wakes each (2,048 in all, one a frame).
+    # A round holds FRAMES_PER_ROUND frames at most: 8 a consumer here.
     got = await wakes(consumers=64, reads=32, per_thread=1)
-    assert got["waits"] <= got["frames"] // client_mod.FRAMES_PER_WAKE + 64
+    per_wake = min(client_mod.FRAMES_PER_WAKE, client_mod.FRAMES_PER_ROUND // 64)
+    assert per_wake == 8
+    assert got["waits"] <= got["frames"] // per_wake + 64
     assert got["waits"] * 8 <= got["frames"]
+
+
+async def test_client_many_turns_a_round_holds_frames_per_round_at_most():
+    # The same 64 consumers: none finds more than its share of a round queued
+    # (512 frames, 8 reads of 64: 8 each, 7 once it took the one it waited
+    # for).  Without the cap the reader read a consumer's FRAMES_PER_WAKE (16)
+    # first: a round twice as large.
+    got = await wakes(consumers=64, reads=32, per_thread=1)
+    assert got["most_queued"] == client_mod.FRAMES_PER_ROUND // 64 - 1
+
+
+async def test_client_many_turns_without_the_round_cap_a_round_is_twice_as_large(monkeypatch):
+    monkeypatch.setattr(client_mod, "FRAMES_PER_ROUND", 1 << 30)
+    got = await wakes(consumers=64, reads=32, per_thread=1)
+    assert got["most_queued"] == client_mod.FRAMES_PER_WAKE - 1
 
 
 async def test_client_many_turns_the_old_rule_woke_every_consumer_after_every_read(monkeypatch):

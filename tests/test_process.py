@@ -6,14 +6,20 @@ driven through the client: a binary that cannot run and a working
 directory that does not exist, each its own error; the whole process group
 gone after a close or after the child is SIGKILLed (a grandchild holding
 stdout open), the exit seen by polling rather than by EOF; the stderr drain
-that never blocks the child, its bounded tail and a huge line's head.
+that never blocks the child, its bounded tail and a huge line's head; stdout,
+a real pipe made deeper where the system lets us (and kept as it is where it
+refuses), read straight: every byte in order, a read that waits for the pipe
+and one that is closed under it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import logging
 import os
 import signal
+import threading
 
 import pytest
 from support import behaviours as b
@@ -23,7 +29,7 @@ from codexmini import Launch
 from codexmini._binary import INSTALL_HINT
 from codexmini._client import AppServerClient
 from codexmini._errors import BinaryNotFound, ConfigError, ProcessExited
-from codexmini._process import ChildProcess
+from codexmini._process import PIPE_BYTES, PIPE_READ, READ_CHUNK, ChildProcess, Stdout, deepen
 
 THREAD = b.THREAD
 
@@ -57,6 +63,120 @@ async def test_client_start_of_a_binary_that_cannot_run_raises_binary_not_found(
 async def test_client_start_in_a_missing_working_directory_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         await AppServerClient.start(Launch(codex_bin=codex_bin(tmp_path, "echo"), cwd=str(tmp_path / "nowhere")))
+
+
+# -- stdout: a deep pipe, read straight -------------------------------------------------
+
+F_GETPIPE_SZ = 1032  # (fcntl names it from Python 3.10 on)
+
+
+def pipe_size(fd: int) -> int:
+    return fcntl.fcntl(fd, F_GETPIPE_SZ)
+
+
+def test_deepen_makes_a_pipe_hold_pipe_bytes():
+    ours, theirs = os.pipe()
+    try:
+        assert pipe_size(theirs) < PIPE_BYTES
+        deepen(theirs, PIPE_BYTES)
+        assert pipe_size(ours) == pipe_size(theirs) == PIPE_BYTES
+    finally:
+        os.close(ours)
+        os.close(theirs)
+
+
+def test_deepen_keeps_the_size_a_pipe_has_when_the_system_refuses():
+    # Shrinking a pipe below what it holds is refused (EBUSY), as root too.
+    ours, theirs = os.pipe()
+    try:
+        before = pipe_size(theirs)
+        os.write(theirs, b"x" * 8192)
+        with pytest.raises(OSError):
+            fcntl.fcntl(theirs, 1031, 4096)
+        deepen(theirs, 4096)  # the same call: no error, the size it had
+        assert pipe_size(theirs) == before
+    finally:
+        os.close(ours)
+        os.close(theirs)
+
+
+async def test_a_spawned_codex_writes_to_a_deep_pipe(tmp_path):
+    client = await spawned(tmp_path, "echo")
+    try:
+        assert pipe_size(client._transport._stdout._fd) == PIPE_BYTES
+    finally:
+        await client.close()
+    assert client._transport._stdout._fd == -1  # closed with the client
+
+
+def write_all(fd: int, data: bytes) -> threading.Thread:
+    """A thread writing ``data`` to the pipe ``fd`` (blocking) and closing it."""
+
+    def run() -> None:
+        with open(fd, "wb", buffering=0) as pipe:
+            pipe.write(data)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+async def test_stdout_reads_every_byte_in_order_a_read_chunk_at_most():
+    payload = bytes(range(256)) * ((3 * PIPE_READ) // 256 + 77)  # across several reads of the pipe
+    ours, theirs = os.pipe()
+    writer = write_all(theirs, payload)
+    stdout = Stdout(ours)
+    got, sizes = [], set()
+    while True:
+        chunk = await asyncio.wait_for(stdout.read(READ_CHUNK), 10)  # a hang guard, not a time limit
+        if not chunk:
+            break
+        got.append(chunk)
+        sizes.add(len(chunk))
+    writer.join()
+    stdout.close()
+    assert b"".join(got) == payload
+    assert max(sizes) == READ_CHUNK
+    assert await stdout.read(READ_CHUNK) == b""  # ended: and closed
+
+
+async def test_stdout_read_waits_for_the_pipe_and_wakes_when_it_is_written():
+    ours, theirs = os.pipe()
+    stdout = Stdout(ours)
+    reading = asyncio.ensure_future(stdout.read(READ_CHUNK))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert not reading.done()  # the pipe is empty: it waits
+    asyncio.get_running_loop().call_soon(os.write, theirs, b"hello\n")
+    assert await asyncio.wait_for(reading, 10) == b"hello\n"
+    os.close(theirs)
+    assert await asyncio.wait_for(stdout.read(READ_CHUNK), 10) == b""
+    stdout.close()
+
+
+async def test_stdout_closed_while_a_read_waits_ends_that_read_and_unregisters_the_pipe():
+    loop = asyncio.get_running_loop()
+    ours, theirs = os.pipe()
+    stdout = Stdout(ours)
+    reading = asyncio.ensure_future(stdout.read(READ_CHUNK))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    stdout.close()
+    stdout.close()  # idempotent
+    assert await asyncio.wait_for(reading, 10) == b""
+    # The number is free again, and no longer registered: a new pipe may take it.
+    again, other = os.pipe()
+    try:
+        assert again == ours
+        seen = loop.create_future()
+        loop.add_reader(again, seen.set_result, None)
+        os.write(other, b"x")
+        await asyncio.wait_for(seen, 10)
+        loop.remove_reader(again)
+    finally:
+        os.close(again)
+        os.close(other)
+        os.close(theirs)
 
 
 # -- the process group: no orphan ------------------------------------------------------
