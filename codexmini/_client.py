@@ -106,8 +106,8 @@ FRAMES_PER_WAKE = 16
 #: ... or this many in all, however few each consumer got: a round's frames,
 #: parsed (some 1.3 KB a delta), stay within a core's cache and few outlive
 #: the collector's youngest generation.  Without this cap 128 turns at once
-#: read 2,048 frames a round (2.7 MB parsed) and ran 8 % slower, with eight
-#: full collections of the heap instead of none (``docs/speed.md``).
+#: read 2,048 frames a round (2.7 MB parsed) and ran a tenth slower, with 8
+#: full collections of the heap against 5 (``docs/speed.md``).
 FRAMES_PER_ROUND = 512
 
 

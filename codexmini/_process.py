@@ -59,17 +59,17 @@ stderr_log = logging.getLogger("codexmini.codex")
 #: client none and 0.006 s (``python -m tools.benchlib.gcstats``).
 READ_CHUNK = 1 << 15
 #: How much codex's stdout pipe holds (Linux: ``F_SETPIPE_SZ``; where the
-#: system refuses, its own size, 64 KiB).  Deep on purpose: with many turns
-#: at once the client reads on while the pipe holds more
-#: (``_client.FRAMES_PER_WAKE``), so that each consumer wakes for many
-#: frames -- 128 turns at a time need some 2,000 frames, 560 KB of a delta
-#: stream, to wake each one for 16.  With asyncio's 64 KiB pipe a consumer
-#: woke for one or two, and the wakes cost the client a tenth of its pace.
-#: A constant, not per turn, and in the kernel: what codex wrote and we have
-#: not read yet.
-PIPE_BYTES = 1 << 20
-#: The most one read of the pipe takes (what asyncio's pipe transport takes too).
-PIPE_READ = 1 << 18
+#: system refuses, its own size, 64 KiB).  Deeper than that on purpose: with
+#: many turns at once the client reads on while the pipe holds more
+#: (``_client.FRAMES_PER_WAKE``, up to ``FRAMES_PER_ROUND`` frames: some
+#: 140 KB of a delta stream), and a 64 KiB pipe ran dry in the middle of a
+#: round.  Not deeper: Linux counts a pipe's size against its user's quota
+#: (``/proc/sys/fs/pipe-user-pages-soft``, 64 MiB by default), past which
+#: every new pipe of that user is made small; 256 KiB is 256 clients' worth.
+#: Kernel memory, not ours: what codex wrote and we have not read yet.
+PIPE_BYTES = 1 << 18
+#: The most one read of the pipe takes: all it holds.
+PIPE_READ = PIPE_BYTES
 #: F_SETPIPE_SZ (``fcntl`` names it from Python 3.10 on): Linux only.
 _F_SETPIPE_SZ = 1031
 

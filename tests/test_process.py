@@ -179,6 +179,25 @@ async def test_stdout_closed_while_a_read_waits_ends_that_read_and_unregisters_t
         os.close(theirs)
 
 
+async def test_stdout_closed_after_the_pipe_woke_a_read_before_it_ran_ends_that_read():
+    # The pipe became readable and woke the waiting read (its future done),
+    # and close() comes before that read runs again: it ends with b"".
+    ours, theirs = os.pipe()
+    stdout = Stdout(ours)
+    reading = asyncio.ensure_future(stdout.read(READ_CHUNK))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    os.write(theirs, b"x")
+    for _ in range(100):  # a bound, not a time limit: a few turns of the loop
+        if stdout._ready is not None and stdout._ready.done():
+            break
+        await asyncio.sleep(0)
+    assert stdout._ready is not None and stdout._ready.done() and not reading.done()
+    stdout.close()
+    assert await asyncio.wait_for(reading, 10) == b""
+    os.close(theirs)
+
+
 # -- the process group: no orphan ------------------------------------------------------
 
 
