@@ -47,13 +47,14 @@ from ._transport import Transport
 
 stderr_log = logging.getLogger("codexmini.codex")
 
-#: The most of codex's stdout one read takes: half of what the pipe holds
-#: (64 KiB), on purpose.  The client lets the consumers run after each read
-#: (``AppServerClient._read``), so what one read brought -- some 120 frames of
-#: a delta stream, their dicts and their events -- is gone before the next
-#: read is decoded.  Reading the whole pipe at once kept twice as many alive,
-#: past the cyclic collector's youngest generation (700 allocations), and a
-#: turn's frames were promoted to the older generations a chunk at a time: on
+#: The most of codex's stdout one read takes: half of what asyncio's pipe
+#: held (64 KiB), an eighth of ours (:data:`PIPE_BYTES`), on purpose.  The
+#: client lets the consumers run after each read (``AppServerClient._read``),
+#: so what one read brought -- some 120 frames of a delta stream, their dicts
+#: and their events -- is gone before the next read is decoded.  Reading
+#: 64 KiB at once kept twice as many alive, past the cyclic collector's
+#: youngest generation (700 allocations), and a turn's frames were promoted
+#: to the older generations a chunk at a time: on
 #: the bench's 200,000-notification turn the agent spent 0.2 s in the
 #: collector, six full collections of its heap; now two or three and 0.06 s, the
 #: client none and 0.006 s (``python -m tools.benchlib.gcstats``).
@@ -212,18 +213,21 @@ class ChildProcess:
         ours, theirs = os.pipe()
         try:
             deepen(theirs, PIPE_BYTES)
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=theirs,
-                stderr=asyncio.subprocess.PIPE,
-                env=dict(env),
-                cwd=cwd,
-                start_new_session=True,  # its own process group: close() kills the whole tree
-            )
-        except OSError as exc:  # missing, not executable, exec format error
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *argv,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=theirs,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=dict(env),
+                    cwd=cwd,
+                    start_new_session=True,  # its own process group: close() kills the whole tree
+                )
+            except OSError as exc:  # missing, not executable, exec format error
+                raise BinaryNotFound(f"cannot start {argv[0]!r}: {exc}; {INSTALL_HINT}") from exc
+        except BaseException:  # not started (or cancelled): our end too
             os.close(ours)
-            raise BinaryNotFound(f"cannot start {argv[0]!r}: {exc}; {INSTALL_HINT}") from exc
+            raise
         finally:
             os.close(theirs)  # the child has its copy: stdout ends when every holder has closed it
         return cls(proc, Stdout(ours), stderr_tail_lines, secret_values(env))
