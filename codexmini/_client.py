@@ -18,8 +18,8 @@ handshake.  Beside the caller run:
   run, so one read's frames die young -- unless the reads so far woke many
   consumers for a few frames each (many turns at once): then it reads on
   while the transport holds more, so that a consumer wakes once for
-  :data:`FRAMES_PER_WAKE` frames, not once a read, up to
-  :data:`FRAMES_PER_ROUND` frames between two runs of the consumers.  What a notification
+  :data:`FRAMES_PER_WAKE` frames, not once a read, and :data:`ROUND_BYTES`
+  at most between two runs of the consumers.  What a notification
   costs to route does not grow with the subscriptions open: one lookup of
   its route, its subscribers' queues and no other.
 * **handler tasks**, one per server request, so a slow approval never stalls
@@ -103,12 +103,14 @@ _DECLINED_TURNS = 64  # how many turns _say_declined remembers
 #: The reader lets the consumers run once the frames it routed are at least
 #: this many per consumer it woke (or it has to wait for the transport) ...
 FRAMES_PER_WAKE = 16
-#: ... or this many in all, however few each consumer got: a round's frames,
-#: parsed (some 1.3 KB a delta), stay within a core's cache and few outlive
-#: the collector's youngest generation.  Without this cap 128 turns at once
-#: read 2,048 frames a round (2.7 MB parsed) and ran a tenth slower, with 8
-#: full collections of the heap against 5 (``docs/speed.md``).
-FRAMES_PER_ROUND = 512
+#: ... or once it read this many bytes, however few frames each consumer
+#: got: a round (some 470 deltas) stays within a core's cache once parsed,
+#: few of its frames outlive the collector's youngest generation, and a
+#: consumer's first frame does not wait for the reader to read and parse a
+#: huge line behind it.  Without this cap 128 turns at once read 2,048
+#: frames a round (2.7 MB parsed) and ran a tenth slower, with 8 full
+#: collections of the heap against 5 (``docs/speed.md``).
+ROUND_BYTES = 1 << 17
 
 
 def observe_clients(factory: Callable[[], Optional[Tap]]) -> Callable[[], None]:
@@ -622,27 +624,30 @@ class AppServerClient(Extras):
 
     async def _read(self) -> None:
         transport = self._transport
-        # Frames routed and consumers woken since the consumers last ran.
-        frames = woken = 0
+        # Bytes read, frames routed and consumers woken since the consumers last ran.
+        size = frames = woken = 0
+        len_ = len
         while True:
             data = await transport.read()
             if not data:
                 break
+            size += len_(data) if isinstance(data, bytes) else sum(map(len_, data))
             events = self._conn.receive(data)
             woken += self._handle(events)
-            frames += len(events)
+            frames += len_(events)
             if self._full:
-                frames = woken = 0
+                size = frames = woken = 0
                 await self._wait_for_room()
-            elif frames and (frames >= woken * FRAMES_PER_WAKE or frames >= FRAMES_PER_ROUND):
+            elif size >= ROUND_BYTES or (frames and frames >= woken * FRAMES_PER_WAKE):
                 # Let the consumers take what came before the next read is
                 # decoded (read() returns at once while the transport holds
                 # more): one read's frames die young.  Unless the reads woke
                 # many consumers for a few frames each (many turns at once):
                 # then read on while the transport holds more, so that a
-                # consumer wakes for FRAMES_PER_WAKE frames, not one -- up to
-                # FRAMES_PER_ROUND frames, so that they still die young.
-                frames = woken = 0
+                # consumer wakes for FRAMES_PER_WAKE frames, not one -- for
+                # ROUND_BYTES at most, so that they still die young (and the
+                # loop runs while a huge line comes in a pipe that holds more).
+                size = frames = woken = 0
                 await asyncio.sleep(0)
         self._handle(self._conn.receive_eof())
         # stdout ended: the process is exiting, or it closed stdout and is of no

@@ -8,9 +8,9 @@ the same notifications cost the same operations.
 The consumers' wakes are counted with 1 and 64 of them waiting on a
 transport that hands over what it holds without waiting: each consumer wakes
 once for :data:`~codexmini._client.FRAMES_PER_WAKE` frames, not once a read
-(up to :data:`~codexmini._client.FRAMES_PER_ROUND` frames between two runs of
-the consumers), and a lone consumer still runs after every read that brought
-it that many.
+(and :data:`~codexmini._client.ROUND_BYTES` at most between two runs of the
+consumers, so a consumer's first frame does not wait behind a huge line), and
+a lone consumer still runs after every read that brought it that many.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ class HeldTransport:
         self.gate: "asyncio.Future[None]" = loop.create_future()
         self.exited = asyncio.Event()
         self.returncode: Optional[int] = None
+        self.given = 0  # reads handed over so far
 
     def open(self) -> None:
         if not self.gate.done():
@@ -68,6 +69,7 @@ class HeldTransport:
     async def read(self) -> bytes:
         await self.gate
         if self.reads:
+            self.given += 1
             return self.reads.popleft()
         await self.exited.wait()
         return b""
@@ -198,30 +200,75 @@ async def wakes(consumers: int, reads: int, per_thread: int) -> Dict[str, Any]:
         await client.close()
 
 
+def reads_a_round(read: bytes) -> int:
+    """How many reads like ``read`` a round takes at most (ROUND_BYTES, checked after each read)."""
+    return -(-client_mod.ROUND_BYTES // len(read))
+
+
+ONE_EACH_OF_64 = lines([delta(thread_id(t)) for t in range(64)])  # a read: one delta for each of 64 threads
+
+
 async def test_client_many_turns_64_consumers_wake_once_for_many_frames_not_once_a_read():
     # 32 reads, each one delta for each of 64 threads: waking every consumer
     # after every read would be 32 wakes each (2,048 in all, one a frame).
-    # A round holds FRAMES_PER_ROUND frames at most: 8 a consumer here.
+    # A round reads ROUND_BYTES at most: 11 of these reads, 11 frames a consumer.
     got = await wakes(consumers=64, reads=32, per_thread=1)
-    per_wake = min(client_mod.FRAMES_PER_WAKE, client_mod.FRAMES_PER_ROUND // 64)
-    assert per_wake == 8
+    per_wake = min(client_mod.FRAMES_PER_WAKE, reads_a_round(ONE_EACH_OF_64))
+    assert per_wake == 11
     assert got["waits"] <= got["frames"] // per_wake + 64
     assert got["waits"] * 8 <= got["frames"]
 
 
-async def test_client_many_turns_a_round_holds_frames_per_round_at_most():
+async def test_client_many_turns_a_round_reads_round_bytes_at_most():
     # The same 64 consumers: none finds more than its share of a round queued
-    # (512 frames, 8 reads of 64: 8 each, 7 once it took the one it waited
-    # for).  Without the cap the reader read a consumer's FRAMES_PER_WAKE (16)
-    # first: a round twice as large.
+    # (11 frames, 10 once it took the one it waited for).  Without the cap the
+    # reader read on to a consumer's FRAMES_PER_WAKE (16): a larger round.
     got = await wakes(consumers=64, reads=32, per_thread=1)
-    assert got["most_queued"] == client_mod.FRAMES_PER_ROUND // 64 - 1
+    assert got["most_queued"] == reads_a_round(ONE_EACH_OF_64) - 1 < client_mod.FRAMES_PER_WAKE - 1
 
 
-async def test_client_many_turns_without_the_round_cap_a_round_is_twice_as_large(monkeypatch):
-    monkeypatch.setattr(client_mod, "FRAMES_PER_ROUND", 1 << 30)
+async def test_client_many_turns_without_the_round_cap_a_round_is_larger(monkeypatch):
+    monkeypatch.setattr(client_mod, "ROUND_BYTES", 1 << 30)
     got = await wakes(consumers=64, reads=32, per_thread=1)
     assert got["most_queued"] == client_mod.FRAMES_PER_WAKE - 1
+
+
+async def first_frame_after(cap: Optional[int], monkeypatch: Any) -> Dict[str, int]:
+    """A delta, then a 2 MiB delta arriving in 64 reads: how many reads the
+    transport had handed over when the consumer got the first delta."""
+    if cap is not None:
+        monkeypatch.setattr(client_mod, "ROUND_BYTES", cap)
+    big = lines([delta(thread_id(0), "y" * (64 << 15))])
+    first = lines([delta(thread_id(0))])
+    reads = [first + big[: 1 << 15]] + [big[i : i + (1 << 15)] for i in range(1 << 15, len(big), 1 << 15)]
+    transport = HeldTransport(reads)
+    client = AppServerClient(transport)
+
+    async def consume(sub: Any) -> Dict[str, int]:
+        await sub.get()
+        seen = transport.given
+        assert len((await sub.get())["params"]["delta"]) == 64 << 15
+        return {"seen": seen, "reads": len(reads)}
+
+    try:
+        sub = client.subscribe(thread_id(0))
+        consumer = asyncio.ensure_future(consume(sub))
+        while sub._waiter is None:  # the consumer waits
+            await asyncio.sleep(0)
+        transport.open()
+        return await asyncio.wait_for(consumer, 30)  # a hang guard, not a time limit
+    finally:
+        await client.close()
+
+
+async def test_client_many_turns_a_first_frame_does_not_wait_behind_a_huge_line(monkeypatch):
+    got = await first_frame_after(None, monkeypatch)
+    assert got["seen"] <= reads_a_round(b"x" * (1 << 15)) < got["reads"]
+
+
+async def test_client_many_turns_without_the_round_cap_the_first_frame_waited_for_the_huge_line(monkeypatch):
+    got = await first_frame_after(1 << 30, monkeypatch)
+    assert got["seen"] == got["reads"]
 
 
 async def test_client_many_turns_the_old_rule_woke_every_consumer_after_every_read(monkeypatch):
