@@ -55,13 +55,13 @@ def _host_header(address: Address) -> str:
     return f"{host}:{address.port}"
 
 
-#: The most one read of the socket takes: what a pipe holds, as much as one
-#: read of a child's stdout brings (asyncio's socket transports read up to
-#: 256 KiB at once).  The stream's buffer then grows and shrinks by 64 KiB of
-#: reused memory; by 256 KiB it drew fresh pages from the system again and
-#: again: on the bench's 200,000-notification turn over TCP, 17,000-18,000
-#: page faults in the reader's window and twice the system time; now about
-#: 2,000 (``make bench``'s ``client_ws``).
+#: The most one read of the socket takes: 64 KiB, what asyncio's pipe to a
+#: child held (its socket transports read up to 256 KiB at once).  The
+#: stream's buffer then grows and shrinks by 64 KiB of reused memory; by
+#: 256 KiB it drew fresh pages from the system again and again: on the
+#: bench's 200,000-notification turn over TCP, 17,000-18,000 page faults in
+#: the reader's window and twice the system time; now about 2,000 (``make
+#: bench``'s ``client_ws``).
 SOCKET_READ = 2 * READ_CHUNK
 
 
