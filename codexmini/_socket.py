@@ -8,18 +8,20 @@ child's pipes.  ``read()`` gives the server's text messages as JSON lines
 (one message, one line), ``write(lines)`` sends each line as one text
 message (fragmented past what the server takes unfragmented),
 ``close_input()`` starts the closing handshake, ``signal()`` and
-``aclose()`` drop the connection.  There is no process: ``pid`` and
-``returncode`` are ``None``; :meth:`WebSocketTransport.ended` is the
-:class:`~codexmini.WebSocketError` saying how the connection ended.
+``aclose()`` drop the connection.  The socket is read and written through
+:class:`_Connection`, an asyncio protocol of our own.  There is no process:
+``pid`` and ``returncode`` are ``None``; :meth:`WebSocketTransport.ended` is
+the :class:`~codexmini.WebSocketError` saying how the connection ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 import time
-from typing import Optional, Tuple
+from typing import Deque, Optional
 
 from ._connect import Address, Connect
 from ._deadline import within
@@ -29,8 +31,6 @@ from ._transport import Chunk
 from ._websocket import Answer, Closed, Handshake, WebSocket, new_key, opening_request
 
 log = logging.getLogger("codexmini.client")
-
-Streams = Tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 def _read_file(path: str) -> bytes:
@@ -56,22 +56,141 @@ def _host_header(address: Address) -> str:
 
 
 #: The most one read of the socket takes: 64 KiB, what asyncio's pipe to a
-#: child held (its socket transports read up to 256 KiB at once).  The
-#: stream's buffer then grows and shrinks by 64 KiB of reused memory; by
-#: 256 KiB it drew fresh pages from the system again and again: on the
-#: bench's 200,000-notification turn over TCP, 17,000-18,000 page faults in
-#: the reader's window and twice the system time; now about 2,000 (``make
-#: bench``'s ``client_ws``).
+#: child held (its socket transports read up to 256 KiB at once).  By 256 KiB
+#: asyncio's stream buffer drew fresh pages from the system again and again:
+#: on the bench's 200,000-notification turn over TCP, 17,000-18,000 page
+#: faults in the reader's window and twice the system time; at 64 KiB about
+#: 2,000 (``make bench``'s ``client_ws``).
 SOCKET_READ = 2 * READ_CHUNK
+#: How much of what the socket brought is kept, not yet taken, before reading
+#: it pauses (it resumes at half): then the kernel's buffer fills, and TCP's
+#: window makes the server wait.
+SOCKET_HELD = 1 << 18
 
 
-async def _open(address: Address) -> Streams:
+class _Connection(asyncio.Protocol):
+    """One socket, both ways, for :class:`WebSocketTransport`.
+
+    What the socket brings is kept as the transport read it (a queue of its
+    reads: no buffer moves what it holds as it grows, as asyncio's stream
+    did) and taken ``n`` bytes at a time; reading pauses while
+    :data:`SOCKET_HELD` bytes wait.  Writes go to the transport, with its
+    flow control (:meth:`drain`)."""
+
+    def __init__(self) -> None:
+        self._chunks: Deque[bytes] = collections.deque()
+        self._start = 0  # where the first chunk's unread bytes start
+        self._held = 0  # bytes read from the socket and not yet taken
+        self._paused = False
+        self._ended = False
+        self._error: Optional[Exception] = None
+        self._reading: "Optional[asyncio.Future[None]]" = None
+        self._writing: "Optional[asyncio.Future[None]]" = None
+        self._closed: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
+        self.transport: Optional[asyncio.Transport] = None
+
+    # -- asyncio's calls -----------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._held += len(data)
+        if self._held >= SOCKET_HELD and not self._paused:
+            self._paused = True
+            self._transport().pause_reading()
+        _wake(self._reading)
+
+    def eof_received(self) -> None:
+        self._ended = True  # and the transport closes
+        _wake(self._reading)
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self._ended, self._error = True, exc
+        _wake(self._reading)
+        _wake(self._writing)
+        _wake(self._closed)
+
+    def pause_writing(self) -> None:
+        self._writing = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        _wake(self._writing)
+        self._writing = None
+
+    # -- reading -------------------------------------------------------------
+
+    async def read(self, n: int) -> bytes:
+        """Up to ``n`` bytes, as soon as there are any; ``b""`` once the
+        server closed; what broke the connection once nothing is left."""
+        while not self._chunks:
+            if self._error is not None:
+                raise self._error
+            if self._ended:
+                return b""
+            self._reading = waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._reading = None
+        head, start = self._chunks[0], self._start
+        end = start + n
+        if end < len(head):
+            data, self._start = head[start:end], end
+        else:
+            self._chunks.popleft()
+            data, self._start = (head[start:] if start else head), 0
+        self._held -= len(data)
+        if self._paused and self._held <= SOCKET_HELD // 2:
+            self._paused = False
+            self._transport().resume_reading()
+        return data
+
+    # -- writing -------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        self._transport().write(data)
+
+    async def drain(self) -> None:
+        """Until the transport takes more (asyncio's flow control); raises
+        ``ConnectionResetError`` once the connection is lost."""
+        if self._writing is not None:
+            await asyncio.shield(self._writing)
+        if self._closed.done():
+            raise ConnectionResetError("the connection was lost")
+
+    def is_closing(self) -> bool:
+        return self._transport().is_closing()
+
+    def close(self) -> None:
+        self._transport().close()
+
+    def abort(self) -> None:
+        self._transport().abort()
+
+    async def wait_closed(self) -> None:
+        await asyncio.shield(self._closed)
+
+    def _transport(self) -> asyncio.Transport:
+        assert self.transport is not None  # connected: asyncio calls connection_made first
+        return self.transport
+
+
+def _wake(future: "Optional[asyncio.Future[None]]") -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
+
+
+async def _open(address: Address) -> _Connection:
+    loop = asyncio.get_running_loop()
     if address.family == "unix":
-        streams = await asyncio.open_unix_connection(address.host, limit=READ_CHUNK)
+        transport, connection = await loop.create_unix_connection(_Connection, address.host)
     else:
-        streams = await asyncio.open_connection(address.host, address.port, limit=READ_CHUNK)
-    _read_at_most(streams[1].transport, SOCKET_READ)
-    return streams
+        transport, connection = await loop.create_connection(_Connection, address.host, address.port)
+    _read_at_most(transport, SOCKET_READ)
+    return connection
 
 
 def _read_at_most(transport: asyncio.BaseTransport, size: int) -> None:
@@ -84,7 +203,7 @@ def _read_at_most(transport: asyncio.BaseTransport, size: int) -> None:
         pass
 
 
-async def _answer(reader: asyncio.StreamReader, handshake: Handshake) -> Answer:
+async def _answer(reader: _Connection, handshake: Handshake) -> Answer:
     while True:
         data = await reader.read(READ_CHUNK)
         if not data:
@@ -105,7 +224,7 @@ async def open_websocket(target: Connect) -> "WebSocketTransport":
     loop = asyncio.get_running_loop()
     deadline = loop.time() + limit
     try:
-        reader, writer = await within(_open(address), limit)
+        connection = await within(_open(address), limit)
     except asyncio.TimeoutError:
         raise ConnectFailed(url, f"no connection within {limit:g}s") from None
     except OSError as exc:
@@ -113,30 +232,30 @@ async def open_websocket(target: Connect) -> "WebSocketTransport":
     key = new_key()
     handshake = Handshake(url, key)
     try:
-        writer.write(opening_request(_host_header(address), address.path, key, headers))
-        answer = await within(_answer(reader, handshake), max(deadline - loop.time(), 0.001))
+        connection.write(opening_request(_host_header(address), address.path, key, headers))
+        answer = await within(_answer(connection, handshake), max(deadline - loop.time(), 0.001))
         unfragmented = handshake.check(answer)
     except asyncio.TimeoutError:
-        writer.close()
+        connection.close()
         raise ConnectFailed(url, f"no answer to the opening handshake within {limit:g}s") from None
     except OSError as exc:
-        writer.close()
+        connection.close()
         raise ConnectFailed(url, _reason(exc)) from None
     except BaseException:
-        writer.close()
+        connection.close()
         raise
     ws = WebSocket(max_message=target.limits.max_frame_bytes, unfragmented=unfragmented)
-    return WebSocketTransport(reader, writer, ws, url, answer.rest)
+    return WebSocketTransport(connection, ws, url, answer.rest)
 
 
 class WebSocketTransport:
     """One WebSocket connection to an app-server, as a :class:`~._transport.Transport`."""
 
-    def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ws: WebSocket, url: str, rest: bytes = b""
-    ) -> None:
+    def __init__(self, connection: _Connection, ws: WebSocket, url: str, rest: bytes = b"") -> None:
         self.url = url
-        self._reader, self._writer, self._ws = reader, writer, ws
+        # (one object, the socket both ways: read as the reader, written as the writer)
+        self._reader = self._writer = connection
+        self._ws = ws
         self._pending = rest  # what came with the handshake's answer
         self._failure: Optional[TransportError] = None
         self._gone: "asyncio.Future[None]" = asyncio.get_running_loop().create_future()
@@ -220,8 +339,8 @@ class WebSocketTransport:
         self._end(WebSocketError("the connection was closed"))
         try:
             await within(self._writer.wait_closed(), timeout)
-        except (asyncio.TimeoutError, ConnectionError, OSError):
-            pass
+        except asyncio.TimeoutError:  # what we wrote never drained (the server reads nothing): drop it
+            self._writer.abort()
 
     # -- inside --------------------------------------------------------------
 

@@ -400,8 +400,8 @@ async def test_socket_a_read_of_the_socket_takes_what_a_pipe_read_takes_at_most(
     async with server:
         transport = await open_websocket(Connect(url))
         reads: List[int] = []
-        feed = transport._reader.feed_data
-        transport._reader.feed_data = lambda data: reads.append(len(data)) or feed(data)
+        feed = transport._reader.data_received
+        transport._reader.data_received = lambda data: reads.append(len(data)) or feed(data)  # type: ignore[method-assign]
         await transport.write(b"{}\n")
         got: List[bytes] = []
         while len(got) < len(messages):
@@ -412,6 +412,100 @@ async def test_socket_a_read_of_the_socket_takes_what_a_pipe_read_takes_at_most(
         assert sum(reads) == len(burst) and max(reads) <= _socket.SOCKET_READ == 64 * 1024
         transport.signal(9)
         await transport.aclose(5)
+
+
+MESSAGES = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * 300) for i in range(4000)]  # 1.3 MB
+LINES = b"\n".join(b'{"pad":"%s"}' % (b"y" * (1 << 20)) for _ in range(16))  # 16 MiB to write
+
+
+async def test_socket_reading_pauses_while_socket_held_bytes_wait_and_resumes_once_taken():
+    burst = b"".join(server_frame(0x1, m) for m in MESSAGES)
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await accept(reader, writer)
+        writer.write(burst)
+        await writer.drain()  # waits while the client reads nothing
+        await reader.read()
+
+    server, url = await raw_server(handler)
+    async with server:
+        transport = await open_websocket(Connect(url))
+        connection = transport._reader
+        assert await until(lambda: connection._paused)  # nothing taken: the socket is no longer read
+        assert _socket.SOCKET_HELD <= connection._held < _socket.SOCKET_HELD + _socket.SOCKET_READ
+        got: List[bytes] = []
+        while len(got) < len(MESSAGES):
+            chunk = await transport.read()
+            assert isinstance(chunk, list)
+            got += chunk
+        assert got == MESSAGES and not connection._paused
+        transport.signal(9)
+        await transport.aclose(5)
+
+
+def a_server_reading_nothing_until(go: "asyncio.Future[str]", got: "asyncio.Future[int]") -> Handler:
+    """Takes nothing after the handshake until ``go`` says ``"read"`` (then
+    reads what came, into ``got``) or ``"reset"`` (then resets the connection)."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await accept(reader, writer)
+        if await go == "reset":
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return
+        n = 0
+        while n < len(LINES):
+            n += len(await reader.read(1 << 16))
+        got.set_result(n)
+        await reader.read()
+
+    return handler
+
+
+async def test_socket_a_write_waits_while_the_server_reads_nothing_and_ends_once_it_reads():
+    loop = asyncio.get_running_loop()
+    go, got = loop.create_future(), loop.create_future()
+    server, url = await raw_server(a_server_reading_nothing_until(go, got))
+    async with server:
+        transport = await open_websocket(Connect(url))
+        writing = asyncio.ensure_future(transport.write(LINES))
+        assert await until(lambda: transport._writer._writing is not None)  # asyncio's flow control paused it
+        assert not writing.done()
+        go.set_result("read")
+        await asyncio.wait_for(writing, 30)  # a hang guard, not a time limit
+        assert await asyncio.wait_for(got, 30) >= len(LINES)
+        transport.signal(9)
+        await transport.aclose(5)
+
+
+async def test_socket_a_write_waiting_when_the_connection_breaks_raises_connection_error():
+    loop = asyncio.get_running_loop()
+    go, got = loop.create_future(), loop.create_future()
+    server, url = await raw_server(a_server_reading_nothing_until(go, got))
+    async with server:
+        transport = await open_websocket(Connect(url))
+        writing = asyncio.ensure_future(transport.write(LINES))
+        assert await until(lambda: transport._writer._writing is not None)
+        go.set_result("reset")
+        with pytest.raises(ConnectionError):
+            await asyncio.wait_for(writing, 30)
+        await transport.aclose(5)
+
+
+async def test_socket_aclose_of_a_connection_whose_writes_never_drain_drops_it():
+    loop = asyncio.get_running_loop()
+    go, got = loop.create_future(), loop.create_future()
+    server, url = await raw_server(a_server_reading_nothing_until(go, got))
+    async with server:
+        transport = await open_websocket(Connect(url))
+        writing = asyncio.ensure_future(transport.write(LINES))
+        assert await until(lambda: transport._writer._writing is not None)
+        transport.signal(9)  # closes: the transport waits for what it holds to drain, which never happens
+        await transport.aclose(0.2)
+        assert await until(lambda: transport._writer._closed.done())  # dropped
+        with pytest.raises(ConnectionError):
+            await asyncio.wait_for(writing, 30)
+        go.set_result("reset")
 
 
 def test_socket_a_transport_without_a_read_size_keeps_its_own():
