@@ -20,6 +20,7 @@ import logging
 import os
 import signal
 import threading
+from typing import Tuple
 
 import pytest
 from support import behaviours as b
@@ -140,13 +141,19 @@ async def test_stdout_reads_every_byte_in_order_a_read_chunk_at_most():
     assert await stdout.read(READ_CHUNK) == b""  # ended: and closed
 
 
-async def test_stdout_read_waits_for_the_pipe_and_wakes_when_it_is_written():
+async def a_waiting_read() -> Tuple[Stdout, int, "asyncio.Future[bytes]"]:
+    """A Stdout over a new, empty pipe, a read of it waiting; the pipe's write end."""
     ours, theirs = os.pipe()
     stdout = Stdout(ours)
     reading = asyncio.ensure_future(stdout.read(READ_CHUNK))
     for _ in range(3):
         await asyncio.sleep(0)
-    assert not reading.done()  # the pipe is empty: it waits
+    assert stdout._ready is not None and not reading.done()  # the pipe is empty: it waits
+    return stdout, theirs, reading
+
+
+async def test_stdout_read_waits_for_the_pipe_and_wakes_when_it_is_written():
+    stdout, theirs, reading = await a_waiting_read()
     asyncio.get_running_loop().call_soon(os.write, theirs, b"hello\n")
     assert await asyncio.wait_for(reading, 10) == b"hello\n"
     os.close(theirs)
@@ -156,11 +163,8 @@ async def test_stdout_read_waits_for_the_pipe_and_wakes_when_it_is_written():
 
 async def test_stdout_closed_while_a_read_waits_ends_that_read_and_unregisters_the_pipe():
     loop = asyncio.get_running_loop()
-    ours, theirs = os.pipe()
-    stdout = Stdout(ours)
-    reading = asyncio.ensure_future(stdout.read(READ_CHUNK))
-    for _ in range(3):
-        await asyncio.sleep(0)
+    stdout, theirs, reading = await a_waiting_read()
+    ours = stdout._fd
     stdout.close()
     stdout.close()  # idempotent
     assert await asyncio.wait_for(reading, 10) == b""
@@ -182,11 +186,7 @@ async def test_stdout_closed_while_a_read_waits_ends_that_read_and_unregisters_t
 async def test_stdout_closed_after_the_pipe_woke_a_read_before_it_ran_ends_that_read():
     # The pipe became readable and woke the waiting read (its future done),
     # and close() comes before that read runs again: it ends with b"".
-    ours, theirs = os.pipe()
-    stdout = Stdout(ours)
-    reading = asyncio.ensure_future(stdout.read(READ_CHUNK))
-    for _ in range(3):
-        await asyncio.sleep(0)
+    stdout, theirs, reading = await a_waiting_read()
     os.write(theirs, b"x")
     for _ in range(100):  # a bound, not a time limit: a few turns of the loop
         if stdout._ready is not None and stdout._ready.done():

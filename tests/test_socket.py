@@ -17,6 +17,7 @@ that breaks the protocol, a line break inside a message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -24,7 +25,7 @@ import re
 import socket
 import stat
 import struct
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, AsyncIterator, Iterator, List, Optional, Tuple
 
 import pytest
 from support.fake_client import until
@@ -462,7 +463,13 @@ def a_server_reading_nothing_until(go: "asyncio.Future[str]", got: "asyncio.Futu
     return handler
 
 
-async def test_socket_a_write_waits_while_the_server_reads_nothing_and_ends_once_it_reads():
+@contextlib.asynccontextmanager
+async def a_write_waiting() -> AsyncIterator[
+    Tuple[Any, "asyncio.Future[None]", "asyncio.Future[str]", "asyncio.Future[int]"]
+]:
+    """A connection to a server that reads nothing (until told), and a write
+    of :data:`LINES` waiting on asyncio's flow control: (transport, the
+    write, what tells the server, what it read)."""
     loop = asyncio.get_running_loop()
     go, got = loop.create_future(), loop.create_future()
     server, url = await raw_server(a_server_reading_nothing_until(go, got))
@@ -471,41 +478,36 @@ async def test_socket_a_write_waits_while_the_server_reads_nothing_and_ends_once
         writing = asyncio.ensure_future(transport.write(LINES))
         assert await until(lambda: transport._writer._writing is not None)  # asyncio's flow control paused it
         assert not writing.done()
+        try:
+            yield transport, writing, go, got
+        finally:
+            if not go.done():
+                go.set_result("reset")
+            transport.signal(9)
+            await transport.aclose(5)
+
+
+async def test_socket_a_write_waits_while_the_server_reads_nothing_and_ends_once_it_reads():
+    async with a_write_waiting() as (transport, writing, go, got):
         go.set_result("read")
         await asyncio.wait_for(writing, 30)  # a hang guard, not a time limit
         assert await asyncio.wait_for(got, 30) >= len(LINES)
-        transport.signal(9)
-        await transport.aclose(5)
 
 
 async def test_socket_a_write_waiting_when_the_connection_breaks_raises_connection_error():
-    loop = asyncio.get_running_loop()
-    go, got = loop.create_future(), loop.create_future()
-    server, url = await raw_server(a_server_reading_nothing_until(go, got))
-    async with server:
-        transport = await open_websocket(Connect(url))
-        writing = asyncio.ensure_future(transport.write(LINES))
-        assert await until(lambda: transport._writer._writing is not None)
+    async with a_write_waiting() as (transport, writing, go, got):
         go.set_result("reset")
         with pytest.raises(ConnectionError):
             await asyncio.wait_for(writing, 30)
-        await transport.aclose(5)
 
 
 async def test_socket_aclose_of_a_connection_whose_writes_never_drain_drops_it():
-    loop = asyncio.get_running_loop()
-    go, got = loop.create_future(), loop.create_future()
-    server, url = await raw_server(a_server_reading_nothing_until(go, got))
-    async with server:
-        transport = await open_websocket(Connect(url))
-        writing = asyncio.ensure_future(transport.write(LINES))
-        assert await until(lambda: transport._writer._writing is not None)
+    async with a_write_waiting() as (transport, writing, go, got):
         transport.signal(9)  # closes: the transport waits for what it holds to drain, which never happens
         await transport.aclose(0.2)
         assert await until(lambda: transport._writer._closed.done())  # dropped
         with pytest.raises(ConnectionError):
             await asyncio.wait_for(writing, 30)
-        go.set_result("reset")
 
 
 def test_socket_a_transport_without_a_read_size_keeps_its_own():
