@@ -105,6 +105,42 @@ def deepen(fd: int, size: int) -> None:
         pass
 
 
+class Chunks:
+    """Bytes as a transport read them, kept as they came and taken ``n`` at a
+    time: no buffer moves what it holds as it grows (asyncio's stream's
+    ``bytearray`` did); ``n`` bytes of a longer chunk are a slice of it."""
+
+    def __init__(self) -> None:
+        self._chunks: Deque[bytes] = collections.deque()
+        self._start = 0  # where the first chunk's unread bytes start
+        self.held = 0  # bytes kept and not yet taken
+
+    def __bool__(self) -> bool:
+        return bool(self._chunks)
+
+    def append(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self.held += len(data)
+
+    def take(self, n: int) -> bytes:
+        """Up to ``n`` of the bytes kept (there are some)."""
+        head, start = self._chunks[0], self._start
+        end = start + n
+        if end < len(head):
+            data, self._start = head[start:end], end
+        else:
+            self._chunks.popleft()
+            data, self._start = (head[start:] if start else head), 0
+        self.held -= len(data)
+        return data
+
+
+def wake(future: "Optional[asyncio.Future[None]]") -> None:
+    """Resolve ``future`` unless there is none or it is done already."""
+    if future is not None and not future.done():
+        future.set_result(None)
+
+
 class Stdout:
     """codex's stdout: a pipe read straight, :data:`PIPE_READ` bytes a call,
     handed out :data:`READ_CHUNK` at a time.
@@ -118,21 +154,17 @@ class Stdout:
     def __init__(self, fd: int) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
-        self._chunk = b""  # what the pipe gave last ...
-        self._start = 0  # ... and where its unread bytes start
+        self._chunks = Chunks()  # what the pipe gave last, not yet taken
         self._ready: "Optional[asyncio.Future[None]]" = None  # set while a read waits for the pipe
 
     async def read(self, n: int) -> bytes:
         """Up to ``n`` bytes, as soon as there are any; ``b""`` once stdout ended (or was closed)."""
-        chunk, start = self._chunk, self._start
-        if start == len(chunk):
-            chunk, start = await self._fill(), 0
-        end = start + n
-        if end < len(chunk):
-            self._chunk, self._start = chunk, end
-            return chunk[start:end]
-        self._chunk, self._start = b"", 0
-        return chunk[start:] if start else chunk
+        if not self._chunks:
+            data = await self._fill()
+            if not data:
+                return b""
+            self._chunks.append(data)
+        return self._chunks.take(n)
 
     async def _fill(self) -> bytes:
         while self._fd >= 0:
@@ -147,7 +179,7 @@ class Stdout:
     async def _readable(self) -> None:
         loop = asyncio.get_running_loop()
         self._ready = ready = loop.create_future()
-        loop.add_reader(self._fd, _wake, ready)
+        loop.add_reader(self._fd, wake, ready)
         try:
             await ready
         finally:
@@ -163,13 +195,8 @@ class Stdout:
         self._fd = -1
         if ready is not None:  # a read waits: unregister the fd before its number can be reused
             asyncio.get_running_loop().remove_reader(fd)
-            _wake(ready)
+            wake(ready)
         os.close(fd)
-
-
-def _wake(future: "asyncio.Future[None]") -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _level(line: str) -> int:
@@ -344,4 +371,4 @@ async def spawn(launch: Launch) -> Tuple[Transport, Plan]:
     return transport, planned
 
 
-__all__ = ["ChildProcess", "PIPE_BYTES", "PIPE_READ", "READ_CHUNK", "Stdout", "deepen", "spawn"]
+__all__ = ["ChildProcess", "Chunks", "PIPE_BYTES", "PIPE_READ", "READ_CHUNK", "Stdout", "deepen", "spawn", "wake"]

@@ -17,16 +17,15 @@ the :class:`~codexmini.WebSocketError` saying how the connection ended.
 from __future__ import annotations
 
 import asyncio
-import collections
 import logging
 import os
 import time
-from typing import Deque, Optional
+from typing import Optional
 
 from ._connect import Address, Connect
 from ._deadline import within
 from ._errors import ConfigError, ConnectFailed, TransportError, WebSocketError
-from ._process import READ_CHUNK
+from ._process import READ_CHUNK, Chunks, wake
 from ._transport import Chunk
 from ._websocket import Answer, Closed, Handshake, WebSocket, new_key, opening_request
 
@@ -71,16 +70,13 @@ SOCKET_HELD = 1 << 18
 class _Connection(asyncio.Protocol):
     """One socket, both ways, for :class:`WebSocketTransport`.
 
-    What the socket brings is kept as the transport read it (a queue of its
-    reads: no buffer moves what it holds as it grows, as asyncio's stream
-    did) and taken ``n`` bytes at a time; reading pauses while
-    :data:`SOCKET_HELD` bytes wait.  Writes go to the transport, with its
+    What the socket brings is kept as the transport read it
+    (:class:`~._process.Chunks`) and taken ``n`` bytes at a time; reading
+    pauses while :data:`SOCKET_HELD` bytes wait.  Writes go to the transport, with its
     flow control (:meth:`drain`)."""
 
     def __init__(self) -> None:
-        self._chunks: Deque[bytes] = collections.deque()
-        self._start = 0  # where the first chunk's unread bytes start
-        self._held = 0  # bytes read from the socket and not yet taken
+        self._chunks = Chunks()  # what the socket brought, not yet taken
         self._paused = False
         self._ended = False
         self._error: Optional[Exception] = None
@@ -97,27 +93,26 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._chunks.append(data)
-        self._held += len(data)
-        if self._held >= SOCKET_HELD and not self._paused:
+        if self._chunks.held >= SOCKET_HELD and not self._paused:
             self._paused = True
             self._transport().pause_reading()
-        _wake(self._reading)
+        wake(self._reading)
 
     def eof_received(self) -> None:
         self._ended = True  # and the transport closes
-        _wake(self._reading)
+        wake(self._reading)
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self._ended, self._error = True, exc
-        _wake(self._reading)
-        _wake(self._writing)
-        _wake(self._closed)
+        wake(self._reading)
+        wake(self._writing)
+        wake(self._closed)
 
     def pause_writing(self) -> None:
         self._writing = asyncio.get_running_loop().create_future()
 
     def resume_writing(self) -> None:
-        _wake(self._writing)
+        wake(self._writing)
         self._writing = None
 
     # -- reading -------------------------------------------------------------
@@ -135,15 +130,8 @@ class _Connection(asyncio.Protocol):
                 await waiter
             finally:
                 self._reading = None
-        head, start = self._chunks[0], self._start
-        end = start + n
-        if end < len(head):
-            data, self._start = head[start:end], end
-        else:
-            self._chunks.popleft()
-            data, self._start = (head[start:] if start else head), 0
-        self._held -= len(data)
-        if self._paused and self._held <= SOCKET_HELD // 2:
+        data = self._chunks.take(n)
+        if self._paused and self._chunks.held <= SOCKET_HELD // 2:
             self._paused = False
             self._transport().resume_reading()
         return data
@@ -176,11 +164,6 @@ class _Connection(asyncio.Protocol):
     def _transport(self) -> asyncio.Transport:
         assert self.transport is not None  # connected: asyncio calls connection_made first
         return self.transport
-
-
-def _wake(future: "Optional[asyncio.Future[None]]") -> None:
-    if future is not None and not future.done():
-        future.set_result(None)
 
 
 async def _open(address: Address) -> _Connection:

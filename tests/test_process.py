@@ -30,7 +30,7 @@ from codexmini import Launch
 from codexmini._binary import INSTALL_HINT
 from codexmini._client import AppServerClient
 from codexmini._errors import BinaryNotFound, ConfigError, ProcessExited
-from codexmini._process import PIPE_BYTES, PIPE_READ, READ_CHUNK, ChildProcess, Stdout, deepen
+from codexmini._process import PIPE_BYTES, PIPE_READ, READ_CHUNK, ChildProcess, Chunks, Stdout, deepen
 
 THREAD = b.THREAD
 
@@ -108,6 +108,21 @@ async def test_a_spawned_codex_writes_to_a_deep_pipe(tmp_path):
     finally:
         await client.close()
     assert client._transport._stdout._fd == -1  # closed with the client
+
+
+def test_chunks_hand_out_what_came_in_order_n_bytes_at_most_and_count_what_they_hold():
+    chunks, given = Chunks(), [b"abcdefgh", b"ij", b"klmnopqrstu"]
+    for data in given:
+        chunks.append(data)
+    assert chunks and chunks.held == 21
+    taken = []
+    while chunks:
+        taken.append(chunks.take(3))
+    assert taken == [b"abc", b"def", b"gh", b"ij", b"klm", b"nop", b"qrs", b"tu"]
+    assert chunks.held == 0
+    whole = b"x" * 5
+    chunks.append(whole)
+    assert chunks.take(5) is whole  # a chunk taken whole is not copied
 
 
 def write_all(fd: int, data: bytes) -> threading.Thread:

@@ -433,7 +433,7 @@ async def test_socket_reading_pauses_while_socket_held_bytes_wait_and_resumes_on
         transport = await open_websocket(Connect(url))
         connection = transport._reader
         assert await until(lambda: connection._paused)  # nothing taken: the socket is no longer read
-        assert _socket.SOCKET_HELD <= connection._held < _socket.SOCKET_HELD + _socket.SOCKET_READ
+        assert _socket.SOCKET_HELD <= connection._chunks.held < _socket.SOCKET_HELD + _socket.SOCKET_READ
         got: List[bytes] = []
         while len(got) < len(MESSAGES):
             chunk = await transport.read()
