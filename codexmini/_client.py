@@ -624,7 +624,8 @@ class AppServerClient(Extras):
 
     async def _read(self) -> None:
         transport = self._transport
-        # Bytes read, frames routed and consumers woken since the consumers last ran.
+        # Bytes read (a WebSocket's messages: their characters), frames routed
+        # and consumers woken since the consumers last ran.
         size = frames = woken = 0
         len_ = len
         while True:

@@ -330,9 +330,9 @@ class Connection:
 
     # -- receiving ---------------------------------------------------------------
 
-    def receive(self, data: Union[bytes, List[bytes]]) -> List[Incoming]:
-        """Feed bytes from codex (or a list of whole messages, one frame
-        each); the events they complete, in order."""
+    def receive(self, data: Union[bytes, List[str]]) -> List[Incoming]:
+        """Feed bytes from codex (or a list of whole messages, decoded, one
+        frame each); the events they complete, in order."""
         out: List[Incoming] = []
         append, event, claimed = out.append, self._event, self._claimed
         # Globals and builtins as locals (3.9 caches no global lookup in a

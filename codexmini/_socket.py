@@ -262,8 +262,8 @@ class WebSocketTransport:
         return self._failure or WebSocketError("the connection was closed")
 
     async def read(self) -> Chunk:
-        """The server's next text messages, whole (one JSON-RPC message each);
-        ``b""`` once the connection ended."""
+        """The server's next text messages, whole and decoded (one JSON-RPC
+        message each); ``b""`` once the connection ended."""
         while not self._gone.done():
             data, self._pending = self._pending, b""
             if not data:

@@ -16,16 +16,16 @@ if TYPE_CHECKING:
     from ._errors import TransportError
 
 
-#: What one read brings: bytes of JSON lines, or whole messages.
-Chunk = Union[bytes, List[bytes]]
+#: What one read brings: bytes of JSON lines, or whole messages, decoded.
+Chunk = Union[bytes, List[str]]
 
 
 class Transport(Protocol):  # pragma: no cover - a typing Protocol: its stubs never run
     """A byte stream each way, an exit, signals.
 
     ``read()`` returns the next bytes (JSON lines), or, from a transport that
-    delivers whole messages (a WebSocket's text frames), a list of them, each
-    one frame; ``b""`` once the other side ended;
+    delivers whole messages (a WebSocket's text frames), a list of them,
+    decoded, each one frame; ``b""`` once the other side ended;
     ``write(data)`` returns once the other side took ``data`` (or it is
     buffered) and raises ``OSError`` (or ``ConnectionError``) once that side is
     gone; it may wait while the other side is not reading, and must then be

@@ -411,10 +411,19 @@ class LineDecoder:
             self._check_cap()
         return out
 
-    def messages(self, texts: List[bytes]) -> List[Decoded]:
-        """The frames of whole messages, one each (a WebSocket's text
-        frames): nothing is cut or buffered, and each is held to the cap."""
-        return self._lines(texts, sum(map(len, texts)))
+    def messages(self, texts: List[str]) -> List[Decoded]:
+        """The frames of whole messages, decoded, one each (a WebSocket's
+        text messages): nothing is cut or buffered, and each is held to the
+        cap (here in characters; the WebSocket held it to the cap in bytes)."""
+        if sum(map(len, texts)) <= self.max_frame_bytes:
+            return self._texts(texts)
+        cap = self.max_frame_bytes
+        return [
+            ProtocolError(self._too_big(len(text)), len(text), _preview(text.encode("utf-8", "replace")))
+            if len(text) > cap
+            else self._texts([text])[0]
+            for text in texts
+        ]
 
     def _lines(self, lines: List[bytes], size: int) -> List[Decoded]:
         """The frames of whole lines (without their newlines) of a chunk of
@@ -427,32 +436,36 @@ class LineDecoder:
             except UnicodeDecodeError:
                 pass
             else:
-                # The hot loop: one direct scan per line; anything unusual (a
-                # "\r", whitespace, a value that is not an object, an error)
-                # goes the long way, through _text_line.
-                # Builtins as locals (as in every per-frame loop here): 3.9
-                # caches no global lookup in a function called fewer than
-                # 1,024 times, and this one runs once a chunk.
-                # A line long enough to nest too deeply has its depth
-                # measured, as _verdict would (stop is its length here: a
-                # comparison more per line, for nothing else when it is
-                # shorter than _SHALLOW, as nine lines in ten are).
-                out: List[Decoded] = []
-                append, scan, slow, len_, type_, dict_ = out.append, _scan_once, self._text_line, len, type, dict
-                shallow, deeper = _SHALLOW, _nests_deeper
-                for text in texts:
-                    try:
-                        value, stop = scan(text, 0)
-                    except (StopIteration, ValueError, RecursionError):
-                        append(slow(text))
-                        continue
-                    if stop == len_(text) and type_(value) is dict_ and (stop <= shallow or not deeper(value)):
-                        append(value)
-                    else:
-                        append(slow(text))
-                return out
+                return self._texts(texts)
         line_of = self._line
         return [line_of(line) for line in lines]
+
+    def _texts(self, texts: List[str]) -> List[Decoded]:
+        """The frames of whole lines, decoded, none over the cap.  The hot
+        loop: one direct scan per line; anything unusual (a "\r",
+        whitespace, a value that is not an object, an error) goes the long
+        way, through _text_line."""
+        # Builtins as locals (as in every per-frame loop here): 3.9
+        # caches no global lookup in a function called fewer than
+        # 1,024 times, and this one runs once a chunk.
+        # A line long enough to nest too deeply has its depth
+        # measured, as _verdict would (stop is its length here: a
+        # comparison more per line, for nothing else when it is
+        # shorter than _SHALLOW, as nine lines in ten are).
+        out: List[Decoded] = []
+        append, scan, slow, len_, type_, dict_ = out.append, _scan_once, self._text_line, len, type, dict
+        shallow, deeper = _SHALLOW, _nests_deeper
+        for text in texts:
+            try:
+                value, stop = scan(text, 0)
+            except (StopIteration, ValueError, RecursionError):
+                append(slow(text))
+                continue
+            if stop == len_(text) and type_(value) is dict_ and (stop <= shallow or not deeper(value)):
+                append(value)
+            else:
+                append(slow(text))
+        return out
 
     @staticmethod
     def _text_line(line: str) -> Decoded:

@@ -1050,5 +1050,5 @@ def test_connection_rate_limits_come_only_from_their_own_notification():
 def test_rpc_receive_takes_whole_messages_as_it_takes_lines():
     lines, messages = Connection(), Connection()
     frames = [b'{"id":1,"result":{}}', b'{"method":"thread/started","params":{"thread":{"id":"t"}}}']
-    got, want = messages.receive(frames), lines.receive(b"\n".join(frames) + b"\n")
+    got, want = messages.receive([f.decode() for f in frames]), lines.receive(b"\n".join(frames) + b"\n")
     assert [repr(e) for e in got] == [repr(e) for e in want] and len(got) == 2

@@ -370,8 +370,8 @@ async def test_socket_frames_with_the_answer_pings_and_line_breaks_inside_a_mess
     async with server:
         transport = await open_websocket(Connect(url))
         assert (transport.pid, transport.returncode, transport.stderr_tail) == (None, None, "")
-        assert await transport.read() == [b'{"first":1}']  # whole messages, one frame each
-        assert await transport.read() == [b'{"a":\n1}']  # the ping was answered on the way
+        assert await transport.read() == ['{"first":1}']  # whole messages, one frame each, decoded
+        assert await transport.read() == ['{"a":\n1}']  # the ping was answered on the way
         pong = await done
         assert pong[0] == 0x8A and pong[1] == 0x82  # a masked pong of 2 bytes
         transport.signal(9)
@@ -404,12 +404,12 @@ async def test_socket_a_read_of_the_socket_takes_what_a_pipe_read_takes_at_most(
         feed = transport._reader.data_received
         transport._reader.data_received = lambda data: reads.append(len(data)) or feed(data)  # type: ignore[method-assign]
         await transport.write(b"{}\n")
-        got: List[bytes] = []
+        got: List[str] = []
         while len(got) < len(messages):
             chunk = await transport.read()
             assert isinstance(chunk, list)
             got += chunk
-        assert got == messages
+        assert got == [m.decode() for m in messages]
         assert sum(reads) == len(burst) and max(reads) <= _socket.SOCKET_READ == 64 * 1024
         transport.signal(9)
         await transport.aclose(5)
@@ -434,12 +434,12 @@ async def test_socket_reading_pauses_while_socket_held_bytes_wait_and_resumes_on
         connection = transport._reader
         assert await until(lambda: connection._paused)  # nothing taken: the socket is no longer read
         assert _socket.SOCKET_HELD <= connection._chunks.held < _socket.SOCKET_HELD + _socket.SOCKET_READ
-        got: List[bytes] = []
+        got: List[str] = []
         while len(got) < len(MESSAGES):
             chunk = await transport.read()
             assert isinstance(chunk, list)
             got += chunk
-        assert got == MESSAGES and not connection._paused
+        assert got == [m.decode() for m in MESSAGES] and not connection._paused
         transport.signal(9)
         await transport.aclose(5)
 

@@ -240,7 +240,7 @@ def test_websocket_receive_text_ping_pong_and_a_fragmented_message():
         + frame(0x0, "ed é".encode(), fin=True)
         + frame(0xA, b"q")
     )
-    assert conn.receive(data) == [Text(b'{"a":1}'), Ping(b"p"), Text("fragmented é".encode()), Pong(b"q")]
+    assert conn.receive(data) == [Text('{"a":1}'), Ping(b"p"), Text("fragmented é"), Pong(b"q")]
     assert client_frames(conn.data_to_send()) == [(0xA, True, b"p")]  # the pong, queued
     assert conn.data_to_send() == b""
 
@@ -266,37 +266,37 @@ def test_websocket_receive_gives_the_same_events_however_the_bytes_are_cut(cuts)
     whole = ws().receive(SAMPLE)
     conn = ws()
     pieces = [event for chunk in cut_into(SAMPLE, cuts) for event in conn.receive(chunk)]
-    assert pieces == whole == [Text(b"x" * 200), Ping(b""), Text(b"a" + b"b" * 70000), Text(b""), Closed(1000, "bye")]
+    assert pieces == whole == [Text("x" * 200), Ping(b""), Text("a" + "b" * 70000), Text(""), Closed(1000, "bye")]
 
 
 def test_websocket_receive_texts_keeps_the_texts_apart_in_order_and_the_rest_after():
     texts, events = ws().receive_texts(SAMPLE)
-    assert texts == [b"x" * 200, b"a" + b"b" * 70000, b""]
+    assert texts == ["x" * 200, "a" + "b" * 70000, ""]
     assert events == [Ping(b""), Closed(1000, "bye")]
     first = frame(0x1, b"z" * 200, fin=False)  # a fragment with a 16-bit length, cut inside it
     conn = ws()
     assert conn.receive_texts(first[:3]) == ([], [])
-    assert conn.receive_texts(first[3:] + frame(0x0, b"!")) == ([b"z" * 200 + b"!"], [])
+    assert conn.receive_texts(first[3:] + frame(0x0, b"!")) == (["z" * 200 + "!"], [])
     long_ = frame(0x1, b"y" * 126)  # a chunk that ends inside a 16-bit length, then an empty one
     conn = ws()
-    assert conn.receive_texts(frame(0x1, b"a") + long_[:3]) == ([b"a"], [])
+    assert conn.receive_texts(frame(0x1, b"a") + long_[:3]) == (["a"], [])
     assert conn.receive_texts(b"") == ([], [])
-    assert conn.receive_texts(long_[3:]) == ([b"y" * 126], [])
+    assert conn.receive_texts(long_[3:]) == (["y" * 126], [])
     longer = frame(0x1, b"w" * 65536)  # the same inside a 64-bit length
-    assert conn.receive_texts(frame(0x1, b"b") + longer[:5]) == ([b"b"], [])
-    assert conn.receive_texts(longer[5:]) == ([b"w" * 65536], [])
+    assert conn.receive_texts(frame(0x1, b"b") + longer[:5]) == (["b"], [])
+    assert conn.receive_texts(longer[5:]) == (["w" * 65536], [])
     assert conn.receive_texts(b"\x81") == ([], [])  # one byte of a header, then nothing more yet
     assert conn.receive_texts(b"") == ([], [])
-    assert conn.receive_texts(b"\x01c") == ([b"c"], [])
-    accented = "é".encode()  # not ASCII: checked as UTF-8, and taken
-    assert ws().receive_texts(frame(0x1, accented) + frame(0x1, b"\xff")[:1]) == ([accented], [])
+    assert conn.receive_texts(b"\x01c") == (["c"], [])
+    accented = "é"  # not ASCII: decoded
+    assert ws().receive_texts(frame(0x1, accented.encode()) + frame(0x1, b"\xff")[:1]) == ([accented], [])
 
 
 @settings(max_examples=100, derandomize=True, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=len(SAMPLE)), max_size=12))
 def test_websocket_receive_texts_gives_the_same_however_the_bytes_are_cut(cuts):
     conn = ws()
-    texts: List[bytes] = []
+    texts: List[str] = []
     events: List[object] = []
     for chunk in cut_into(SAMPLE, cuts):
         more, other = conn.receive_texts(chunk)
@@ -310,7 +310,7 @@ def test_websocket_receive_a_byte_at_a_time_at_every_length_encoding():
         conn = ws()
         data = frame(0x1, b"y" * n)
         events = [event for i in range(len(data)) for event in conn.receive(data[i : i + 1])]
-        assert events == [Text(b"y" * n)]
+        assert events == [Text("y" * n)]
 
 
 def test_websocket_close_from_the_server_is_answered_and_ends_reading():
@@ -357,12 +357,12 @@ def test_websocket_protocol_violations_raise_with_their_code_and_queue_our_close
 
 def test_websocket_a_message_over_the_limit_is_refused_from_its_length():
     conn = ws(max_message=10)
-    assert conn.receive(frame(0x1, b"x" * 10)) == [Text(b"x" * 10)]  # at the limit
+    assert conn.receive(frame(0x1, b"x" * 10)) == [Text("x" * 10)]  # at the limit
     header_only = frame(0x1, b"x" * 11)[:2]  # the length says it: no payload needed
     with pytest.raises(WebSocketError, match="over 10 bytes") as caught:
         conn.receive(header_only)
     assert caught.value.code == 1009
-    for head in (frame(0x1, b"x" * 11)[:6], frame(0x1, b"x" * 200)[:4]):  # in the hot loop: 7 and 16 bits
+    for head in (frame(0x1, b"x" * 11)[:6], frame(0x1, b"x" * 200)[:4]):  # common frames, 7 and 16 bits
         with pytest.raises(WebSocketError, match="over 10 bytes") as caught:
             ws(max_message=10).receive_texts(head)
         assert caught.value.code == 1009
@@ -398,7 +398,7 @@ def test_websocket_a_frame_cut_into_many_pieces_is_sized_once_and_joined_once(mo
     conn = ws()
     data = frame(0x1, b"z" * 65536)  # a 10-byte header (64-bit length)
     events = [event for i in range(len(data)) for event in conn.receive(data[i : i + 1])]
-    assert events == [Text(b"z" * 65536)]
+    assert events == [Text("z" * 65536)]
     assert sized == list(range(2, 11))  # header bytes 2..10: then the size is known, never asked again
 
 
@@ -421,25 +421,28 @@ def test_websocket_the_frame_a_chunk_completes_is_copied_not_the_chunk():
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert texts == [b"s" * 200] + [b"x" * 1000] * 1000 and events == []
-    assert peak < 1.5 * len(chunk)  # the messages (a chunk's worth), not a second chunk besides
+    assert texts == ["s" * 200] + ["x" * 1000] * 1000 and events == []
+    # The run's payloads and the messages decoded from them (a chunk's worth
+    # each, the payloads gone once decoded), not a second chunk besides.
+    assert peak < 2.5 * len(chunk)
 
 
 def test_websocket_common_frames_take_the_short_way_the_others_every_check(monkeypatch):
     # A final, unmasked text frame with a 7- or 16-bit length is taken in the
-    # codec's hot loop, with no per-frame check or call (its length against the
-    # limit, its payload as ASCII or UTF-8, are done in the loop); any other
-    # frame is checked in full, and so is one of fewer than 4 bytes that ends a chunk.
+    # codec's hot loop, with no per-frame check or call (its length is under
+    # the limit, of 64 KiB or more; its payload is checked as UTF-8 by the
+    # decoding of the run); any other frame is checked in full, and so is one
+    # of fewer than 4 bytes that ends a chunk.
     checked: List[int] = []
     real = WebSocket._check_frame
     monkeypatch.setattr(
         WebSocket, "_check_frame", lambda self, first, *rest: checked.append(first) or real(self, first, *rest)
     )
-    common = [b"", b"a", b"b" * 125, b"c" * 126, b"d" * 65535, "é".encode()]
-    data = b"".join(frame(0x1, payload) for payload in common)
+    common = ["", "a", "b" * 125, "c" * 126, "d" * 65535, "é"]
+    data = b"".join(frame(0x1, text.encode()) for text in common)
     assert ws().receive_texts(data) == (common, [])
     assert checked == []
     others = frame(0x1, b"e" * 65536) + frame(0x1, b"f", fin=False) + frame(0x0, b"g") + frame(0x9, b"")
     data = others + frame(0x1, b"hi") + frame(0x1, b"j")
-    assert ws().receive_texts(data) == ([b"e" * 65536, b"fg", b"hi", b"j"], [Ping(b"")])
+    assert ws().receive_texts(data) == (["e" * 65536, "fg", "hi", "j"], [Ping(b"")])
     assert checked == [0x81, 0x01, 0x80, 0x89, 0x81]  # not "hi": "j", 3 bytes at the end

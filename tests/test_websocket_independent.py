@@ -23,8 +23,8 @@ websockets = pytest.importorskip("websockets", minversion="13")
 from websockets.asyncio.server import ServerConnection, serve  # noqa: E402
 
 
-async def lines(transport: WebSocketTransport, count: int) -> List[bytes]:
-    got: List[bytes] = []
+async def lines(transport: WebSocketTransport, count: int) -> List[str]:
+    got: List[str] = []
     while len(got) < count:
         data = await transport.read()
         assert isinstance(data, list) and data, "the connection ended early"
@@ -55,14 +55,14 @@ async def test_websocket_independent_messages_both_ways_fragments_and_a_ping():
         port = server.sockets[0].getsockname()[1]
         transport = await open_websocket(Connect(f"ws://127.0.0.1:{port}"))
         assert transport._ws.unfragmented == 16  # read from the server's answer
-        long = b'{"long":"' + b"x" * 100 + b'"}'
-        await transport.write(b'{"a":1}\n' + long + b"\n")
-        assert await lines(transport, 2) == [b'{"a":1}', long]
-        assert seen == ['{"a":1}', long.decode()]  # the long one arrived whole: our fragments joined
+        long = '{"long":"' + "x" * 100 + '"}'
+        await transport.write(b'{"a":1}\n' + long.encode() + b"\n")
+        assert await lines(transport, 2) == ['{"a":1}', long]
+        assert seen == ['{"a":1}', long]  # the long one arrived whole: our fragments joined
         await transport.write(b'{"send":"fragments"}\n')
-        assert await lines(transport, 1) == [b'{"fragmented":true}']
+        assert await lines(transport, 1) == ['{"fragmented":true}']
         await transport.write(b'{"send":"ping"}\n')
-        assert await lines(transport, 1) == [b'{"pong":"seen"}']  # our pong reached it
+        assert await lines(transport, 1) == ['{"pong":"seen"}']  # our pong reached it
         transport.close_input()
         assert await transport.read() == b""
         await asyncio.wait_for(transport.wait_exited(), 10)
@@ -82,7 +82,7 @@ async def test_websocket_independent_the_server_closes_with_its_code():
     async with serve(handler, "127.0.0.1", 0) as server:
         port = server.sockets[0].getsockname()[1]
         transport = await open_websocket(Connect(f"ws://127.0.0.1:{port}"))
-        assert await lines(transport, 1) == [b'{"last":true}']
+        assert await lines(transport, 1) == ['{"last":true}']
         assert await transport.read() == b""
         err = transport.ended()
         assert isinstance(err, WebSocketError) and (err.code, err.reason) == (

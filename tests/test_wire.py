@@ -997,8 +997,8 @@ def test_fault_is_empty_for_what_encodes():
 def test_wire_messages_are_whole_frames_each_held_to_the_cap():
     # What a WebSocket delivers: no line to cut, a line break between tokens is whitespace.
     decoder = LineDecoder(max_frame_bytes=64)
-    out = decoder.messages([b'{"a":1}', b'{"b":\n2}', b'{"c":"' + b"x" * 80 + b'"}'])
+    out = decoder.messages(['{"a":1}', '{"b":\n2}', '{"c":"' + "x" * 80 + '"}'])
     assert out[:2] == [{"a": 1}, {"b": 2}]
     assert isinstance(out[2], ProtocolError) and "exceeds the cap of 64 bytes" in str(out[2])
     assert decoder.buffered == 0
-    assert LineDecoder().messages([b'{"d":3}', b"[1]"])[0] == {"d": 3}
+    assert LineDecoder().messages(['{"d":3}', "[1]"])[0] == {"d": 3}
