@@ -288,9 +288,9 @@ class WebSocket:
         return events
 
     def receive_texts(self, data: bytes) -> Tuple[List[str], List[Incoming]]:
-        """:meth:`receive`, with the payloads of the text messages apart, in
-        order, from the other events (which follow them: nothing is read
-        after a close).  The transport's hot path: no event per message."""
+        """:meth:`receive`, with the text messages (decoded) apart, in order,
+        from the other events (which follow them: nothing is read after a
+        close).  The transport's hot path: no event per message."""
         texts: List[str] = []
         events: List[Incoming] = []
         self._parse(data, events, texts)
