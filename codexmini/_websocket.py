@@ -29,7 +29,7 @@ import hashlib
 import os
 import re
 import struct
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union, cast
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from ._errors import AuthRejected, ConfigError, ConnectFailed, WebSocketError
 
@@ -53,8 +53,6 @@ _HEAD: Callable[[bytes, int], Tuple[int, int]] = struct.Struct(">HH").unpack_fro
 #: below it, down to _TEXT7, one whose length is its low 7 bits (0-125).
 _TEXT16 = 0x817E
 _TEXT7 = 0x8100
-#: ``payload.decode()``: UTF-8, strict (mapped over a run of messages).
-_decode: Callable[[bytes], str] = bytes.decode
 
 
 def new_key(random: Random = os.urandom) -> str:
@@ -377,7 +375,8 @@ class WebSocket:
         number), the payload sliced; then the run decoded, in C (the one
         UTF-8 check each message needs, and the decoding the JSON parser
         needs)."""
-        end, payloads = len(data), cast(List[bytes], [])
+        end = len(data)
+        payloads: List[bytes] = []
         append, head, text16, text7 = payloads.append, _HEAD, _TEXT16, _TEXT7
         try:
             while True:
@@ -396,7 +395,7 @@ class WebSocket:
         except struct.error:  # fewer than 4 bytes from ``at``
             pass
         try:
-            out.extend(map(_decode, payloads))
+            out.extend(map(bytes.decode, payloads))  # UTF-8, strict
         except UnicodeDecodeError:
             raise self._fail("a text message that is not UTF-8", 1007) from None
         return at

@@ -418,12 +418,11 @@ class LineDecoder:
         if sum(map(len, texts)) <= self.max_frame_bytes:
             return self._texts(texts)
         cap = self.max_frame_bytes
-        return [
-            ProtocolError(self._too_big(len(text)), len(text), _preview(text.encode("utf-8", "replace")))
-            if len(text) > cap
-            else self._texts([text])[0]
-            for text in texts
-        ]
+        return [self._too_long(text) if len(text) > cap else self._texts([text])[0] for text in texts]
+
+    def _too_long(self, text: str) -> ProtocolError:
+        size = len(text.encode("utf-8", "surrogatepass"))  # its size on the wire (an error's cost, once)
+        return ProtocolError(self._too_big(size), size, _preview(text[:_PREVIEW].encode("utf-8", "surrogatepass")))
 
     def _lines(self, lines: List[bytes], size: int) -> List[Decoded]:
         """The frames of whole lines (without their newlines) of a chunk of

@@ -1000,5 +1000,7 @@ def test_wire_messages_are_whole_frames_each_held_to_the_cap():
     out = decoder.messages(['{"a":1}', '{"b":\n2}', '{"c":"' + "x" * 80 + '"}'])
     assert out[:2] == [{"a": 1}, {"b": 2}]
     assert isinstance(out[2], ProtocolError) and "exceeds the cap of 64 bytes" in str(out[2])
+    (wide,) = decoder.messages(['{"e":"' + "é" * 70 + '"}'])  # its size said in bytes, as on the wire
+    assert isinstance(wide, ProtocolError) and "frame of 148 bytes exceeds the cap of 64 bytes" in str(wide)
     assert decoder.buffered == 0
     assert LineDecoder().messages(['{"d":3}', "[1]"])[0] == {"d": 3}
