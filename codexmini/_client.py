@@ -104,13 +104,14 @@ _DECLINED_TURNS = 64  # how many turns _say_declined remembers
 #: this many per consumer it woke (or it has to wait for the transport) ...
 FRAMES_PER_WAKE = 16
 #: ... or once it read this many bytes, however few frames each consumer
-#: got: a round (some 470 deltas) stays within a core's cache once parsed,
-#: few of its frames outlive the collector's youngest generation, and a
-#: consumer's first frame does not wait for the reader to read and parse a
-#: huge line behind it.  Without this cap 128 turns at once read 2,048
-#: frames a round (2.7 MB parsed) and ran a tenth slower, with 8 full
-#: collections of the heap against 5 (``docs/speed.md``).
-ROUND_BYTES = 1 << 17
+#: got: a consumer's first frame does not wait for the reader to read and
+#: parse a huge line behind it, and a round's frames are not held parsed
+#: for long.  A thread's queue holds what it folds, a method and its params
+#: (:mod:`._subscriptions`: a delta's is nothing the collector walks), so a
+#: round may be big: at 128 KiB 128 turns at once woke a consumer for 4.2
+#: frames, at 512 KiB for 15, with fewer instructions and fewer cache
+#: misses at both cache sizes simulated (``docs/speed.md``).
+ROUND_BYTES = 1 << 19
 
 
 def observe_clients(factory: Callable[[], Optional[Tap]]) -> Callable[[], None]:
@@ -573,6 +574,16 @@ class AppServerClient(Extras):
         ``queue_size`` and ``overflow`` for this queue: ``"drop"`` for a
         consumer that prefers freshness to completeness, or one that may stop
         reading while the connection must go on."""
+        return self._subscribe(key, maxsize, overflow)
+
+    def _subscribe(
+        self,
+        key: Optional[str],
+        maxsize: Optional[int] = None,
+        overflow: Optional[Overflow] = None,
+        pairs: bool = False,
+    ) -> Subscription:
+        """:meth:`subscribe`; ``pairs``: a thread's own queue (see :mod:`._subscriptions`)."""
         if overflow is not None:
             check_overflow("overflow", overflow)
         sub = Subscription(
@@ -583,6 +594,7 @@ class AppServerClient(Extras):
             overflow or self.limits.overflow,
             self._full.append,
             self._make_room,
+            pairs,
         )
         self._subs.setdefault(key, []).append(sub)
         if key == ALL:
@@ -720,8 +732,13 @@ class AppServerClient(Extras):
                         subs = self._subs.get(last)
                     if subs is not None and len_(subs) == 1:
                         sub = subs[0]
-                        if len_(sub._items) < sub.maxsize:
-                            sub._items.append(event)
+                        items = sub._items
+                        if len_(items) < sub._limit:
+                            if sub._pairs:
+                                items.append(event[0])  # method
+                                items.append(event[1])  # params
+                            else:
+                                items.append(event)
                             waiter = sub._waiter
                             if waiter is not None and not waiter.done():
                                 waiter.set_result(None)

@@ -62,7 +62,7 @@ READ_CHUNK = 1 << 15
 #: How much codex's stdout pipe holds (Linux: ``F_SETPIPE_SZ``; where the
 #: system refuses, its own size, 64 KiB).  Deeper than that on purpose: with
 #: many turns at once the client reads on while the pipe holds more
-#: (``_client.FRAMES_PER_WAKE``, up to ``ROUND_BYTES``: 128 KiB), and a
+#: (``_client.FRAMES_PER_WAKE``, up to ``ROUND_BYTES``: 512 KiB), and a
 #: 64 KiB pipe ran dry in the middle of a round.  Not deeper: Linux counts a pipe's size against its user's quota
 #: (``/proc/sys/fs/pipe-user-pages-soft``, 64 MiB by default), past which
 #: every new pipe of that user is made small; 256 KiB is 256 clients' worth.

@@ -9,6 +9,18 @@ it, for a consumer that takes straight from the deque); ``"drop"`` drops
 deltas, counted and logged, while frames that end or shape a turn
 (:data:`~._rpc.NEVER_DROP`) pass it, up to twice its size.  Once the client
 has ended and the queue is empty, a read raises the client's terminal error.
+
+A thread's own queue (:class:`~codexmini.Thread`'s, ``pairs=True``) keeps
+each notification as its ``method`` and its ``params``, laid flat in the
+deque, instead of the core's tuple around the whole frame.  What a turn
+folds is those two; and what waits in the queue is then nothing the garbage
+collector walks -- a delta's ``params`` hold strings only, and ``json``
+leaves such a dict untracked -- where the tuple and the frame around the
+``params`` are walked at every young collection until the consumer takes
+them.  That lets the reader hold a bigger round of many turns' frames
+(``_client.ROUND_BYTES``) at no cost in collections.  Such a queue's getters
+hand out the frame rebuilt from the two (codex's other top-level member,
+``emittedAtMs``, is not kept).
 """
 
 from __future__ import annotations
@@ -16,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from typing import TYPE_CHECKING, AsyncIterator, Callable, Deque, Dict, Optional
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Deque, Dict, Optional
 
 from . import _rpc
 from ._deadline import within
@@ -46,8 +58,14 @@ class Subscription:
         overflow: Overflow = "wait",
         full: Callable[["Subscription"], None] = lambda sub: None,
         room: Callable[[], None] = lambda: None,
+        pairs: bool = False,
     ) -> None:
         self.key = key
+        # Whether the queue holds each notification as ``method, params``
+        # (two entries; a thread's own queue) or as the core's tuple.
+        self._pairs = pairs
+        self._width = 2 if pairs else 1  # entries a notification takes
+        self._limit = 0  # entries at which the queue is full (maxsize notifications)
         self.maxsize = maxsize
         #: What this queue does over ``maxsize``: ``"wait"`` or ``"drop"``
         #: (:attr:`~codexmini.Limits.overflow`).
@@ -56,17 +74,27 @@ class Subscription:
         self.full = False
         self._full, self._room = full, room  # the client's: stop reading, read on
         # The core's Notification tuples (method and params already read out of
-        # the frame): the turn folds them; the public getters hand out frames.
-        self._items: Deque[_rpc.Notification] = collections.deque()
+        # the frame), or for pairs each one's method and params: the turn folds
+        # them; the public getters hand out frames.
+        self._items: Deque[Any] = collections.deque()
         self._waiter: Optional["asyncio.Future[None]"] = None
         self._error: Optional[TransportError] = None
         self.dropped = 0
         self._stats = stats  # the client's: "dropped" counts for all its subscriptions
         self._unsubscribe = unsubscribe
 
+    @property
+    def maxsize(self) -> int:
+        """How many notifications the queue holds before its ``overflow`` applies."""
+        return self._limit // self._width
+
+    @maxsize.setter
+    def maxsize(self, value: int) -> None:
+        self._limit = value * self._width
+
     def _put(self, note: _rpc.Notification) -> None:
         held = len(self._items)
-        if held >= self.maxsize:
+        if held >= self._limit:
             if self.overflow == "wait":
                 # Kept: the client reads nothing more until the consumer takes
                 # (the queue grows by what the current read holds, no more).
@@ -75,13 +103,16 @@ class Subscription:
                     self._full(self)
             # Frames that end or shape a turn pass a full queue -- up to twice
             # its size: a flood of them with nobody consuming must not grow it forever.
-            elif note.method not in _rpc.NEVER_DROP or held >= 2 * self.maxsize:
+            elif note.method not in _rpc.NEVER_DROP or held >= 2 * self._limit:
                 self.dropped += 1
                 self._stats["dropped"] += 1
                 if self.dropped == 1 or self.dropped % 1000 == 0:
                     log.warning("subscription %r is full: %d notification(s) dropped", self.key, self.dropped)
                 return
-        self._items.append(note)
+        if self._pairs:
+            self._items += note[:2]  # method, params
+        else:
+            self._items.append(note)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -94,7 +125,7 @@ class Subscription:
 
     def pending(self) -> int:
         """How many frames are queued."""
-        return len(self._items)
+        return len(self._items) // self._width
 
     def get_nowait(self) -> Optional[Frame]:
         """The next frame if one is queued, else ``None`` (raises once ended and empty)."""
@@ -107,8 +138,13 @@ class Subscription:
 
     def _next(self) -> Optional[_rpc.Notification]:
         items = self._items
+        note: _rpc.Notification
         if items:
-            note = items.popleft()
+            if self._pairs:  # a method, then its params: the frame rebuilt from the two
+                method, params = items.popleft(), items.popleft()
+                note = _rpc.Notification(method, params, self.key, self.key, {"method": method, "params": params})
+            else:
+                note = items.popleft()
             if self.full:
                 self._took()
             return note
@@ -144,7 +180,7 @@ class Subscription:
         on.  A consumer that takes straight from the deque (a turn) calls this
         once a burst and when it stops, and comes to :meth:`_next` once the
         queue is empty."""
-        if self.full and len(self._items) <= self.maxsize // 2:
+        if self.full and len(self._items) <= self._limit // 2:
             self._drained()
 
     def _drained(self) -> None:
@@ -161,7 +197,7 @@ class Subscription:
             "dropping its deltas from now on (Timeouts.consumer)",
             self.key,
             seconds,
-            len(self._items),
+            self.pending(),
         )
         self._drained()
 

@@ -144,7 +144,7 @@ class Thread:
         self.client = client
         self.id = thread_id
         self.info = info
-        self._sub: Subscription = client.subscribe(thread_id)
+        self._sub: Subscription = client._subscribe(thread_id, pairs=True)
         self._closed = False
 
     @classmethod
@@ -537,23 +537,25 @@ class Turn:
             books = self.books
             queued = sub._items
             # (Locals: a generator's code is "called" once a turn, so 3.9 caches no global lookup in it.)
-            type_, delta = type, books.delta_type
+            type_, delta, feed, popleft = type, books.delta_type, books.feed, queued.popleft
             create_future = asyncio.get_running_loop().create_future
             while not self.done:
-                note = queued.popleft() if queued else sub._next()  # queued already: no await
-                if note is None:
-                    if self.idle_timeout is None and self._retrying is None:
-                        # No deadline: await the subscription's future right here, as
-                        # Subscription._get would, without its frame nor _wait's to
-                        # create and resume (many turns at once wake once an event or two).
-                        sub._waiter = waiter = create_future()
-                        try:
-                            await waiter
-                        finally:
-                            sub._waiter = None
-                        continue
+                if queued:  # the thread's queue holds pairs: a method, then its params
+                    event: Any = feed(popleft(), popleft())  # Any: mypy narrows by type(), not type_()
+                elif self.idle_timeout is None and self._retrying is None:
+                    sub._next()  # nothing queued: raises once the client ended (and lets a waiting reader read on)
+                    # No deadline: await the subscription's future right here, as
+                    # Subscription._get would, without its frame nor _wait's to
+                    # create and resume (many turns at once wake once an event or two).
+                    sub._waiter = waiter = create_future()
+                    try:
+                        await waiter
+                    finally:
+                        sub._waiter = None
+                    continue
+                else:
                     note = await self._wait(sub)
-                event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()
+                    event = feed(note.method, note.params)
                 if type_(event) is not delta:  # a delta needs no check (nine frames in ten)
                     self._after(event)
                     if event is None:
@@ -582,8 +584,7 @@ class Turn:
         books, append, type_ = self.books, events.append, type  # (locals: see _iterate)
         delta = books.delta_type
         while queued and not self.done:
-            note = queued.popleft()
-            event: Any = books.feed(note.method, note.params)  # Any: mypy narrows by type(), not type_()
+            event: Any = books.feed(queued.popleft(), queued.popleft())  # a pair: Subscription(pairs=True)
             if type_(event) is not delta:  # a delta needs no check (nine frames in ten)
                 self._after(event)
                 if event is None:

@@ -211,20 +211,23 @@ ONE_EACH_OF_64 = lines([delta(thread_id(t)) for t in range(64)])  # a read: one 
 async def test_client_many_turns_64_consumers_wake_once_for_many_frames_not_once_a_read():
     # 32 reads, each one delta for each of 64 threads: waking every consumer
     # after every read would be 32 wakes each (2,048 in all, one a frame).
-    # A round reads ROUND_BYTES at most: 11 of these reads, 11 frames a consumer.
+    # A round reads on until each consumer it woke has FRAMES_PER_WAKE frames
+    # (16 of these reads), well within ROUND_BYTES (41 of them).
     got = await wakes(consumers=64, reads=32, per_thread=1)
     per_wake = min(client_mod.FRAMES_PER_WAKE, reads_a_round(ONE_EACH_OF_64))
-    assert per_wake == 11
+    assert per_wake == 16 < reads_a_round(ONE_EACH_OF_64) == 41
     assert got["waits"] <= got["frames"] // per_wake + 64
     assert got["waits"] * 8 <= got["frames"]
 
 
-async def test_client_many_turns_a_round_reads_round_bytes_at_most():
-    # The same 64 consumers: none finds more than its share of a round queued
-    # (11 frames, 10 once it took the one it waited for).  Without the cap the
-    # reader read on to a consumer's FRAMES_PER_WAKE (16): a larger round.
+async def test_client_many_turns_a_round_reads_round_bytes_at_most(monkeypatch):
+    # The same 64 consumers, the round capped at 11 of these reads: none finds
+    # more than its share of a round queued (11 frames, 10 once it took the one
+    # it waited for).  Without the cap the reader read on to a consumer's
+    # FRAMES_PER_WAKE (16): a larger round.
+    monkeypatch.setattr(client_mod, "ROUND_BYTES", 10 * len(ONE_EACH_OF_64) + 1)
     got = await wakes(consumers=64, reads=32, per_thread=1)
-    assert got["most_queued"] == reads_a_round(ONE_EACH_OF_64) - 1 < client_mod.FRAMES_PER_WAKE - 1
+    assert got["most_queued"] == reads_a_round(ONE_EACH_OF_64) - 1 == 10 < client_mod.FRAMES_PER_WAKE - 1
 
 
 async def test_client_many_turns_without_the_round_cap_a_round_is_larger(monkeypatch):

@@ -13,6 +13,7 @@ goes (routing by thread) is the client's, in tests/test_client.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import pytest
 from support import behaviours as b
@@ -21,14 +22,25 @@ from support.fake_client import started, until
 
 from codexmini import ConfigError, Limits, Timeouts
 from codexmini._errors import ClientClosed, CodexTimeout
+from codexmini._subscriptions import Subscription
 from codexmini.testing import CodexLike
 
 THREAD = b.THREAD
 
+#: Each queue behaviour holds for both forms of a queue: a caller's
+#: (the core's tuples) and a thread's own (each notification as its method
+#: and params, ``pairs``).
+FORMS = pytest.mark.parametrize("pairs", [False, True], ids=["tuples", "pairs"])
 
-async def test_client_bounded_dropping_queue_drops_deltas_but_never_turn_frames(caplog):
+
+def subscribe(client, pairs, **kw):
+    return client._subscribe(THREAD, pairs=pairs, **kw)
+
+
+@FORMS
+async def test_client_bounded_dropping_queue_drops_deltas_but_never_turn_frames(caplog, pairs):
     client = await started(b.flood_thread)
-    sub = client.subscribe(THREAD, maxsize=2, overflow="drop")
+    sub = subscribe(client, pairs, maxsize=2, overflow="drop")
     try:
         await client.request("thread/loaded/list", {})
         assert (sub.pending(), sub.dropped, client.stats["dropped"]) == (3, 3, 3)
@@ -49,10 +61,11 @@ def said(frame):
     return frame["method"] + (":" + frame["params"]["delta"] if "delta" in frame["params"] else "")
 
 
-async def test_client_full_queue_waits_for_its_consumer_and_loses_nothing():
+@FORMS
+async def test_client_full_queue_waits_for_its_consumer_and_loses_nothing(pairs):
     client = await started(b.flood_thread)  # five deltas and turn/completed, then the answer
     try:
-        sub = client.subscribe(THREAD, maxsize=2)
+        sub = subscribe(client, pairs, maxsize=2)
         answer = asyncio.ensure_future(client.request("thread/loaded/list", {}))
         assert await until(lambda: client.stats["paused"] == 1)  # the reader waits for the consumer
         assert not answer.done()  # the answer is behind the notifications nobody took yet
@@ -70,10 +83,11 @@ async def test_client_full_queue_waits_for_its_consumer_and_loses_nothing():
         await client.close()
 
 
-async def test_client_consumer_that_takes_nothing_is_switched_to_dropping(caplog):
+@FORMS
+async def test_client_consumer_that_takes_nothing_is_switched_to_dropping(caplog, pairs):
     client = await started(b.flood_thread, timeouts=Timeouts(consumer=0.05))
     try:
-        sub = client.subscribe(THREAD, maxsize=4)
+        sub = subscribe(client, pairs, maxsize=4)
         answer = asyncio.ensure_future(client.request("thread/loaded/list", {}))
         assert await until(lambda: client.stats["paused"] == 1)
         assert said(sub.get_nowait()) == FLOOD[0]  # progress: the reader keeps waiting, a new round
@@ -87,10 +101,11 @@ async def test_client_consumer_that_takes_nothing_is_switched_to_dropping(caplog
         await client.close()
 
 
-async def test_client_closing_a_full_subscription_lets_the_reader_read_on():
+@FORMS
+async def test_client_closing_a_full_subscription_lets_the_reader_read_on(pairs):
     client = await started(b.flood_thread)
     try:
-        sub = client.subscribe(THREAD, maxsize=2)
+        sub = subscribe(client, pairs, maxsize=2)
         answer = asyncio.ensure_future(client.request("thread/loaded/list", {}))
         assert await until(lambda: client.stats["paused"] == 1)
         sub.close()
@@ -101,9 +116,10 @@ async def test_client_closing_a_full_subscription_lets_the_reader_read_on():
         await client.close()
 
 
-async def test_client_closing_while_the_reader_waits_ends_the_reader_at_once():
+@FORMS
+async def test_client_closing_while_the_reader_waits_ends_the_reader_at_once(pairs):
     client = await started(b.flood_thread, timeouts=Timeouts(consumer=None))  # it would wait for ever
-    sub = client.subscribe(THREAD, maxsize=2)
+    sub = subscribe(client, pairs, maxsize=2)
     answer = asyncio.ensure_future(client.request("thread/loaded/list", {}))
     assert await until(lambda: client.stats["paused"] == 1)
     await client.close()
@@ -111,6 +127,40 @@ async def test_client_closing_while_the_reader_waits_ends_the_reader_at_once():
     with pytest.raises(ClientClosed):
         await answer
     assert sub.pending() >= 3
+
+
+@pytest.mark.parametrize("others", [0, 1], ids=["alone", "beside-another"])
+async def test_client_thread_queue_holds_deltas_as_nothing_the_collector_walks(others):
+    # A thread's own queue keeps each notification as its method and its
+    # params: a delta's params hold strings only, which json leaves untracked,
+    # so a round of deltas waiting for their consumer is nothing a young
+    # collection walks.  A caller's queue holds the core's tuples around the
+    # frames, each tracked.  Alone, the thread's queue is filled by the
+    # reader's hot path; beside another subscriber, by Subscription._put.
+    client = await started(b.flood_thread)
+    try:
+        beside = [client.subscribe(THREAD, maxsize=100) for _ in range(others)]
+        sub = subscribe(client, True, maxsize=100)
+        await client.request("thread/loaded/list", {})
+        entries = list(sub._items)
+        methods, params = entries[::2], entries[1::2]
+        assert sub.pending() == len(methods) == len(params) == 6
+        assert [said({"method": m, "params": p}) for m, p in zip(methods, params)] == FLOOD
+        assert [m for m, p in zip(methods, params) if gc.is_tracked(m) or gc.is_tracked(p)] == ["turn/completed"]
+        for other in beside:
+            assert other.pending() == 6 and all(gc.is_tracked(note) for note in other._items)
+        frame = sub.get_nowait()  # the getters hand out the frame rebuilt from the pair
+        assert frame == {"method": methods[0], "params": params[0]} and sub.pending() == 5
+    finally:
+        await client.close()
+
+
+def test_subscription_maxsize_counts_notifications_whatever_the_form():
+    tuples = Subscription(THREAD, 4, {}, lambda _: None)
+    pairs = Subscription(THREAD, 4, {}, lambda _: None, pairs=True)
+    assert (tuples.maxsize, tuples._limit, pairs.maxsize, pairs._limit) == (4, 4, 4, 8)
+    pairs.maxsize = 3
+    assert (pairs.maxsize, pairs._limit) == (3, 6)
 
 
 async def test_client_subscription_overflow_is_checked_and_limits_set_the_default():

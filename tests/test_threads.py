@@ -360,8 +360,12 @@ async def test_turn_burst_takes_every_queued_event_and_stops_at_the_turns_end():
         thread = await Thread.start(client)
         turn = thread.turn("hi")
         got = await turn._burst()  # starts the turn; at least one event
-        queued = thread._sub._items
-        while not any(n.params.get("turnId") == "turn-next" for n in queued):
+        queued = thread._sub._items  # a thread's queue holds pairs: a method, then its params
+
+        def params() -> list:
+            return list(queued)[1::2]
+
+        while not any(p.get("turnId") == "turn-next" for p in params()):
             await asyncio.sleep(0)  # until the whole script is queued
         while not turn.done:
             burst = await turn._burst()
@@ -369,7 +373,7 @@ async def test_turn_burst_takes_every_queued_event_and_stops_at_the_turns_end():
             got += burst
         assert got == expected and isinstance(got[-1], TurnCompleted)
         assert await turn._burst() == []
-        assert [n.params.get("turnId") for n in queued] == ["turn-next"]
+        assert [p.get("turnId") for p in params()] == ["turn-next"]
 
 
 async def test_turn_item_bookkeeping_abandoned_last_writer_and_early_delta():

@@ -245,7 +245,7 @@ async def test_threads_retries_a_delta_read_in_a_burst_ends_the_retrying():
         turn = thread.turn("hello")
         while not isinstance(await turn.__anext__(), RetryingError):  # up to the first retry
             pass
-        while len(thread._sub._items) < 2:  # the second retry and the delta are in
+        while thread._sub.pending() < 2:  # the second retry and the delta are in
             await asyncio.sleep(0.001)
         burst = await turn._burst()  # the second retry, then the delta without a wait
         assert [type(e).__name__ for e in burst][:2] == ["RetryingError", "AgentMessageDelta"]
