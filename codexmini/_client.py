@@ -105,12 +105,13 @@ _DECLINED_TURNS = 64  # how many turns _say_declined remembers
 FRAMES_PER_WAKE = 16
 #: ... or once it read this many bytes, however few frames each consumer
 #: got: a consumer's first frame does not wait for the reader to read and
-#: parse a huge line behind it, and a round's frames are not held parsed
-#: for long.  A thread's queue holds what it folds, a method and its params
-#: (:mod:`._subscriptions`: a delta's is nothing the collector walks), so a
-#: round may be big: at 128 KiB 128 turns at once woke a consumer for 4.2
-#: frames, at 512 KiB for 15, with fewer instructions and fewer cache
-#: misses at both cache sizes simulated (``docs/speed.md``).
+#: parse a huge line behind it.  A thread's queue holds what it folds, a
+#: method and its params (:mod:`._subscriptions`: a delta's is nothing the
+#: collector walks), so a round may hold many parsed frames: at 128 KiB 128
+#: turns at once woke a consumer for 4.2 frames, at 512 KiB for 15, with 6%
+#: fewer instructions and 17% fewer first-level cache misses (cachegrind;
+#: last-level misses rose 1.7x with a 4 MiB last level, fell with a 1 MiB
+#: one; past 512 KiB they climb: ``docs/speed.md``).
 ROUND_BYTES = 1 << 19
 
 
