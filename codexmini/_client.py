@@ -649,6 +649,11 @@ class AppServerClient(Extras):
             events = self._conn.receive(data)
             woken += self._handle(events)
             frames += len_(events)
+            # Routed: the core's tuples and the frames they hold die now, not
+            # when the next read comes (at a lull, long after; meanwhile every
+            # young collection walked them, and what it freed late it did not
+            # count: 123 young collections in 128 turns one at a time, 15 so).
+            del events
             if self._full:
                 size = frames = woken = 0
                 await self._wait_for_room()

@@ -27,6 +27,7 @@ import pytest
 from codexmini import _client as client_mod
 from codexmini._client import ALL, AppServerClient
 from codexmini._errors import ProcessExited
+from codexmini._rpc import Notification
 from conformance.schema import FrameValidator
 
 TURN = "01a22cd4-86f6-7ad1-910f-518dfda94649"
@@ -288,6 +289,32 @@ async def test_client_many_turns_a_lone_consumer_still_runs_after_each_read():
     assert client_mod.FRAMES_PER_WAKE <= 20
     got = await wakes(consumers=1, reads=10, per_thread=20)
     assert got["most_queued"] <= 20 and got["waits"] == 10
+
+
+def live_notifications(thread: str) -> int:
+    """The core's Notification tuples alive for ``thread``."""
+    return sum(type(o) is Notification and o.route == thread for o in gc.get_objects())
+
+
+async def test_client_many_turns_the_reader_keeps_nothing_of_a_read_once_routed():
+    # A thread's own queue keeps each notification's method and params; the
+    # core's Notification tuples, and the frames they hold, die once the read
+    # is routed -- not when the next read comes, which at a lull (between two
+    # turns, a consumer waiting on a tool) may be long: the whole read lived
+    # on, young, and every young collection meanwhile walked it.
+    thread = thread_id(0x5EAD)  # one no other test uses
+    transport = HeldTransport([lines([delta(thread) for _ in range(50)])])
+    client = AppServerClient(transport)
+    try:
+        sub = client._subscribe(thread, pairs=True)
+        transport.open()
+        while transport.given < 1 or sub.pending() < 50:
+            await asyncio.sleep(0)
+        await asyncio.sleep(0)  # the reader goes on to await the next read
+        assert client._reader is not None and not client._reader.done()
+        assert len(sub._items) == 100 and live_notifications(thread) == 0
+    finally:
+        await client.close()
 
 
 @pytest.mark.parametrize("reads", [1, 3])
