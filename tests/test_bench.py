@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import textwrap
 
@@ -155,11 +156,19 @@ def test_bench_concurrency_runs_turns_at_once_on_one_codex_server(tmp_path):
     for way in ("threads", "connections"):
         assert isinstance(doc["figures"][f"concurrent_{way}_8_vs_1"], float)
     # The fake over stdio: 8 turns in all, n at a time, and 8 at once without their items.
+    # The minimal asyncio client reads the same turns, one and 8 at a time.
     fake = doc["sections"]["concurrency"]["fake_runs"]
-    assert sorted(fake) == sorted([f"fake {n}" for n in ns] + ["fake streaming"])
-    for (result,) in fake.values():
-        assert (result["turns"], result["all_delivered"], result["dropped"]) == (8, True, 0)
-    for name in ("concurrent_fake_threads_8_vs_1", "concurrent_rss_per_turn_mb", "concurrent_threads_rss_per_turn_mb"):
+    assert sorted(fake) == sorted([f"fake {n}" for n in ns] + ["fake streaming", "raw 1", "raw 8"])
+    for label, (result,) in fake.items():
+        assert (result["turns"], result["all_delivered"], result.get("dropped", 0)) == (8, True, 0)
+        assert result["n"] == (8 if label == "fake streaming" else int(label.split()[1]))
+    for name in (
+        "concurrent_fake_threads_8_vs_1",
+        "concurrent_raw_threads_8_vs_1",
+        "concurrent_fake_threads_8_vs_raw",
+        "concurrent_rss_per_turn_mb",
+        "concurrent_threads_rss_per_turn_mb",
+    ):
         assert isinstance(doc["figures"][name], float)
 
 
@@ -171,6 +180,30 @@ def test_bench_concurrency_fake_runs_turns_at_once_over_stdio(tiny):
     assert (result["n"], result["turns"], result["all_delivered"], result["dropped"]) == (4, 8, True, 0)
     assert result["events"] >= 8 * tiny["meta"]["deltas"]
     assert result["first_peak_rss_mb"] > 0
+
+
+def test_bench_concurrency_raw_client_reads_the_same_turns_without_codexmini(tiny):
+    from tools.benchlib import concurrency
+
+    options = dict(tiny, n=4, turns=8, deltas=tiny["meta"]["deltas"])
+    result = asyncio.run(concurrency.CONTENDERS["raw_threads"](options))
+    assert (result["n"], result["turns"], result["all_delivered"]) == (4, 8, True)
+    # Every notification of a thread, counted raw: each turn's whole stream, to its turn/completed
+    # (not the stream's notifications of no thread: rate limits).
+    with open(tiny["path"], encoding="utf-8") as fh:
+        threads = sum("threadId" in json.loads(line)["params"] for line in fh)
+    assert 0 < threads < tiny["meta"]["notifications"] and result["events"] == 8 * threads
+    assert result["first_peak_rss_mb"] > 0
+    # As the bench runs it, in an interpreter of its own: no codexmini module is loaded.
+    code = (
+        "import asyncio, json, sys; from tools.benchlib import concurrency; "
+        "r = asyncio.run(concurrency.raw_threads(json.loads(sys.argv[1]))); "
+        "print(r['all_delivered'], sorted(m for m in sys.modules if m.startswith('codexmini')))"
+    )
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    argv = [sys.executable, "-c", code, json.dumps(dict(options, n=8))]
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=repo, timeout=120)
+    assert out.stdout.split() == ["True", "[]"], out.stderr
 
 
 def test_bench_fake_interleaves_the_open_turns_a_line_each():

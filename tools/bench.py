@@ -22,7 +22,8 @@ behind the ratios.  Sections (issue 11):
    threads of the bench's fake over stdio (the client the bottleneck), and of
    one real codex server (``--listen ws://``) with the scripted model (and up
    to 32 on as many connections); events/s of all turns together, the
-   client's peak RSS and what each turn added to it;
+   client's peak RSS and what each turn added to it; and the fake's turns
+   read by a minimal asyncio client, a task a turn (the floor);
 7. **log** -- a session log of a million events (about 1 GB, written into the
    scratch directory and deleted after): ``SessionLog.open``, ``read_log``,
    ``iter_log`` and a resumed agent's prompts, memory growth and MB/s.
@@ -642,6 +643,9 @@ def concurrency_section(b: Bench) -> Section:
     # once costs beside its history.
     fake = {f"fake {n}": ("concurrency", "fake_threads", b.opts("concurrency", n=n, turns=top)) for n in ns}
     fake["fake streaming"] = ("concurrency", "fake_threads", b.opts("concurrency", n=top, keep_items=False))
+    # The floor: the same turns read by a minimal asyncio client (a task a turn), one and `top` at a time.
+    for n in (1, top):
+        fake[f"raw {n}"] = ("concurrency", "raw_threads", b.opts("concurrency", n=n, turns=top))
     for options in (o for _, _, o in fake.values()):
         options["deltas"] = t["deltas"]
     fruns = b.runner.interleave("concurrency", fake, m.concurrency_runs)
@@ -669,6 +673,20 @@ def concurrency_section(b: Bench) -> Section:
         f"concurrent_fake_threads_{top}_vs_1_cpu",
         fcpu[f"fake {top}"] / fcpu["fake 1"],
         f"  {top} at a time / one at a time, CPU time",
+    )
+    s.add(
+        f"concurrent_raw_threads_{top}_vs_1",
+        frate[f"raw {top}"] / frate["raw 1"],
+        f"  a minimal asyncio client: {top} at a time / one at a time",
+        detail=f"{kfmt(frate['raw 1'])}/s one at a time, {kfmt(frate[f'raw {top}'])}/s {top} at a time · "
+        "no codexmini: what asyncio keeps with a task a turn",
+    )
+    fsec = {k: median(r["seconds"] for r in fruns[k]) for k in (f"fake {top}", f"raw {top}")}
+    s.add(
+        f"concurrent_fake_threads_{top}_vs_raw",
+        fsec[f"raw {top}"] / fsec[f"fake {top}"],
+        f"  {top} at a time: the client's pace / the minimal client's",
+        detail=f"the same {top} turns in {fsec[f'fake {top}']:.2f} s / {fsec[f'raw {top}']:.2f} s",
     )
     per_turn = (frss[f"fake {top}"] - frss["fake 1"]) / (top - 1)
     s.add(

@@ -8,6 +8,11 @@ Each contender runs in a fresh interpreter, so the peak RSS is the client's own:
   in all, ``n`` at a time, so every ``n`` does the same work.  The fake
   writes prepared bytes, so the client is the bottleneck: what it pays per
   event as turns are added;
+* ``raw_threads`` -- the same turns on the same fake, read by a minimal
+  asyncio client and no codexmini: a reader task parses each line and puts it
+  on its thread's queue, a task per turn takes from it, waking on a future
+  when the queue is empty.  What asyncio itself keeps as turns are added, and
+  the pace ``fake_threads`` is compared with at the same ``n``;
 * ``threads`` -- one connection to a real ``codex app-server --listen
   ws://127.0.0.1:0`` on the scripted model (every turn a message of
   ``deltas`` deltas), ``n`` threads, a turn on each, all at once;
@@ -23,6 +28,8 @@ threads are open, before the turns start.
 from __future__ import annotations
 
 import asyncio
+import collections
+import json
 import sys
 import time
 from typing import Any
@@ -99,6 +106,89 @@ async def fake_threads(opts: Options) -> dict[str, Any]:
     return dict(_result(n, seconds, cpu, counts, opts, before), dropped=dropped, **first)
 
 
+class _Raw:
+    """The minimal client of ``raw_threads``: requests by id, notifications by thread."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.answers: dict[int, asyncio.Future[Any]] = {}
+        self.queues: dict[str, collections.deque[dict[str, Any]]] = {}
+        self.waiters: dict[str, asyncio.Future[None]] = {}
+        self.last_id = 0
+
+    def request(self, method: str, params: dict[str, Any]) -> asyncio.Future[Any]:
+        assert self.proc.stdin is not None
+        self.last_id += 1
+        answer = self.answers[self.last_id] = asyncio.get_running_loop().create_future()
+        self.proc.stdin.write(json.dumps({"id": self.last_id, "method": method, "params": params}).encode() + b"\n")
+        return answer
+
+    async def read(self) -> None:
+        assert self.proc.stdout is not None
+        read, loads, pending = self.proc.stdout.read, json.loads, b""
+        while True:
+            data = await read(1 << 16)
+            if not data:
+                return
+            *lines, pending = (pending + data).split(b"\n")
+            for line in lines:
+                frame = loads(line)
+                if "id" in frame:
+                    self.answers.pop(frame["id"]).set_result(frame.get("result"))
+                    continue
+                thread = frame["params"].get("threadId")
+                queue = self.queues.get(thread)
+                if queue is not None:  # a thread with a turn running (not thread/started)
+                    queue.append(frame)
+                    waiter = self.waiters.pop(thread, None)
+                    if waiter is not None:
+                        waiter.set_result(None)
+
+    async def turn(self, thread: str) -> tuple[int, int]:
+        queue = self.queues[thread] = collections.deque()
+        await self.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": "go"}]})
+        create_future = asyncio.get_running_loop().create_future
+        events = deltas = 0
+        while True:
+            while queue:
+                method = queue.popleft()["method"]
+                events += 1
+                if method == "item/agentMessage/delta":
+                    deltas += 1
+                elif method == "turn/completed":
+                    del self.queues[thread]
+                    return events, deltas
+            self.waiters[thread] = waiter = create_future()
+            await waiter
+
+
+async def raw_threads(opts: Options) -> dict[str, Any]:
+    """``fake_threads``'s turns, ``n`` at a time, read by :class:`_Raw`."""
+    n, pipe = opts["n"], asyncio.subprocess.PIPE
+    proc = await asyncio.create_subprocess_exec(
+        opts["codex"], "app-server", "--interleave", stdin=pipe, stdout=pipe, cwd=opts["scratch"]
+    )
+    raw = _Raw(proc)
+    reader = asyncio.ensure_future(raw.read())
+    seconds = cpu = 0.0
+    counts: list[tuple[int, int]] = []
+    first: dict[str, float] = {}
+    await raw.request("initialize", {"clientInfo": {"name": "raw", "version": "0"}})
+    assert proc.stdin is not None
+    proc.stdin.write(b'{"method":"initialized"}\n')
+    before = rss_mb()
+    for _ in range(max(1, opts.get("turns", n) // n)):
+        threads = [(await raw.request("thread/start", {}))["thread"]["id"] for _ in range(n)]
+        start, used = time.perf_counter(), time.process_time()
+        counts += await asyncio.gather(*(raw.turn(thread) for thread in threads))
+        seconds, cpu = seconds + time.perf_counter() - start, cpu + time.process_time() - used
+        first = first or {"first_rss_mb": rss_mb(), "first_peak_rss_mb": peak_rss_mb()}
+    proc.stdin.close()  # the fake ends at the end of its input
+    await reader
+    await proc.wait()
+    return dict(_result(n, seconds, cpu, counts, opts, before), **first)
+
+
 async def _thread(client: Any, opts: Options) -> Any:
     from codexmini import Thread
 
@@ -130,7 +220,7 @@ async def connections(opts: Options) -> dict[str, Any]:
     return result
 
 
-CONTENDERS = {"fake_threads": fake_threads, "threads": threads, "connections": connections}
+CONTENDERS = {"fake_threads": fake_threads, "raw_threads": raw_threads, "threads": threads, "connections": connections}
 
 if __name__ == "__main__":
     sys.exit(main(CONTENDERS))
