@@ -146,6 +146,7 @@ def test_bench_concurrency_runs_turns_at_once_on_one_codex_server(tmp_path):
     out = tmp_path / "bench.json"
     assert bench.main(["--mode", "tiny", "--only", "concurrency", "--quiet", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
+    assert doc["codex"] == bench.codex_version(find_native_codex()) is not None  # the header names it, as e2e's does
     runs = doc["sections"]["concurrency"]["runs"]
     ns = bench.MODES["tiny"].concurrency_ns
     assert sorted(runs) == sorted(f"{way} {n}" for way in ("threads", "connections") for n in ns)

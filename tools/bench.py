@@ -871,7 +871,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = MODES[args.mode]
     machine = describe_machine()
     py = describe_python(python)
-    codex = codex_version(find_native_codex()) if "e2e" in args.sections else None
+    # The sections that run the real codex (the others must not need it installed).
+    codex = codex_version(find_native_codex()) if {"e2e", "concurrency"} & set(args.sections) else None
     runner = Runner(python, args.timeout, None if args.quiet else sys.stderr)
     base = "/var/tmp" if os.path.isdir("/var/tmp") else None
     scratch = tempfile.mkdtemp(prefix="codexmini-bench-", dir=base)
