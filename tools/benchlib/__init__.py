@@ -13,8 +13,10 @@ a 2-core CI box.  The parts, one job each:
   it answers ``initialize``, ``thread/start``, ``turn/start`` and
   ``turn/interrupt`` with the recorded shapes and writes the pre-built turn as
   fast as the pipe takes it;
-* :mod:`.stream`, :mod:`.e2e`, :mod:`.serialize` and :mod:`.biglog` (a log
-  of a million events, written for the run and deleted) are the *contenders*: each
+* :mod:`.stream`, :mod:`.e2e`, :mod:`.serialize`, :mod:`.concurrency` (turns
+  at once: the client's, and a minimal asyncio client's, the floor) and
+  :mod:`.biglog` (a log of a million events, written for the run and deleted)
+  are the *contenders*: each
   call runs in a fresh interpreter (``python -m tools.benchlib.<module>``), so
   its peak RSS (``VmHWM``) is its own, and prints one JSON object;
 * :mod:`.runner` spawns those processes (own process group, deadline, kill)
