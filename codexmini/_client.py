@@ -650,9 +650,10 @@ class AppServerClient(Extras):
             woken += self._handle(events)
             frames += len_(events)
             # Routed: the core's tuples and the frames they hold die now, not
-            # when the next read comes (at a lull, long after; meanwhile every
-            # young collection walked them, and what it freed late it did not
-            # count: 123 young collections in 128 turns one at a time, 15 so).
+            # when the next read comes (at a lull, long after).  Held, every
+            # young collection meanwhile walked them, and freeing them after
+            # one did not lower the count that starts the next: 128 turns one
+            # at a time took 123 young collections, 15 since.
             del events
             if self._full:
                 size = frames = woken = 0
