@@ -18,7 +18,8 @@ collector walks -- a delta's ``params`` hold strings only, and ``json``
 leaves such a dict untracked -- where the tuple and the frame around the
 ``params`` are walked at every young collection until the consumer takes
 them.  That lets the reader hold a bigger round of many turns' frames
-(``_client.ROUND_BYTES``) at no cost in collections.  Such a queue's getters
+(``_client.ROUND_BYTES``) without the collector walking them (they still
+count towards starting a young collection, as every dict does).  Such a queue's getters
 hand out the frame rebuilt from the two (codex's other top-level member,
 ``emittedAtMs``, is not kept).
 """

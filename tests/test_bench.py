@@ -207,6 +207,24 @@ def test_bench_concurrency_raw_client_reads_the_same_turns_without_codexmini(tin
     assert out.stdout.split() == ["True", "[]"], out.stderr
 
 
+@pytest.mark.parametrize(
+    "script",
+    ["exit 0", "echo 'not json'; exec cat"],
+    ids=["ends-at-once", "a-line-it-cannot-read-then-waits"],
+)
+def test_bench_concurrency_raw_client_fails_clearly_when_the_fake_does(tiny, tmp_path, script):
+    from tools.benchlib import concurrency
+
+    # The minimal client's waits end with the fake's output: a typed error, not a hang; a
+    # fake still running (the second) is stopped before the error is raised.
+    codex = tmp_path / "codex-broken"
+    codex.write_text(f"#!/bin/sh\n{script}\n")
+    codex.chmod(0o755)
+    options = dict(tiny, codex=str(codex), n=2, turns=2, deltas=tiny["meta"]["deltas"])
+    with pytest.raises(ConnectionError, match="output ended"):
+        asyncio.run(asyncio.wait_for(concurrency.raw_threads(options), 60))  # a hang guard, not a time limit
+
+
 def test_bench_fake_interleaves_the_open_turns_a_line_each():
     import io
 

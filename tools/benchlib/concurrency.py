@@ -115,9 +115,15 @@ class _Raw:
         self.queues: dict[str, collections.deque[dict[str, Any]]] = {}
         self.waiters: dict[str, asyncio.Future[None]] = {}
         self.last_id = 0
+        self.ended = False  # the fake's output ended (or could not be read): nothing more will come
+
+    def _check(self) -> None:
+        if self.ended:
+            raise ConnectionError("the fake app-server's output ended")
 
     def request(self, method: str, params: dict[str, Any]) -> asyncio.Future[Any]:
         assert self.proc.stdin is not None
+        self._check()
         self.last_id += 1
         answer = self.answers[self.last_id] = asyncio.get_running_loop().create_future()
         self.proc.stdin.write(json.dumps({"id": self.last_id, "method": method, "params": params}).encode() + b"\n")
@@ -126,23 +132,29 @@ class _Raw:
     async def read(self) -> None:
         assert self.proc.stdout is not None
         read, loads, pending = self.proc.stdout.read, json.loads, b""
-        while True:
-            data = await read(1 << 16)
-            if not data:
-                return
-            *lines, pending = (pending + data).split(b"\n")
-            for line in lines:
-                frame = loads(line)
-                if "id" in frame:
-                    self.answers.pop(frame["id"]).set_result(frame.get("result"))
-                    continue
-                thread = frame["params"].get("threadId")
-                queue = self.queues.get(thread)
-                if queue is not None:  # a thread with a turn running (not thread/started)
-                    queue.append(frame)
-                    waiter = self.waiters.pop(thread, None)
-                    if waiter is not None:
-                        waiter.set_result(None)
+        try:
+            while True:
+                data = await read(1 << 16)
+                if not data:
+                    return
+                *lines, pending = (pending + data).split(b"\n")
+                for line in lines:
+                    frame = loads(line)
+                    if "id" in frame:
+                        self.answers.pop(frame["id"]).set_result(frame.get("result"))
+                        continue
+                    thread = frame["params"].get("threadId")
+                    queue = self.queues.get(thread)
+                    if queue is not None:  # a thread with a turn running (not thread/started)
+                        queue.append(frame)
+                        waiter = self.waiters.pop(thread, None)
+                        if waiter is not None:
+                            waiter.set_result(None)
+        finally:  # ended, or a line it could not read: whoever waits is told, nobody hangs
+            self.ended = True
+            for future in [*self.answers.values(), *self.waiters.values()]:
+                if not future.done():
+                    future.set_exception(ConnectionError("the fake app-server's output ended"))
 
     async def turn(self, thread: str) -> tuple[int, int]:
         queue = self.queues[thread] = collections.deque()
@@ -158,6 +170,7 @@ class _Raw:
                 elif method == "turn/completed":
                     del self.queues[thread]
                     return events, deltas
+            self._check()
             self.waiters[thread] = waiter = create_future()
             await waiter
 
@@ -173,18 +186,25 @@ async def raw_threads(opts: Options) -> dict[str, Any]:
     seconds = cpu = 0.0
     counts: list[tuple[int, int]] = []
     first: dict[str, float] = {}
-    await raw.request("initialize", {"clientInfo": {"name": "raw", "version": "0"}})
     assert proc.stdin is not None
-    proc.stdin.write(b'{"method":"initialized"}\n')
-    before = rss_mb()
-    for _ in range(max(1, opts.get("turns", n) // n)):
-        threads = [(await raw.request("thread/start", {}))["thread"]["id"] for _ in range(n)]
-        start, used = time.perf_counter(), time.process_time()
-        counts += await asyncio.gather(*(raw.turn(thread) for thread in threads))
-        seconds, cpu = seconds + time.perf_counter() - start, cpu + time.process_time() - used
-        first = first or {"first_rss_mb": rss_mb(), "first_peak_rss_mb": peak_rss_mb()}
+    try:
+        await raw.request("initialize", {"clientInfo": {"name": "raw", "version": "0"}})
+        proc.stdin.write(b'{"method":"initialized"}\n')
+        before = rss_mb()
+        for _ in range(max(1, opts.get("turns", n) // n)):
+            threads = [(await raw.request("thread/start", {}))["thread"]["id"] for _ in range(n)]
+            start, used = time.perf_counter(), time.process_time()
+            counts += await asyncio.gather(*(raw.turn(thread) for thread in threads))
+            seconds, cpu = seconds + time.perf_counter() - start, cpu + time.process_time() - used
+            first = first or {"first_rss_mb": rss_mb(), "first_peak_rss_mb": peak_rss_mb()}
+    except BaseException:
+        if proc.returncode is None:  # failed midway: the fake is stopped, not left behind
+            proc.kill()
+        await asyncio.gather(reader, return_exceptions=True)
+        await proc.wait()
+        raise
     proc.stdin.close()  # the fake ends at the end of its input
-    await reader
+    await reader  # (ends with its output)
     await proc.wait()
     return dict(_result(n, seconds, cpu, counts, opts, before), **first)
 
